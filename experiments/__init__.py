@@ -1,0 +1,1 @@
+"""One module per paper artifact: experiments/<paper>/<artifact>.py (see DESIGN section 3)."""

@@ -1,0 +1,233 @@
+"""``python -m harness list | run | report | compare | env | data``.
+
+Bad input gets one clear ``error:`` line and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .errors import HarnessError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        raise HarnessError(f"{message} (see `python -m harness {self.prog.split()[-1]} --help`)"
+                           if " " in self.prog else f"{message} (see `python -m harness --help`)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not 0 < value <= 1024:
+        raise argparse.ArgumentTypeError(f"scale must be in (0, 1024], got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness", description="Multi-GPU GNN training benchmark harness")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("list", help="experiments and implementations, and what can run here")
+    p.add_argument("--interface", help="only implementations of this interface")
+
+    p = sub.add_parser("run", help="run experiments and store their rows")
+    p.add_argument("ids", nargs="+", help="paper.artifact, bare artifact (table1), paper, or all")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="default: cuda when a GPU is visible, else cpu")
+    p.add_argument("--gpus", "--ranks", dest="world_size", type=_positive_int, default=None,
+                   help="GPUs (or CPU ranks) to use; default: all visible GPUs / the experiment's choice")
+    p.add_argument("--scale", type=_scale, default=None,
+                   help="problem size relative to the paper's (1.0 = paper size)")
+    p.add_argument("--quick", action="store_true", help="fewer points and repeats, small sizes")
+    p.add_argument("--impl", action="append", default=[],
+                   help="only these implementations (repeatable, comma-separated, shell patterns)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="experiment parameter override (repeatable)")
+    p.add_argument("--warmup", type=_nonneg_int, default=None)
+    p.add_argument("--repeats", type=_positive_int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("results"), help="root of run directories")
+    p.add_argument("--label", help="run directory label (default: hardware and experiment ids)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
+    p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
+    p.add_argument("--no-report", action="store_true", help="do not render the run's report")
+
+    p = sub.add_parser("report", help="regenerate tables and figures from stored runs")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.add_argument("--out", type=Path, default=Path("reports"))
+    p.add_argument("--experiment", action="append", default=None, help="only these experiment ids")
+
+    p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression")
+    p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
+    p.add_argument("b", type=Path, help="candidate run directory (or a folder of runs)")
+    p.add_argument("--threshold", type=float, default=0.10,
+                   help="relative change counted as a regression (default 0.10)")
+
+    sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
+
+    try:
+        from .datasets.cli import add_data_subcommands
+    except ImportError:
+        add_data_subcommands = None
+    if add_data_subcommands is not None:
+        add_data_subcommands(sub)
+    return parser
+
+
+def _split_patterns(items: list[str]) -> tuple[str, ...]:
+    return tuple(x.strip() for item in items for x in item.split(",") if x.strip())
+
+
+def cmd_list(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import registry
+    from .needs import detect
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    t = Table(title="Experiments", show_lines=False)
+    for col in ("id", "paper", "artifact", "title"):
+        t.add_column(col)
+    for exp in registry.experiments():
+        t.add_row(exp.id, exp.paper, exp.artifact, exp.title)
+    console.print(t)
+    caps = detect()
+    device = "cuda" if caps.cuda else "cpu"
+    t = Table(title=f"Implementations (can run here: judged for --device {device})")
+    for col in ("interface", "name", "needs", "here"):
+        t.add_column(col)
+    for spec in registry.impl_specs(args.interface):
+        reason = spec.needs.unmet(caps, None if device == "cuda" else device)
+        if reason and device == "cpu" and spec.needs.devices == ("cuda",):
+            reason = "needs CUDA, and no CUDA GPU is visible"
+        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}")
+    console.print(t)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from . import runner
+    from .config import RunConfig, parse_param_assignments
+    from .needs import default_device
+    from .report import report_runs
+
+    cfg = RunConfig(
+        device=args.device or default_device(), world_size=args.world_size, scale=args.scale,
+        quick=args.quick, warmup=args.warmup, repeats=args.repeats,
+        impl_patterns=_split_patterns(args.impl), params=parse_param_assignments(args.param),
+        seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
+        data_root=args.data_root,
+    )
+    outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
+    print(f"run {outcome.store.run_id}: {outcome.ok} ok, {outcome.skipped} skipped, "
+          f"{outcome.errors} errors -> {outcome.store.path}")
+    if not args.no_report and outcome.ok:
+        written = report_runs([outcome.store.path], outcome.store.path / "report")
+        for path in written:
+            if path.suffix == ".md":
+                print()
+                print(path.read_text())
+        print(f"report: {outcome.store.path / 'report'}")
+    return 1 if outcome.errors else 0
+
+
+def cmd_report(args) -> int:
+    from .report import report_runs
+
+    written = report_runs(args.runs, args.out, args.experiment)
+    for path in written:
+        print(path)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare_sets, format_comparison, load_result_set
+
+    result = compare_sets(load_result_set(args.a), load_result_set(args.b), args.threshold)
+    print(format_comparison(result))
+    return 1 if result.regressions else 0
+
+
+def cmd_env(args) -> int:
+    from . import envinfo, registry
+    from .needs import detect
+
+    gpus = envinfo.gpu_info()
+    sw = envinfo.software()
+    print(f"harness {sw['harness']}  python {sw['python']}  {sw['platform']}")
+    print(f"torch {sw.get('torch')}  CUDA {sw.get('cuda')}  NCCL {sw.get('nccl')}  "
+          f"driver {gpus.get('driver')}")
+    host = envinfo.host_info()
+    print(f"host: {host.get('cpu_model', '?')}, {host.get('cpu_count')} cores, "
+          f"{host.get('memory_bytes', 0) / 2**30:.0f} GiB")
+    if gpus["count"]:
+        for d in gpus["devices"]:
+            print(f"GPU{d['index']}: {d['name']}, {d['memory_bytes'] / 2**30:.0f} GiB, "
+                  f"sm_{d['capability'].replace('.', '')}, {d['multiprocessors']} SMs")
+        topo = gpus.get("topology")
+        if topo:
+            print("topology:")
+            print("       " + " ".join(f"{g:>6}" for g in topo["gpus"]))
+            for name, row in zip(topo["gpus"], topo["matrix"]):
+                print(f"{name:>6} " + " ".join(f"{c:>6}" for c in row))
+    else:
+        print("GPUs: none visible (CPU ranks with gloo and host shared memory)")
+    print("packages: " + ", ".join(f"{k} {v}" for k, v in sorted(sw["packages"].items())))
+    caps = detect()
+    device = "cuda" if caps.cuda else "cpu"
+    print(f"\nimplementations (device {device}):")
+    for spec in registry.impl_specs():
+        reason = spec.needs.unmet(caps, None if device == "cuda" else device)
+        print(f"  {spec.key:32} {'yes' if not reason else 'no: ' + reason}")
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
+            "env": cmd_env}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+        if handler is None:
+            raise HarnessError(f"unknown command '{args.command}'")
+        return int(handler(args) or 0)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

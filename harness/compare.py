@@ -1,0 +1,140 @@
+"""Compare two result sets point by point and flag regressions.
+
+A point is the tuple (experiment, impl, params, metric, world_size, device). For each
+point present in both sets, the change is oriented so that > 1 means worse (a longer
+time or a lower bandwidth). It is a regression when it exceeds the threshold AND the
+two runs' p10-p90 ranges do not overlap, so noise within the repeats never fails a
+comparison. Points present in only one set, and skipped points, are listed apart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HarnessError
+from .store import load_run
+
+
+def point_key(row: dict) -> tuple:
+    return (row["experiment"], row["impl"], json.dumps(row["params"], sort_keys=True),
+            row["metric"], row.get("world_size"), row.get("device"))
+
+
+def load_result_set(path: str | Path) -> dict[tuple, dict]:
+    """Rows of a run directory, or of every run directory below ``path`` (later runs win)."""
+    path = Path(path)
+    if (path / "rows.jsonl").exists():
+        dirs = [path]
+    elif path.is_dir():
+        dirs = sorted(p for p in path.iterdir() if (p / "rows.jsonl").exists())
+    else:
+        dirs = []
+    if not dirs:
+        raise HarnessError(f"no run directory at {path}")
+    rows: dict[tuple, dict] = {}
+    for d in dirs:
+        for row in load_run(d).rows:
+            rows[point_key(row)] = row
+    return rows
+
+
+@dataclass
+class PointChange:
+    key: tuple
+    a: dict
+    b: dict
+    worse_factor: float      # > 1: B is worse than A
+    significant: bool
+
+    def describe(self) -> str:
+        exp, impl, params, metric, world, device = self.key
+        return f"{exp} {impl} {params} {metric} (ws={world}, {device})"
+
+
+@dataclass
+class Comparison:
+    threshold: float
+    regressions: list[PointChange] = field(default_factory=list)
+    improvements: list[PointChange] = field(default_factory=list)
+    unchanged: list[PointChange] = field(default_factory=list)
+    only_a: list[tuple] = field(default_factory=list)
+    only_b: list[tuple] = field(default_factory=list)
+    not_comparable: list[tuple[tuple, str]] = field(default_factory=list)
+
+
+def _worse_factor(a: dict, b: dict) -> float:
+    va, vb = float(a["value"]), float(b["value"])
+    if va <= 0 or vb <= 0:
+        raise ValueError("non-positive value")
+    return vb / va if a.get("better", "lower") == "lower" else va / vb
+
+
+def _ranges_separate(a: dict, b: dict) -> bool:
+    """True when the p10-p90 ranges of A and B do not overlap (or no spread is stored)."""
+    sa, sb = a.get("stats"), b.get("stats")
+    if not sa or not sb or sa.get("repeats", 1) < 2 or sb.get("repeats", 1) < 2:
+        return True
+    return sb["p10"] > sa["p90"] or sa["p10"] > sb["p90"]
+
+
+def compare_sets(a_rows: dict[tuple, dict], b_rows: dict[tuple, dict], threshold: float) -> Comparison:
+    if threshold < 0:
+        raise HarnessError("--threshold must be >= 0")
+    result = Comparison(threshold=threshold)
+    for key in sorted(set(a_rows) | set(b_rows), key=str):
+        a, b = a_rows.get(key), b_rows.get(key)
+        if a is None:
+            result.only_b.append(key)
+            continue
+        if b is None:
+            result.only_a.append(key)
+            continue
+        if a["status"] != "ok" or b["status"] != "ok":
+            why = f"A {a['status']}, B {b['status']}"
+            result.not_comparable.append((key, why))
+            continue
+        try:
+            factor = _worse_factor(a, b)
+        except (ValueError, TypeError):
+            result.not_comparable.append((key, "non-positive or missing value"))
+            continue
+        significant = _ranges_separate(a, b)
+        change = PointChange(key, a, b, factor, significant)
+        if factor > 1 + threshold and significant:
+            result.regressions.append(change)
+        elif factor < 1 / (1 + threshold) and significant:
+            result.improvements.append(change)
+        else:
+            result.unchanged.append(change)
+    return result
+
+
+def format_comparison(c: Comparison) -> str:
+    lines = [f"threshold: {c.threshold:.0%} worse, with non-overlapping p10-p90 ranges"]
+
+    def block(title, changes):
+        if not changes:
+            return
+        lines.append(f"\n{title} ({len(changes)}):")
+        for ch in changes:
+            lines.append(f"  {ch.worse_factor:6.3f}x  {ch.describe()}: "
+                         f"{ch.a['value']:.4g} -> {ch.b['value']:.4g} {ch.a['unit']}"
+                         + ("" if ch.significant else "  (within noise)"))
+
+    block("REGRESSIONS", c.regressions)
+    block("improvements", c.improvements)
+    block("unchanged", c.unchanged)
+    if c.only_a:
+        lines.append(f"\nonly in A ({len(c.only_a)}):")
+        lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}" for k in c.only_a]
+    if c.only_b:
+        lines.append(f"\nonly in B ({len(c.only_b)}):")
+        lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}" for k in c.only_b]
+    if c.not_comparable:
+        lines.append(f"\nnot comparable ({len(c.not_comparable)}):")
+        lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.not_comparable]
+    lines.append(f"\n{len(c.regressions)} regressions, {len(c.improvements)} improvements, "
+                 f"{len(c.unchanged)} unchanged, {len(c.only_a)} only in A, {len(c.only_b)} only in B")
+    return "\n".join(lines)

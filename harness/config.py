@@ -1,0 +1,62 @@
+"""Run configuration shared by the CLI, the runner and the experiments."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HarnessError
+
+
+@dataclass
+class RunConfig:
+    device: str = "cpu"                     # cpu | cuda
+    world_size: int | None = None           # GPUs (cuda) or ranks (cpu); None = experiment default
+    scale: float | None = None              # None = the experiment's default for this device
+    quick: bool = False                     # fewer points/repeats, small sizes
+    warmup: int | None = None
+    repeats: int | None = None
+    impl_patterns: tuple[str, ...] = ()     # shell patterns on implementation names
+    params: dict[str, str] = field(default_factory=dict)  # --param overrides, raw strings
+    seed: int = 0
+    out_dir: Path = Path("results")
+    label: str | None = None
+    timeout_s: float = 3600.0               # per launched rank group
+    data_root: Path | None = None
+
+    def __post_init__(self):
+        if self.device not in ("cpu", "cuda"):
+            raise HarnessError(f"--device must be cpu or cuda, not '{self.device}'")
+        if self.world_size is not None and self.world_size < 1:
+            raise HarnessError("--gpus/--ranks must be >= 1")
+        if self.scale is not None and not (0 < self.scale <= 1024):
+            raise HarnessError(f"--scale must be in (0, 1024], not {self.scale}")
+        if self.repeats is not None and self.repeats < 1:
+            raise HarnessError("--repeats must be >= 1")
+        if self.warmup is not None and self.warmup < 0:
+            raise HarnessError("--warmup must be >= 0")
+
+    def wants_impl(self, name: str) -> bool:
+        return not self.impl_patterns or any(fnmatch.fnmatchcase(name, p) for p in self.impl_patterns)
+
+    def repeats_or(self, default: int, quick: int | None = None) -> int:
+        if self.repeats is not None:
+            return self.repeats
+        return quick if (self.quick and quick is not None) else default
+
+    def warmup_or(self, default: int, quick: int | None = None) -> int:
+        if self.warmup is not None:
+            return self.warmup
+        return quick if (self.quick and quick is not None) else default
+
+
+def parse_param_assignments(items: list[str]) -> dict[str, str]:
+    """``["sizes_gb=8,16", "steps=1000"]`` -> dict; malformed items are a clear error."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise HarnessError(f"--param takes KEY=VALUE, got '{item}'")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,166 @@
+"""The experiment contract: one module per paper artifact, discovered from a registry.
+
+An experiment declares its parameters, the implementations it compares, the points
+of its grid, how one point is measured, the paper's own numbers, and how rows
+become the paper's table and figure. The runner does the rest (skips, rows,
+progress, launching ranks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from .errors import HarnessError
+from .timing import Stats
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .config import RunConfig
+    from .report import ReportArtifact, RunInfo
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable of an experiment, settable with ``--param name=value``."""
+
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise HarnessError(f"expected comma-separated numbers, got '{text}'") from None
+    if not values:
+        raise HarnessError("expected at least one number")
+    return values
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise HarnessError(f"expected comma-separated integers, got '{text}'") from None
+    if not values:
+        raise HarnessError("expected at least one integer")
+    return values
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise HarnessError(f"expected an integer, got '{text}'") from None
+    if value <= 0:
+        raise HarnessError(f"expected a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise HarnessError(f"expected a number, got '{text}'") from None
+    if value <= 0:
+        raise HarnessError(f"expected a positive number, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration to measure: an implementation and its parameters."""
+
+    impl: str
+    params: dict = field(default_factory=dict)
+    world_size: int = 1
+
+    def label(self) -> str:
+        inner = " ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.impl} {inner}".strip()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One metric measured at a point. ``value`` defaults to ``stats.median``."""
+
+    metric: str
+    unit: str
+    stats: Stats | None = None
+    value: float | None = None
+    better: str = "lower"        # lower | higher: which direction is an improvement
+    extra: dict = field(default_factory=dict)  # extra params describing this metric
+
+    def resolved_value(self) -> float | None:
+        if self.value is not None:
+            return float(self.value)
+        return None if self.stats is None else float(self.stats.median)
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """A number transcribed from a paper, with where it came from."""
+
+    source: str          # "Table I", "Fig. 8"
+    impl: str
+    params: dict
+    metric: str
+    value: float
+    unit: str
+    note: str = ""
+
+
+class Experiment:
+    """Base class. Subclasses set the class attributes and implement the hooks."""
+
+    id: str = ""
+    paper: str = ""
+    artifact: str = ""
+    title: str = ""
+    interface: str = ""          # the impls/ interface whose implementations are compared
+    impls: tuple[str, ...] = ()
+    metric: str = ""             # primary metric (rows of skipped points carry it)
+    unit: str = ""
+    better: str = "lower"
+    paper_hardware: str = ""
+    parameters: dict[str, Param] = {}
+    paper_values: tuple[PaperValue, ...] = ()
+    spawn_ranks: bool = False    # True: points run in one process per rank (launcher)
+
+    # --- configuration -----------------------------------------------------------
+    def default_scale(self, cfg: "RunConfig") -> float:
+        return 1.0
+
+    def scale(self, cfg: "RunConfig") -> float:
+        return cfg.scale if cfg.scale is not None else self.default_scale(cfg)
+
+    def param(self, cfg: "RunConfig", name: str):
+        spec = self.parameters[name]
+        raw = cfg.params.get(name)
+        return spec.default if raw is None else spec.parse(raw)
+
+    def validate_params(self, cfg: "RunConfig") -> None:
+        for name in cfg.params:
+            if name in self.parameters:
+                self.parameters[name].parse(cfg.params[name])
+
+    # --- grid and measurement ----------------------------------------------------
+    def points(self, cfg: "RunConfig") -> Iterable[Point]:
+        raise NotImplementedError
+
+    def skip_reason(self, point: Point, cfg: "RunConfig") -> str | None:
+        """A reason beyond the implementation's needs why this point cannot run here."""
+        return None
+
+    def run_point(self, point: Point, cfg: "RunConfig") -> list[Measurement]:
+        raise NotImplementedError
+
+    # --- reporting ---------------------------------------------------------------
+    def report(self, rows: "pd.DataFrame", runs: list["RunInfo"]) -> "ReportArtifact":
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<Experiment {self.id}>"

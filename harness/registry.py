@@ -1,0 +1,134 @@
+"""Registries of implementations (by interface) and experiments (by id).
+
+Modules under ``impls/`` and ``experiments/`` register themselves on import;
+``discover()`` imports them all. Heavy optional packages (cupy, pylibwholegraph...)
+are imported inside functions, so discovery works on any machine.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from .errors import HarnessError
+from .needs import Needs
+
+if TYPE_CHECKING:
+    from .experiment import Experiment
+
+
+@dataclass(frozen=True)
+class ImplSpec:
+    interface: str
+    name: str
+    factory: Callable
+    needs: Needs
+    summary: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.interface}.{self.name}"
+
+
+_IMPLS: dict[tuple[str, str], ImplSpec] = {}
+_EXPERIMENTS: dict[str, "Experiment"] = {}
+_DISCOVERED = False
+
+
+def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary: str = ""):
+    """Class or factory decorator: ``@register_impl("probes", "p2p", needs=...)``."""
+
+    def deco(factory):
+        key = (interface, name)
+        if key in _IMPLS and _IMPLS[key].factory is not factory:
+            raise RuntimeError(f"implementation {interface}.{name} registered twice")
+        doc = summary or (factory.__doc__ or "").strip().splitlines()[0:1]
+        _IMPLS[key] = ImplSpec(interface, name, factory, needs,
+                               doc if isinstance(doc, str) else (doc[0] if doc else ""))
+        return factory
+
+    return deco
+
+
+def register_experiment(cls):
+    """Class decorator: instantiates the experiment once and registers it by id."""
+    exp = cls()
+    if exp.id in _EXPERIMENTS and type(_EXPERIMENTS[exp.id]) is not cls:
+        raise RuntimeError(f"experiment {exp.id} registered twice")
+    _EXPERIMENTS[exp.id] = exp
+    return cls
+
+
+def discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    for pkg_name in ("impls", "experiments"):
+        pkg = importlib.import_module(pkg_name)
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg_name}."):
+            importlib.import_module(info.name)
+    _DISCOVERED = True
+
+
+def impl_specs(interface: str | None = None) -> list[ImplSpec]:
+    discover()
+    specs = [s for s in _IMPLS.values() if interface is None or s.interface == interface]
+    return sorted(specs, key=lambda s: (s.interface, s.name))
+
+
+def get_impl(interface: str, name: str) -> ImplSpec:
+    discover()
+    try:
+        return _IMPLS[(interface, name)]
+    except KeyError:
+        known = ", ".join(s.name for s in impl_specs(interface)) or "none"
+        raise HarnessError(f"unknown implementation '{name}' for interface '{interface}' "
+                           f"(known: {known})") from None
+
+
+def experiments() -> list["Experiment"]:
+    discover()
+    return sorted(_EXPERIMENTS.values(), key=lambda e: e.id)
+
+
+def get_experiment(exp_id: str) -> "Experiment":
+    discover()
+    try:
+        return _EXPERIMENTS[exp_id]
+    except KeyError:
+        raise HarnessError(f"unknown experiment '{exp_id}' (see `python -m harness list`)") from None
+
+
+def resolve(ids: list[str]) -> list["Experiment"]:
+    """Turn user ids into experiments, in the order given, without duplicates.
+
+    Accepted forms: ``paper.artifact`` (``wholegraph.table1``), a bare artifact
+    (``table1``: that artifact of every paper), a paper name (``wholegraph``: all of
+    its artifacts), ``all``, and shell patterns (``xgnn.fig1*``).
+    """
+    everything = experiments()
+    if not ids:
+        raise HarnessError("name at least one experiment id (see `python -m harness list`)")
+    chosen: list[Experiment] = []
+    for raw in ids:
+        token = raw.strip()
+        if token == "all":
+            matches = everything
+        elif any(ch in token for ch in "*?["):
+            matches = [e for e in everything if fnmatch.fnmatchcase(e.id, token)]
+        elif "." in token:
+            matches = [e for e in everything if e.id == token]
+        else:
+            matches = [e for e in everything if e.artifact == token] or \
+                      [e for e in everything if e.paper == token]
+        if not matches:
+            near = sorted({e.id for e in everything if token.split(".")[-1] in e.id})
+            hint = f"; did you mean {', '.join(near[:4])}?" if near else ""
+            raise HarnessError(f"unknown experiment '{token}'{hint} (see `python -m harness list`)")
+        for exp in matches:
+            if exp not in chosen:
+                chosen.append(exp)
+    return chosen

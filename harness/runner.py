@@ -1,0 +1,257 @@
+"""Runs experiments: expands grids, skips what cannot run here (as rows), measures, stores.
+
+Single-process experiments run their points in this process. Experiments that set
+``spawn_ranks`` run each group of points with one world size inside one launch of
+ranks; rank 0 writes the rows.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import envinfo, registry
+from .config import RunConfig
+from .errors import HarnessError, LaunchError, SkipPoint
+from .experiment import Experiment, Measurement, Point
+from .launcher import RankContext, launch
+from .needs import detect
+from .progress import PointProgress
+from .store import RunStore
+
+
+@dataclass
+class RunOutcome:
+    store: RunStore
+    ok: int = 0
+    skipped: int = 0
+    errors: int = 0
+    experiments: list[str] = field(default_factory=list)
+
+
+def _format_value(m: Measurement) -> str:
+    value = m.resolved_value()
+    return f"{m.metric}={value:.4g} {m.unit}" if value is not None else m.metric
+
+
+def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measurement | None,
+             status: str = "ok", reason: str | None = None) -> dict:
+    metric = measurement.metric if measurement else exp.metric
+    unit = measurement.unit if measurement else exp.unit
+    params = dict(point.params)
+    if measurement and measurement.extra:
+        params.update(measurement.extra)
+    row = {
+        "experiment": exp.id,
+        "impl": point.impl,
+        "params": params,
+        "metric": metric,
+        "unit": unit,
+        "better": measurement.better if measurement else exp.better,
+        "value": measurement.resolved_value() if measurement else None,
+        "stats": measurement.stats.to_dict() if (measurement and measurement.stats) else None,
+        "world_size": point.world_size,
+        "device": cfg.device,
+        "status": status,
+        "time": envinfo.now_iso(),
+    }
+    if reason:
+        row["reason"] = reason
+    return row
+
+
+def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | None:
+    spec = registry.get_impl(exp.interface, point.impl)
+    reason = spec.needs.unmet(detect(), cfg.device, point.world_size)
+    return reason or exp.skip_reason(point, cfg)
+
+
+def run_one_point(exp: Experiment, point: Point, cfg: RunConfig, rank: RankContext | None = None
+                  ) -> list[dict]:
+    """Measure a point and turn the outcome into rows (never raises for the point's own failure)."""
+    try:
+        measurements = exp.run_point(point, cfg) if rank is None else exp.run_point(point, cfg, rank)
+    except SkipPoint as skip:
+        return [make_row(exp, point, cfg, None, "skipped", str(skip))]
+    except HarnessError:
+        raise
+    except Exception as exc:  # a failing point is a row; the run goes on
+        detail = traceback.format_exc(limit=6)
+        reason = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+        return [make_row(exp, point, cfg, None, "error", reason) | {"traceback": detail}]
+    if not measurements:
+        return [make_row(exp, point, cfg, None, "error", "the point produced no measurement")]
+    return [make_row(exp, point, cfg, m) for m in measurements]
+
+
+def _outcome_text(rows: list[dict]) -> str:
+    parts = []
+    for r in rows:
+        if r["status"] == "ok":
+            parts.append(f"{r['metric']}={r['value']:.4g} {r['unit']}")
+        else:
+            parts.append(f"{r['status']}: {r.get('reason', '')}")
+    return "; ".join(parts)
+
+
+def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, points: list[Point],
+                store_path: str | None) -> int:
+    """Runs inside every rank: all points of one world size, rank 0 storing rows."""
+    exp = registry.get_experiment(exp_id)
+    store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
+    progress = PointProgress(exp.id, len(points), enabled=ctx.is_main) if ctx.is_main else None
+    written = 0
+    try:
+        for point in points:
+            if progress:
+                progress.start_point(point.label())
+            rows = run_one_point(exp, point, cfg, ctx)
+            if store:
+                for row in rows:
+                    store.append(row)
+                    written += 1
+            if progress:
+                progress.finish_point(point.label(), _outcome_text(rows))
+    finally:
+        if progress:
+            progress.close()
+    return written
+
+
+def check_params_known(exps: list[Experiment], cfg: RunConfig) -> None:
+    known = {name for e in exps for name in e.parameters}
+    unknown = sorted(set(cfg.params) - known)
+    if unknown:
+        listing = ", ".join(sorted(known)) or "none"
+        raise HarnessError(f"unknown --param {', '.join(unknown)} for the selected experiments "
+                           f"(known: {listing})")
+    for exp in exps:
+        exp.validate_params(cfg)
+
+
+def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
+    exps = registry.resolve(ids)
+    check_params_known(exps, cfg)
+    caps = detect()
+    if cfg.device == "cuda" and not caps.cuda:
+        raise HarnessError("--device cuda was asked for, but no CUDA GPU is visible")
+    if cfg.device == "cuda" and cfg.world_size and cfg.world_size > caps.gpu_count:
+        raise HarnessError(f"asked for {cfg.world_size} GPUs, {caps.gpu_count} visible")
+
+    plans = []
+    for exp in exps:
+        points = [p for p in exp.points(cfg) if cfg.wants_impl(p.impl)]
+        if not points:
+            raise HarnessError(f"{exp.id}: no point matches --impl {','.join(cfg.impl_patterns)} "
+                               f"(implementations: {', '.join(exp.impls)})")
+        plans.append((exp, points))
+
+    manifest = envinfo.capture(argv, extra={
+        "experiments": [e.id for e in exps],
+        "config": {
+            "device": cfg.device, "world_size": cfg.world_size, "quick": cfg.quick,
+            "scale": {e.id: e.scale(cfg) for e in exps}, "seed": cfg.seed,
+            "warmup": cfg.warmup, "repeats": cfg.repeats, "impls": list(cfg.impl_patterns),
+            "params": cfg.params,
+        },
+    })
+    tag = envinfo.hardware_tag(manifest["gpus"], cfg.device)
+    label = cfg.label or f"{tag}_{'+'.join(e.id for e in exps)}"
+    if len(label) > 60:
+        label = f"{tag}_{len(exps)}-experiments"
+    store = RunStore.create(cfg.out_dir, label, {**manifest, "hardware": tag})
+    outcome = RunOutcome(store=store, experiments=[e.id for e in exps])
+    status = "failed"
+    try:
+        for exp, points in plans:
+            _run_experiment(exp, points, cfg, store, outcome)
+        status = "complete"
+    finally:
+        store.update_manifest(end=envinfo.now_iso(), status=status,
+                              counts={"ok": outcome.ok, "skipped": outcome.skipped,
+                                      "error": outcome.errors})
+    return outcome
+
+
+def _tally(outcome: RunOutcome, rows: list[dict]) -> None:
+    for r in rows:
+        if r["status"] == "ok":
+            outcome.ok += 1
+        elif r["status"] == "skipped":
+            outcome.skipped += 1
+        else:
+            outcome.errors += 1
+
+
+def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store: RunStore,
+                    outcome: RunOutcome) -> None:
+    runnable: list[Point] = []
+    skipped_rows = []
+    skipped_labels = []
+    for point in points:
+        reason = impl_skip_reason(exp, point, cfg)
+        if reason:
+            skipped_rows.append(make_row(exp, point, cfg, None, "skipped", reason))
+            skipped_labels.append(point.label())
+        else:
+            runnable.append(point)
+    for row in skipped_rows:
+        store.append(row)
+    _tally(outcome, skipped_rows)
+
+    if not exp.spawn_ranks:
+        with PointProgress(exp.id, len(points)) as progress:
+            for label, row in zip(skipped_labels, skipped_rows):
+                progress.finish_point(label, f"skipped: {row['reason']}")
+            for point in runnable:
+                progress.start_point(point.label())
+                rows = run_one_point(exp, point, cfg)
+                for row in rows:
+                    store.append(row)
+                _tally(outcome, rows)
+                progress.finish_point(point.label(), _outcome_text(rows))
+        return
+
+    by_world: dict[int, list[Point]] = {}
+    for point in runnable:
+        by_world.setdefault(point.world_size, []).append(point)
+    for world, group in sorted(by_world.items()):
+        before = _count_rows(store)
+        failure = None
+        try:
+            launch(_rank_entry, (exp.id, cfg, group, str(store.path)), world_size=world,
+                   device=cfg.device, timeout_s=cfg.timeout_s)
+        except LaunchError as exc:
+            failure = str(exc)
+        written = _read_rows_since(store, before)
+        _tally(outcome, written)
+        if failure:
+            for point in group:
+                if not any(r["impl"] == point.impl and _covers(r["params"], point.params)
+                           for r in written):
+                    row = make_row(exp, point, cfg, None, "error", f"launch failed: {failure}")
+                    store.append(row)
+                    _tally(outcome, [row])
+
+
+def _covers(row_params: dict, point_params: dict) -> bool:
+    """True when a stored row (params round-tripped through JSON) belongs to the point."""
+    import json
+
+    norm = lambda v: json.dumps(v, sort_keys=True, default=str)  # noqa: E731
+    return all(k in row_params and norm(row_params[k]) == norm(list(v) if isinstance(v, tuple) else v)
+               for k, v in point_params.items())
+
+
+def _count_rows(store: RunStore) -> int:
+    with open(store.rows_path) as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def _read_rows_since(store: RunStore, start: int) -> list[dict]:
+    import json
+
+    with open(store.rows_path) as fh:
+        lines = [ln for ln in fh if ln.strip()]
+    return [json.loads(ln) for ln in lines[start:]]

@@ -1,0 +1,157 @@
+"""Result store: numbered run directories with a manifest and rows appended as they finish.
+
+``<root>/<NNNN>_<label>/manifest.json`` and ``rows.jsonl``. A directory is created
+exclusively and never reused; rows are flushed and fsynced one by one so a crash
+keeps everything measured before it; the manifest is rewritten atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import HarnessError
+
+ROW_KEYS = ("experiment", "impl", "params", "metric", "unit", "value", "stats",
+            "world_size", "device", "status")
+STATUSES = ("ok", "skipped", "error")
+_RUN_DIR = re.compile(r"^(\d{4,})_")
+
+
+def _safe_label(label: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")
+    return cleaned[:80] or "run"
+
+
+def _json_default(obj):
+    if hasattr(obj, "item"):  # numpy / torch scalars
+        return obj.item()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def _clean_float(value):
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def validate_row(row: dict) -> None:
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        raise ValueError(f"result row lacks keys {missing}")
+    if row["status"] not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {row['status']!r}")
+    if row["status"] != "ok" and not row.get("reason"):
+        raise ValueError("a skipped or failed row needs a reason")
+    if row["status"] == "ok" and row["value"] is None:
+        raise ValueError("an ok row needs a value")
+
+
+class RunStore:
+    """Writer for one run directory."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.rows_path = self.path / "rows.jsonl"
+        self.manifest_path = self.path / "manifest.json"
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @classmethod
+    def create(cls, root: Path, label: str, manifest: dict) -> "RunStore":
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        label = _safe_label(label)
+        for _ in range(1000):
+            number = 1 + max((int(m.group(1)) for p in root.iterdir()
+                              if (m := _RUN_DIR.match(p.name))), default=0)
+            path = root / f"{number:04d}_{label}"
+            try:
+                path.mkdir()  # exclusive: never reuse a directory
+            except FileExistsError:
+                continue
+            store = cls(path)
+            store.write_manifest({**manifest, "run_id": path.name, "status": "running"})
+            store.rows_path.touch()
+            return store
+        raise HarnessError(f"could not create a new run directory under {root}")
+
+    def write_manifest(self, manifest: dict) -> None:
+        tmp = self.manifest_path.with_suffix(".json.tmp")
+        with open(tmp, "w") as fh:
+            json.dump(manifest, fh, indent=2, sort_keys=True, default=_json_default)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.manifest_path)
+
+    def read_manifest(self) -> dict:
+        with open(self.manifest_path) as fh:
+            return json.load(fh)
+
+    def update_manifest(self, **updates) -> None:
+        manifest = self.read_manifest()
+        manifest.update(updates)
+        self.write_manifest(manifest)
+
+    def append(self, row: dict) -> None:
+        row = {k: _clean_float(v) for k, v in row.items()}
+        validate_row(row)
+        line = json.dumps(row, sort_keys=True, default=_json_default)
+        with open(self.rows_path, "a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+@dataclass
+class StoredRun:
+    path: Path
+    manifest: dict
+    rows: list[dict]
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.get("run_id", self.path.name)
+
+
+def load_run(path: Path | str) -> StoredRun:
+    """Read a run directory; a torn last line (a crash mid-write) is dropped with a warning."""
+    path = Path(path)
+    if path.is_file() and path.name in ("rows.jsonl", "manifest.json"):
+        path = path.parent
+    manifest_path, rows_path = path / "manifest.json", path / "rows.jsonl"
+    if not path.is_dir():
+        raise HarnessError(f"no run directory at {path}")
+    if not rows_path.exists():
+        raise HarnessError(f"{path} is not a run directory (no rows.jsonl)")
+    manifest = {}
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"{manifest_path} is not valid JSON: {exc}") from None
+    rows = []
+    lines = rows_path.read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                warnings.warn(f"{rows_path}: dropped a torn last line (interrupted write)")
+                continue
+            raise HarnessError(f"{rows_path}:{number} is not valid JSON") from None
+    return StoredRun(path=path, manifest=manifest, rows=rows)

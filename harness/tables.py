@@ -1,0 +1,47 @@
+"""Helpers experiments use to turn stored rows into paper-style tables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .report import RunInfo
+
+
+def expand_params(rows: "pd.DataFrame") -> "pd.DataFrame":
+    """A copy of ``rows`` with each key of ``params`` as its own column ``p_<key>``."""
+    import pandas as pd
+
+    out = rows.copy()
+    params = pd.json_normalize(out["params"].tolist()).add_prefix("p_")
+    params.index = out.index
+    return pd.concat([out, params], axis=1)
+
+
+def run_labels(rows: "pd.DataFrame", runs: list["RunInfo"]) -> dict[str, str]:
+    """run_id -> column label: the hardware tag, made unique with the run number if needed."""
+    tags = {r.run_id: r.hardware for r in runs}
+    for run_id in rows["run_id"].unique():
+        tags.setdefault(run_id, "unknown")
+    counts: dict[str, int] = {}
+    for tag in tags.values():
+        counts[tag] = counts.get(tag, 0) + 1
+    return {rid: (tag if counts[tag] == 1 else f"{tag} #{rid.split('_')[0]}") for rid, tag in tags.items()}
+
+
+def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
+    """One note per distinct (run, impl, reason) of skipped or failed rows."""
+    notes, seen = [], set()
+    for _, r in rows[rows["status"] != "ok"].iterrows():
+        key = (labels.get(r["run_id"], r["run_id"]), r["impl"], r.get("reason"))
+        if key in seen:
+            continue
+        seen.add(key)
+        notes.append(f"{key[0]} `{r['impl']}` {r['status']}: {r.get('reason')}")
+    return notes
+
+
+def caption_hardware(runs: list["RunInfo"]) -> str:
+    return " ".join(f"Measured on {r.describe()}." for r in runs)

@@ -1,0 +1,1 @@
+"""Interchangeable implementations, one sub-package per interface (see DESIGN section 2)."""

@@ -1,0 +1,54 @@
+"""Interface `probes`: memory-access probes (pointer-chasing latency, random-read bandwidth).
+
+Every probe exposes ``allocate(size_bytes, salt, nparts)``, ``reset()`` (restore the
+initial placement before a timed repeat), ``run_chase(steps, start) -> (value, hash)``
+(checked against ``chain.chase``) and ``close()``. GPU probes also expose
+``launch_chase`` / ``launch_random_reads`` for event timing.
+"""
+
+from __future__ import annotations
+
+from harness.needs import Needs
+from harness.registry import register_impl
+
+
+@register_impl("probes", "local", needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",)),
+               summary="all memory on the chasing device (GPU 0, or host memory on a CPU run)")
+def make_local(device: str, gpus: list[int], **_):
+    if device == "cpu":
+        from .host import HostChaseProbe
+
+        return HostChaseProbe()
+    from .gpu import LocalProbe
+
+    return LocalProbe(gpus[:1])
+
+
+@register_impl("probes", "p2p", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",),
+                                            peer_access=True),
+               summary="cudaMalloc'd parts on every GPU, read by GPU 0 through peer access")
+def make_p2p(device: str, gpus: list[int], **_):
+    from .gpu import PeerProbe
+
+    return PeerProbe(gpus)
+
+
+@register_impl("probes", "um", needs=Needs(devices=("cuda",), min_gpus=1, packages=("cupy",)),
+               summary="cudaMallocManaged; each GPU first-touches its equal partition")
+def make_um(device: str, gpus: list[int], **_):
+    from .gpu import ManagedProbe
+
+    return ManagedProbe(gpus)
+
+
+@register_impl("probes", "host_zero_copy", needs=Needs(devices=("cuda",), min_gpus=1, packages=("cupy",)),
+               summary="pinned mapped host memory read by GPU 0 over PCIe (zero copy)")
+def make_host_zero_copy(device: str, gpus: list[int], host_cap_bytes: int | None = None, **_):
+    from .gpu import PinnedHostProbe
+
+    return PinnedHostProbe(gpus[:1], host_cap_bytes=host_cap_bytes)
+
+
+def parts_for(impl: str, gpus: list[int]) -> int:
+    """How many parts an implementation spreads its memory over."""
+    return len(gpus) if impl in ("p2p", "um") else 1

@@ -1,0 +1,242 @@
+"""GPU memory probes through CuPy: device-local, peer (P2P), managed (UM), pinned host.
+
+All four run the same kernels of ``kernels/memprobe.cu`` from GPU 0 over a pointer
+table of equal parts; only where the parts live differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import SkipPoint
+
+from . import memory
+
+KERNEL_SOURCE = Path(__file__).with_name("kernels") / "memprobe.cu"
+MAX_PARTS = 16
+_HOST_ALLOC_PORTABLE = 1
+_HOST_ALLOC_MAPPED = 2
+_PEER_ALREADY_ENABLED = 704
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+_modules: dict = {}
+
+
+def kernel(name: str):
+    """A kernel of memprobe.cu for the current device (compiled once per process)."""
+    cp = _cupy()
+    if "module" not in _modules:
+        _modules["module"] = cp.RawModule(code=KERNEL_SOURCE.read_text(), options=("-std=c++17",))
+    return _modules["module"].get_function(name)
+
+
+def free_bytes(gpus: list[int]) -> list[int]:
+    cp = _cupy()
+    out = []
+    for g in gpus:
+        with cp.cuda.Device(g):
+            out.append(int(cp.cuda.runtime.memGetInfo()[0]))
+    return out
+
+
+def enable_peer_access(chaser: int, peers: list[int]) -> None:
+    cp = _cupy()
+    with cp.cuda.Device(chaser):
+        for peer in peers:
+            if peer == chaser:
+                continue
+            if not cp.cuda.runtime.deviceCanAccessPeer(chaser, peer):
+                raise SkipPoint(f"GPU{chaser} cannot access GPU{peer} as a peer")
+            try:
+                cp.cuda.runtime.deviceEnablePeerAccess(peer)
+            except cp.cuda.runtime.CUDARuntimeError as exc:
+                if getattr(exc, "status", None) != _PEER_ALREADY_ENABLED:
+                    raise
+
+
+def fill(ptr: int, first_index: int, count: int, salt: int, device: int) -> None:
+    cp = _cupy()
+    import numpy as np
+
+    with cp.cuda.Device(device):
+        sms = cp.cuda.Device(device).attributes["MultiProcessorCount"]
+        kernel("fill_words")((sms * 8,), (256,), (np.uint64(ptr), np.uint64(first_index),
+                                                 np.uint64(count), np.uint64(salt)))
+        cp.cuda.Device(device).synchronize()
+
+
+class GpuChaseProbe:
+    """Base: parts given as raw pointers; the chase runs from ``gpus[0]``."""
+
+    placement = ""
+
+    def __init__(self, gpus: list[int]):
+        if not gpus:
+            raise SkipPoint("no GPU selected")
+        if len(gpus) > MAX_PARTS:
+            raise SkipPoint(f"at most {MAX_PARTS} GPUs supported by the probe kernel")
+        self.cp = _cupy()
+        self.gpus = list(gpus)
+        self.chaser = self.gpus[0]
+        self.part_ptrs: list[int] = []
+        self.part_owner: list[int] = []
+        self.part_elems = 0
+        self.nparts_used = 0
+        self.salt = 0
+        self._keep: list = []
+        self._table = None
+        self._out = None
+
+    # subclasses fill part_ptrs/part_owner/_keep
+    def _allocate_parts(self, part_bytes: int, nparts: int) -> None:
+        raise NotImplementedError
+
+    def _admit(self, size_bytes: int, nparts: int) -> None:
+        reason = memory.device_refusal(size_bytes, free_bytes(self.gpus[:nparts]))
+        if reason:
+            raise SkipPoint(reason)
+
+    def allocate(self, size_bytes: int, salt: int, nparts: int | None = None) -> None:
+        cp = self.cp
+        import numpy as np
+
+        nparts = nparts or 1
+        self._admit(size_bytes, nparts)
+        self.part_elems = size_bytes // 8 // nparts
+        self.salt = salt
+        self._allocate_parts(self.part_elems * 8, nparts)
+        self.nparts_used = nparts
+        self.reset()
+        with cp.cuda.Device(self.chaser):
+            self._table = cp.asarray(np.array(self.part_ptrs, dtype=np.uint64))
+            self._out = cp.zeros(max(2, 1), dtype=cp.uint64)
+
+    def reset(self) -> None:
+        """(Re)write every part from its owner GPU, restoring the initial placement."""
+        for p, (ptr, owner) in enumerate(zip(self.part_ptrs, self.part_owner)):
+            fill(ptr, p * self.part_elems, self.part_elems, self.salt, owner)
+
+    def run_chase(self, steps: int, start: int) -> tuple[int, int]:
+        import numpy as np
+
+        cp = self.cp
+        with cp.cuda.Device(self.chaser):
+            kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
+                                                  np.uint64(self.part_elems), np.uint64(start),
+                                                  np.int64(steps), self._out))
+            out = self._out.get()
+        return int(out[0]), int(out[1])
+
+    def launch_chase(self, steps: int, start: int) -> None:
+        """The timed call: launch only (the timer's events bracket it on the same stream)."""
+        import numpy as np
+
+        kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
+                                              np.uint64(self.part_elems), np.uint64(start),
+                                              np.int64(steps), self._out))
+
+    def launch_random_reads(self, threads: int, reads_per_thread: int, salt: int, out) -> None:
+        import numpy as np
+
+        block = 256
+        kernel("random_reads")((threads // block,), (block,),
+                               (self._table, np.int32(len(self.part_ptrs)), np.uint64(self.part_elems),
+                                np.uint64(salt), np.int32(reads_per_thread), out))
+
+    def close(self) -> None:
+        self._keep.clear()
+        self._table = None
+        self._out = None
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+
+class LocalProbe(GpuChaseProbe):
+    """All memory in GPU 0's device memory (plain cudaMalloc)."""
+
+    placement = "device memory of the chasing GPU"
+
+    def _allocate_parts(self, part_bytes, nparts):
+        cp = self.cp
+        with cp.cuda.Device(self.chaser):
+            for _ in range(nparts):
+                mem = cp.cuda.memory.Memory(part_bytes)
+                self._keep.append(mem)
+                self.part_ptrs.append(int(mem.ptr))
+                self.part_owner.append(self.chaser)
+
+
+class PeerProbe(GpuChaseProbe):
+    """Equal parts in every selected GPU's device memory (cudaMalloc), peer access on."""
+
+    placement = "device memory spread evenly over all GPUs, peer access"
+
+    def _allocate_parts(self, part_bytes, nparts):
+        cp = self.cp
+        enable_peer_access(self.chaser, self.gpus[:nparts])
+        for g in self.gpus[:nparts]:
+            with cp.cuda.Device(g):
+                mem = cp.cuda.memory.Memory(part_bytes)
+            self._keep.append(mem)
+            self.part_ptrs.append(int(mem.ptr))
+            self.part_owner.append(g)
+
+
+class ManagedProbe(GpuChaseProbe):
+    """One cudaMallocManaged allocation; GPU g first-touches (initializes) part g."""
+
+    placement = "managed memory, one equal partition initialized by each GPU"
+
+    def _admit(self, size_bytes, nparts):
+        reason = memory.um_refusal(size_bytes, free_bytes(self.gpus[:nparts]))
+        if reason:
+            raise SkipPoint(reason)
+
+    def _allocate_parts(self, part_bytes, nparts):
+        cp = self.cp
+        with cp.cuda.Device(self.chaser):
+            mem = cp.cuda.memory.ManagedMemory(part_bytes * nparts)
+        self._keep.append(mem)
+        for i, g in enumerate(self.gpus[:nparts]):
+            self.part_ptrs.append(int(mem.ptr) + i * part_bytes)
+            self.part_owner.append(g)
+
+
+class PinnedHostProbe(GpuChaseProbe):
+    """Pinned, mapped host memory read by GPU 0 directly (zero copy over PCIe)."""
+
+    placement = "pinned host memory, zero-copy"
+
+    def __init__(self, gpus, host_cap_bytes: int | None = None):
+        super().__init__(gpus)
+        self.host_cap_bytes = host_cap_bytes
+        self._host_ptrs: list[int] = []
+
+    def _admit(self, size_bytes, nparts):
+        import psutil
+
+        reason = memory.host_refusal(size_bytes, psutil.virtual_memory().available, self.host_cap_bytes)
+        if reason:
+            raise SkipPoint(reason)
+
+    def _allocate_parts(self, part_bytes, nparts):
+        cp = self.cp
+        rt = cp.cuda.runtime
+        with cp.cuda.Device(self.chaser):
+            for _ in range(nparts):
+                host = rt.hostAlloc(part_bytes, _HOST_ALLOC_PORTABLE | _HOST_ALLOC_MAPPED)
+                self._host_ptrs.append(host)
+                self.part_ptrs.append(int(rt.hostGetDevicePointer(host, 0)))
+                self.part_owner.append(self.chaser)
+
+    def close(self):
+        rt = self.cp.cuda.runtime
+        for ptr in self._host_ptrs:
+            rt.freeHost(ptr)
+        self._host_ptrs.clear()
+        super().close()
