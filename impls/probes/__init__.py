@@ -33,6 +33,23 @@ def make_p2p(device: str, gpus: list[int], **_):
     return PeerProbe(gpus)
 
 
+@register_impl("probes", "p2p_remote", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",),
+                                                   peer_access=True),
+               summary="cudaMalloc'd parts on every GPU but GPU 0, read by GPU 0: pure peer latency")
+def make_p2p_remote(device: str, gpus: list[int], **_):
+    from .gpu import PeerProbe
+
+    return PeerProbe(gpus[1:], chaser=gpus[0])
+
+
+@register_impl("probes", "um_remote", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",)),
+               summary="cudaMallocManaged first-touched by every GPU but GPU 0: every access faults")
+def make_um_remote(device: str, gpus: list[int], **_):
+    from .gpu import ManagedProbe
+
+    return ManagedProbe(gpus[1:], chaser=gpus[0])
+
+
 @register_impl("probes", "um", needs=Needs(devices=("cuda",), min_gpus=1, packages=("cupy",)),
                summary="cudaMallocManaged; each GPU first-touches its equal partition")
 def make_um(device: str, gpus: list[int], **_):
@@ -50,5 +67,9 @@ def make_host_zero_copy(device: str, gpus: list[int], host_cap_bytes: int | None
 
 
 def parts_for(impl: str, gpus: list[int]) -> int:
-    """How many parts an implementation spreads its memory over."""
-    return len(gpus) if impl in ("p2p", "um") else 1
+    """How many parts an implementation spreads its memory over (one per owner GPU)."""
+    if impl in ("p2p", "um"):
+        return len(gpus)
+    if impl in ("p2p_remote", "um_remote"):
+        return len(gpus) - 1
+    return 1

@@ -25,15 +25,15 @@ def _cupy():
     return cupy
 
 
-_modules: dict = {}
+_kernels: dict = {}
 
 
 def kernel(name: str):
-    """A kernel of memprobe.cu for the current device (compiled once per process)."""
+    """A kernel of memprobe.cu; RawKernel compiles and caches it per device on first launch."""
     cp = _cupy()
-    if "module" not in _modules:
-        _modules["module"] = cp.RawModule(code=KERNEL_SOURCE.read_text(), options=("-std=c++17",))
-    return _modules["module"].get_function(name)
+    if name not in _kernels:
+        _kernels[name] = cp.RawKernel(KERNEL_SOURCE.read_text(), name, options=("-std=c++17",))
+    return _kernels[name]
 
 
 def free_bytes(gpus: list[int]) -> list[int]:
@@ -72,18 +72,23 @@ def fill(ptr: int, first_index: int, count: int, salt: int, device: int) -> None
 
 
 class GpuChaseProbe:
-    """Base: parts given as raw pointers; the chase runs from ``gpus[0]``."""
+    """Base: parts given as raw pointers, one per owner GPU; the chase runs from ``chaser``."""
 
-    placement = ""
+    kind = ""
 
-    def __init__(self, gpus: list[int]):
-        if not gpus:
+    @property
+    def placement(self) -> str:
+        owners = ",".join(str(g) for g in self.gpus[:self.nparts_used or len(self.gpus)])
+        return f"{self.kind} on GPU {owners}, read from GPU {self.chaser}"
+
+    def __init__(self, owners: list[int], chaser: int | None = None):
+        if not owners:
             raise SkipPoint("no GPU selected")
-        if len(gpus) > MAX_PARTS:
+        if len(owners) > MAX_PARTS:
             raise SkipPoint(f"at most {MAX_PARTS} GPUs supported by the probe kernel")
         self.cp = _cupy()
-        self.gpus = list(gpus)
-        self.chaser = self.gpus[0]
+        self.gpus = list(owners)
+        self.chaser = owners[0] if chaser is None else chaser
         self.part_ptrs: list[int] = []
         self.part_owner: list[int] = []
         self.part_elems = 0
@@ -159,7 +164,7 @@ class GpuChaseProbe:
 class LocalProbe(GpuChaseProbe):
     """All memory in GPU 0's device memory (plain cudaMalloc)."""
 
-    placement = "device memory of the chasing GPU"
+    kind = "device memory (cudaMalloc)"
 
     def _allocate_parts(self, part_bytes, nparts):
         cp = self.cp
@@ -174,12 +179,12 @@ class LocalProbe(GpuChaseProbe):
 class PeerProbe(GpuChaseProbe):
     """Equal parts in every selected GPU's device memory (cudaMalloc), peer access on."""
 
-    placement = "device memory spread evenly over all GPUs, peer access"
+    kind = "device memory (cudaMalloc), equal parts, peer access"
 
     def _allocate_parts(self, part_bytes, nparts):
         cp = self.cp
         enable_peer_access(self.chaser, self.gpus[:nparts])
-        for g in self.gpus[:nparts]:
+        for g in self.gpus[:nparts]:  # one part per owner GPU
             with cp.cuda.Device(g):
                 mem = cp.cuda.memory.Memory(part_bytes)
             self._keep.append(mem)
@@ -190,10 +195,11 @@ class PeerProbe(GpuChaseProbe):
 class ManagedProbe(GpuChaseProbe):
     """One cudaMallocManaged allocation; GPU g first-touches (initializes) part g."""
 
-    placement = "managed memory, one equal partition initialized by each GPU"
+    kind = "managed memory (cudaMallocManaged), equal parts first-touched by their owners"
 
     def _admit(self, size_bytes, nparts):
-        reason = memory.um_refusal(size_bytes, free_bytes(self.gpus[:nparts]))
+        reason = memory.um_refusal(size_bytes, free_bytes(self.gpus[:nparts]),
+                                   chaser_free=free_bytes([self.chaser])[0])
         if reason:
             raise SkipPoint(reason)
 
@@ -210,10 +216,10 @@ class ManagedProbe(GpuChaseProbe):
 class PinnedHostProbe(GpuChaseProbe):
     """Pinned, mapped host memory read by GPU 0 directly (zero copy over PCIe)."""
 
-    placement = "pinned host memory, zero-copy"
+    kind = "pinned mapped host memory (zero copy)"
 
     def __init__(self, gpus, host_cap_bytes: int | None = None):
-        super().__init__(gpus)
+        super().__init__(gpus[:1])
         self.host_cap_bytes = host_cap_bytes
         self._host_ptrs: list[int] = []
 
@@ -231,7 +237,8 @@ class PinnedHostProbe(GpuChaseProbe):
             for _ in range(nparts):
                 host = rt.hostAlloc(part_bytes, _HOST_ALLOC_PORTABLE | _HOST_ALLOC_MAPPED)
                 self._host_ptrs.append(host)
-                self.part_ptrs.append(int(rt.hostGetDevicePointer(host, 0)))
+                # unified addressing: a mapped pinned pointer is valid on the device as is
+                self.part_ptrs.append(int(host))
                 self.part_owner.append(self.chaser)
 
     def close(self):

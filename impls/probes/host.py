@@ -59,6 +59,8 @@ def _kernels():
 class HostChaseProbe:
     """All memory in one host array; parts are contiguous slices of it."""
 
+    placement = "host memory (numpy array), read by the CPU"
+
     def __init__(self):
         self.words = None
         self.nparts_used = 1

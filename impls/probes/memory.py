@@ -9,20 +9,21 @@ HEADROOM = 0.90
 
 
 def um_refusal(size_bytes: int, free_bytes: list[int], chase_gpu: int = 0,
-               headroom: float = HEADROOM) -> str | None:
+               headroom: float = HEADROOM, chaser_free: int | None = None) -> str | None:
     """Why a managed allocation of ``size_bytes`` spread over these GPUs is refused, or None.
 
     Every page may migrate to the chasing GPU, so the whole allocation must fit in
-    ``headroom`` of that GPU's free memory, and each GPU's initial partition in its own.
+    ``headroom`` of that GPU's free memory (``chaser_free``, or ``free_bytes[chase_gpu]``
+    when the chaser is one of the owners), and each owner's initial partition in its own.
     """
     if size_bytes <= 0:
         return "size must be positive"
     if not free_bytes:
         return "no GPU to place managed memory on"
-    limit = headroom * free_bytes[chase_gpu]
-    if size_bytes > limit:
+    chaser_bytes = free_bytes[chase_gpu] if chaser_free is None else chaser_free
+    if size_bytes > headroom * chaser_bytes:
         return (f"refused: {size_bytes / GB:.0f} GB of managed memory exceeds "
-                f"{headroom:.0%} of GPU{chase_gpu}'s free {free_bytes[chase_gpu] / GB:.1f} GB; "
+                f"{headroom:.0%} of the chasing GPU's free {chaser_bytes / GB:.1f} GB; "
                 f"pages migrate to the chasing GPU, and over-committed managed memory can hang it")
     part = size_bytes / len(free_bytes)
     for gpu, free in enumerate(free_bytes):
@@ -32,7 +33,11 @@ def um_refusal(size_bytes: int, free_bytes: list[int], chase_gpu: int = 0,
     return None
 
 
-def device_refusal(size_bytes: int, free_bytes: list[int], headroom: float = HEADROOM) -> str | None:
+# Plain device allocations fail cleanly when too large, so they may come closer to the limit.
+DEVICE_HEADROOM = 0.97
+
+
+def device_refusal(size_bytes: int, free_bytes: list[int], headroom: float = DEVICE_HEADROOM) -> str | None:
     """Why ``size_bytes`` split evenly over these GPUs' device memory does not fit, or None."""
     part = size_bytes / len(free_bytes)
     for gpu, free in enumerate(free_bytes):
