@@ -1,0 +1,87 @@
+"""Hand-written run directories and rows, shaped like what the harness stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+H200_MANIFEST = {
+    "hardware": "2xH200",
+    "status": "complete",
+    "command": "harness run wholegraph.table1",
+    "gpus": {
+        "count": 2,
+        "driver": "580.95.05",
+        "devices": [
+            {"index": 0, "name": "NVIDIA H200", "memory_bytes": 150 * 2**30, "capability": "9.0",
+             "multiprocessors": 132},
+            {"index": 1, "name": "NVIDIA H200", "memory_bytes": 150 * 2**30, "capability": "9.0",
+             "multiprocessors": 132},
+        ],
+        "topology": {"gpus": ["GPU0", "GPU1"], "matrix": [["X", "NV18"], ["NV18", "X"]]},
+    },
+    "software": {"cuda": "13.0", "torch": "2.11.0+cu130", "nccl": "2.28.9", "python": "3.12.3"},
+    "git": {"commit": "0123456789abcdef", "dirty": False},
+}
+
+CPU_MANIFEST = {
+    "hardware": "cpu",
+    "status": "complete",
+    "gpus": {"count": 0, "devices": []},
+    "host": {"cpu_model": "Test CPU", "cpu_count": 2},
+    "software": {"torch": "2.13.0+cpu"},
+    "git": {"commit": "fedcba9876543210", "dirty": True},
+}
+
+
+def stats_for(median: float, spread: float = 0.0, repeats: int = 5) -> dict:
+    return {"repeats": repeats, "median": median, "min": median - spread, "max": median + spread,
+            "p10": median - spread, "p90": median + spread, "mean": median, "std": spread / 2}
+
+
+def row(impl: str, value: float | None, *, experiment: str = "wholegraph.table1",
+        params: dict | None = None, metric: str = "latency", unit: str = "us", better: str = "lower",
+        spread: float = 0.0, status: str = "ok", reason: str | None = None, world_size: int = 1,
+        device: str = "cpu", stats: dict | None = None) -> dict:
+    r = {
+        "experiment": experiment, "impl": impl, "params": dict(params or {}), "metric": metric,
+        "unit": unit, "better": better, "value": value,
+        "stats": stats if stats is not None else (stats_for(value, spread) if value is not None else None),
+        "world_size": world_size, "device": device, "status": status,
+        "time": "2026-11-21T00:00:00+00:00",
+    }
+    if reason is not None:
+        r["reason"] = reason
+    return r
+
+
+def table1_row(impl: str, size_gb: float, value: float | None, *, gpus: int = 2, scale: float = 1.0,
+               status: str = "ok", reason: str | None = None, device: str = "cuda") -> dict:
+    params = {"paper_size_gb": float(size_gb), "size_gb": round(size_gb * scale, 6), "gpus": gpus}
+    if status == "ok":
+        params.update(steps=100_000, placement="test")
+    return row(impl, value, params=params, status=status, reason=reason, world_size=gpus,
+               device=device)
+
+
+def write_run(root: Path, name: str, manifest: dict, rows: list[dict]) -> Path:
+    """A run directory ``root/name`` with a manifest and one JSON line per row."""
+    path = Path(root) / name
+    path.mkdir(parents=True)
+    (path / "manifest.json").write_text(json.dumps({**manifest, "run_id": name}, indent=2))
+    (path / "rows.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    return path
+
+
+def h200_table1_rows(um_128_refused: bool = False) -> list[dict]:
+    """UM ~15x P2P at every size (numbers in the range measured on our H200s)."""
+    values = {8: (17.5, 1.15, 0.49), 16: (18.0, 1.16, 0.50), 32: (18.5, 1.17, 0.51)}
+    rows = []
+    for size, (um, p2p, local) in values.items():
+        rows += [table1_row("um", size, um), table1_row("p2p", size, p2p),
+                 table1_row("local", size, local), table1_row("host_zero_copy", size, 1.9)]
+    if um_128_refused:
+        rows += [table1_row("um", 128, None, status="skipped",
+                            reason="refused: 128 GB of managed memory exceeds 90% of GPU0's free 139.0 GB"),
+                 table1_row("p2p", 128, 1.2), table1_row("local", 128, 0.55)]
+    return rows

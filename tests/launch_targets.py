@@ -1,0 +1,91 @@
+"""Rank functions for launcher tests. Module level, so spawn can pickle them by reference."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+
+def all_reduce_sum(ctx, base):
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([float(base + ctx.rank + 1)])
+    dist.all_reduce(t)
+    return {"rank": ctx.rank, "world": ctx.world_size, "local_rank": ctx.local_rank,
+            "backend": ctx.backend, "device": ctx.device, "is_main": ctx.is_main,
+            "sum": float(t.item()), "env_rank": os.environ.get("RANK"),
+            "dist_rank": dist.get_rank(), "dist_world": dist.get_world_size(),
+            "dist_backend": dist.get_backend()}
+
+
+def _write_pid(pid_dir, rank):
+    if pid_dir:
+        with open(os.path.join(pid_dir, f"rank{rank}.pid"), "w") as fh:
+            fh.write(str(os.getpid()))
+
+
+def raise_on_rank(ctx, bad_rank, pid_dir=None):
+    """``bad_rank`` raises at once; the others sleep far beyond any test's timeout."""
+    _write_pid(pid_dir, ctx.rank)
+    if ctx.rank == bad_rank:
+        raise ValueError(f"deliberate failure on rank {ctx.rank}")
+    time.sleep(120)
+    return ctx.rank
+
+
+def raise_on_rank1_while_rank0_waits_in_barrier(ctx):
+    """Rank 1 fails first; rank 0 then fails too, inside a collective (a consequence).
+
+    Rank 1 keeps its process alive a little after raising (a non-daemon thread), as a
+    rank busy tearing down would, so its exit code is not yet known when its error arrives.
+    """
+    import torch.distributed as dist
+
+    if ctx.rank == 1:
+        threading.Thread(target=time.sleep, args=(2.0,), daemon=False).start()
+        raise ValueError("root cause on rank 1")
+    dist.barrier()
+    return ctx.rank
+
+
+def hang(ctx, pid_dir=None):
+    _write_pid(pid_dir, ctx.rank)
+    time.sleep(600)
+
+
+def hard_exit_on_rank(ctx, bad_rank, code):
+    if ctx.rank == bad_rank:
+        os._exit(code)
+    time.sleep(120)
+
+
+def return_nothing_on_rank(ctx, rank):
+    return None if ctx.rank == rank else ctx.rank
+
+
+class RankTimer:
+    """A timer reporting a fixed, rank-dependent time: rank r sees r + 1 seconds."""
+
+    def __init__(self, rank):
+        self.rank = rank
+        self.calls = 0
+
+    def time(self, fn):
+        fn()
+        self.calls += 1
+        return float(self.rank + 1)
+
+
+def collective_timing(ctx):
+    from harness.timing import measure_collective, reduce_across_ranks
+
+    spread = reduce_across_ranks(float(ctx.rank + 1))
+    calls = []
+    timer = RankTimer(ctx.rank)
+    stats, per_rank = measure_collective(lambda: calls.append(1), timer=timer, warmup=2, repeats=5)
+    return {"spread": (spread.min, spread.avg, spread.max),
+            "stats": (stats.repeats, stats.median, stats.min, stats.max),
+            "per_rank": (per_rank.min, per_rank.avg, per_rank.max),
+            "fn_calls": len(calls), "timer_calls": timer.calls}

@@ -1,0 +1,144 @@
+"""CLI: bad input gives one `error:` line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness import cli
+
+from .conftest import REPO_ROOT
+
+
+def _one_error_line(capsys, code: int) -> str:
+    out, err = capsys.readouterr()
+    assert code != 0
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected exactly one stderr line, got {lines!r}"
+    assert lines[0].startswith("error: ")
+    assert "usage:" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["run", "nosuchexperiment"], "unknown experiment 'nosuchexperiment'"),
+    (["run", "wholegraph.table99"], "unknown experiment 'wholegraph.table99'"),
+    (["frobnicate"], "frobnicate"),
+    (["run", "table1", "--repeats", "0"], "--repeats"),
+    (["run", "table1", "--repeats", "many"], "--repeats"),
+    (["run", "table1", "--scale", "-1"], "--scale"),
+    (["run", "table1", "--scale", "0"], "--scale"),
+    (["run", "table1", "--warmup", "-2"], "--warmup"),
+    (["run", "table1", "--gpus", "0"], "--gpus"),
+    (["run", "table1", "--device", "tpu"], "--device"),
+    (["run", "table1", "--param", "foo"], "KEY=VALUE"),
+    (["run", "table1", "--param", "=3"], "KEY=VALUE"),
+    (["run", "table1", "--param", "foo=1"], "unknown --param foo"),
+    (["run", "table1", "--param", "sizes_gb=eight"], "eight"),
+    (["run", "table1", "--param", "steps=-5"], "-5"),
+    (["run", "table1", "--impl", "nosuchimpl"], "nosuchimpl"),
+    (["run"], "ids"),
+    ([], "command"),
+    (["report", "/nonexistent/run/dir"], "/nonexistent/run/dir"),
+    (["compare", "/nonexistent/a", "/nonexistent/b"], "/nonexistent/a"),
+    (["list", "--bogus"], "--bogus"),
+])
+def test_bad_input_is_one_error_line(capsys, tmp_path, argv, expect):
+    if argv and argv[0] == "run":
+        argv = argv + ["--out", str(tmp_path / "runs")]
+    code = cli.main(argv)
+    line = _one_error_line(capsys, code)
+    assert expect in line
+    # nothing was run: no run directory was created for bad input
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_unknown_param_lists_the_known_ones(capsys, tmp_path):
+    code = cli.main(["run", "wholegraph.table1", "--param", "colour=blue", "--out", str(tmp_path)])
+    line = _one_error_line(capsys, code)
+    for known in ("sizes_gb", "steps", "host_max_gb"):
+        assert known in line
+
+
+def test_device_cuda_without_cuda(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    code = cli.main(["run", "wholegraph.table1", "--device", "cuda", "--out", str(tmp_path)])
+    line = _one_error_line(capsys, code)
+    assert "cuda" in line.lower() and "no CUDA GPU" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_report_on_a_directory_without_rows(capsys, tmp_path):
+    code = cli.main(["report", str(tmp_path), "--out", str(tmp_path / "rep")])
+    line = _one_error_line(capsys, code)
+    assert "not a run directory" in line
+
+
+def test_report_on_an_empty_run(capsys, tmp_path):
+    (tmp_path / "rows.jsonl").write_text("")
+    code = cli.main(["report", str(tmp_path), "--out", str(tmp_path / "rep")])
+    line = _one_error_line(capsys, code)
+    assert "no rows" in line
+
+
+def test_errors_from_python_dash_m_have_no_traceback(py_env, tmp_path):
+    """The real entry point, through a subprocess: one line on stderr, exit code 2."""
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "nosuch", "--out", str(tmp_path)],
+                          cwd=REPO_ROOT, env=py_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: unknown experiment 'nosuch' (see `python -m harness list`)"]
+    assert proc.stdout == ""
+
+
+def test_list_subprocess(py_env):
+    proc = subprocess.run([sys.executable, "-m", "harness", "list"], cwd=REPO_ROOT, env=py_env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "wholegraph.table1" in out
+    for name in ("local", "p2p", "um", "host_zero_copy"):
+        assert any(name in ln and "probes" in ln for ln in out.splitlines()), name
+    import torch
+
+    if not torch.cuda.is_available():  # judged for --device cpu: the CPU path of `local` runs
+        local_line = next(ln for ln in out.splitlines() if " local " in ln and "probes" in ln)
+        assert "yes" in local_line
+        um_line = next(ln for ln in out.splitlines() if " um " in ln and "probes" in ln)
+        assert "no: needs CUDA" in um_line
+
+
+def test_list_interface_filter(capsys):
+    assert cli.main(["list", "--interface", "probes"]) == 0
+    out = capsys.readouterr().out
+    assert "host_zero_copy" in out and "wholegraph.table1" in out
+
+
+def test_env_subprocess(py_env):
+    proc = subprocess.run([sys.executable, "-m", "harness", "env"], cwd=REPO_ROOT, env=py_env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "harness " in out and "torch " in out
+    for name in ("local", "p2p", "um", "host_zero_copy"):
+        assert f"probes.{name}" in out
+    import torch
+
+    if not torch.cuda.is_available():
+        assert "GPUs: none visible" in out
+        assert "probes.local" in out and any(
+            "probes.local" in ln and "yes" in ln for ln in out.splitlines())
+        assert any("probes.um " in ln and "no:" in ln for ln in out.splitlines())
+
+
+def test_help_is_not_an_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    assert "run" in capsys.readouterr().out

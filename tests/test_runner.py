@@ -1,0 +1,156 @@
+"""The runner: grid expansion, skipped rows with reasons, error rows, manifest status."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli, runner
+from harness.config import RunConfig, parse_param_assignments
+from harness.errors import HarnessError, SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point, positive_int
+from harness.needs import Needs
+from harness.store import load_run
+from harness.timing import Stats
+
+
+class FakeExperiment(Experiment):
+    id = "zzrun.fig1"
+    paper = "zzrun"
+    artifact = "fig1"
+    title = "runner test"
+    interface = "zztest"
+    impls = ("fast", "gpuonly", "skipper", "broken", "nopkg", "empty")
+    metric, unit = "time", "s"
+    parameters = {"n": Param(2, positive_int, "points per impl")}
+
+    def points(self, cfg):
+        for impl in self.impls:
+            for i in range(self.param(cfg, "n")):
+                yield Point(impl, {"i": i})
+
+    def run_point(self, point, cfg):
+        if point.impl == "skipper":
+            raise SkipPoint("too big for this machine")
+        if point.impl == "broken":
+            raise RuntimeError("kaput\nsecond line")
+        if point.impl == "empty":
+            return []
+        stats = Stats.from_samples([1.0, 2.0, 3.0 + point.params["i"]])
+        return [Measurement("time", "s", stats, extra={"variant": "a"}),
+                Measurement("rate", "1/s", stats.rate(6.0), better="higher")]
+
+
+@pytest.fixture
+def fake(registry_sandbox):
+    registry_sandbox.impl("zztest", "fast", needs=Needs())
+    registry_sandbox.impl("zztest", "gpuonly", needs=Needs(devices=("cuda",)))
+    registry_sandbox.impl("zztest", "skipper")
+    registry_sandbox.impl("zztest", "broken")
+    registry_sandbox.impl("zztest", "nopkg", needs=Needs(packages=("zz_no_such_package_xyz",)))
+    registry_sandbox.impl("zztest", "empty")
+    return registry_sandbox.experiment(FakeExperiment)
+
+
+def _rows_by(rows, impl):
+    return [r for r in rows if r["impl"] == impl]
+
+
+def test_every_point_becomes_rows(fake, tmp_path):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, label="t")
+    outcome = runner.run(["zzrun.fig1"], cfg, ["harness", "run", "zzrun.fig1"])
+    run = load_run(outcome.store.path)
+    rows = run.rows
+    fast = _rows_by(rows, "fast")
+    assert len(fast) == 4                                   # 2 points x 2 measurements
+    t0 = next(r for r in fast if r["metric"] == "time" and r["params"]["i"] == 0)
+    assert t0["status"] == "ok" and t0["value"] == 2.0 and t0["stats"]["repeats"] == 3
+    assert t0["params"] == {"i": 0, "variant": "a"}          # extra params merged in
+    assert t0["better"] == "lower" and t0["device"] == "cpu" and t0["world_size"] == 1
+    rate = next(r for r in fast if r["metric"] == "rate" and r["params"]["i"] == 1)
+    assert rate["better"] == "higher" and rate["value"] == pytest.approx(3.0)
+
+    for r in _rows_by(rows, "gpuonly"):
+        assert r["status"] == "skipped" and "cuda" in r["reason"]
+        assert r["metric"] == "time" and r["unit"] == "s" and r["value"] is None
+    for r in _rows_by(rows, "skipper"):
+        assert r["status"] == "skipped" and r["reason"] == "too big for this machine"
+    for r in _rows_by(rows, "nopkg"):
+        assert r["status"] == "skipped" and "zz_no_such_package_xyz" in r["reason"]
+    for r in _rows_by(rows, "broken"):
+        assert r["status"] == "error" and r["reason"] == "RuntimeError: kaput"
+        assert "Traceback" in r["traceback"]
+    for r in _rows_by(rows, "empty"):
+        assert r["status"] == "error" and "no measurement" in r["reason"]
+    assert len(rows) == 4 + 2 * 5
+    assert (outcome.ok, outcome.skipped, outcome.errors) == (4, 6, 4)
+    assert run.manifest["status"] == "complete"
+    assert run.manifest["counts"] == {"ok": 4, "skipped": 6, "error": 4}
+    assert run.manifest["command"] == "harness run zzrun.fig1"
+    assert run.manifest["run_id"] == outcome.store.path.name == "0001_t"
+
+
+def test_impl_filter_and_params(fake, tmp_path):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, impl_patterns=("fa*",),
+                    params=parse_param_assignments(["n=3"]))
+    outcome = runner.run(["zzrun"], cfg, ["x"])
+    rows = load_run(outcome.store.path).rows
+    assert {r["impl"] for r in rows} == {"fast"}
+    assert sorted({r["params"]["i"] for r in rows}) == [0, 1, 2]
+    assert outcome.store.path.name == "0001_cpu_zzrun.fig1"   # default label: hardware + ids
+
+
+def test_bad_param_value_is_rejected_before_anything_runs(fake, tmp_path):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, params={"n": "0"})
+    with pytest.raises(HarnessError, match="positive"):
+        runner.run(["zzrun.fig1"], cfg, ["x"])
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_cli_exit_code_is_1_when_a_point_failed(fake, tmp_path, capsys):
+    code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--out", str(tmp_path), "--no-report"])
+    assert code == 1
+    out, err = capsys.readouterr()
+    assert "4 ok, 6 skipped, 4 errors" in out
+    assert "Traceback" not in err                 # the failure is a row, not a crash
+    assert "RuntimeError: kaput" in err           # and the progress line says so
+    code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--impl", "fast,skipper",
+                     "--out", str(tmp_path), "--no-report"])
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001_cpu_zzrun.fig1", "0002_cpu_zzrun.fig1"]
+
+
+def test_a_harness_error_inside_a_point_stops_the_run_and_marks_it_failed(registry_sandbox, tmp_path):
+    class Stopper(FakeExperiment):
+        id, paper = "zzstop.fig1", "zzstop"
+        impls = ("fast",)
+
+        def run_point(self, point, cfg):
+            raise HarnessError("dataset missing")
+
+    registry_sandbox.impl("zztest", "fast")
+    registry_sandbox.experiment(Stopper)
+    cfg = RunConfig(device="cpu", out_dir=tmp_path)
+    with pytest.raises(HarnessError, match="dataset missing"):
+        runner.run(["zzstop.fig1"], cfg, ["x"])
+    (run_dir,) = list(tmp_path.iterdir())
+    assert load_run(run_dir).manifest["status"] == "failed"
+
+
+def test_make_row_for_a_skip_uses_the_experiment_metric(fake):
+    cfg = RunConfig(device="cpu")
+    r = runner.make_row(fake, Point("gpuonly", {"i": 0}, world_size=2), cfg, None, "skipped", "why")
+    assert (r["metric"], r["unit"], r["status"], r["reason"], r["world_size"]) == \
+        ("time", "s", "skipped", "why", 2)
+
+
+def test_runconfig_validation():
+    for kwargs in ({"device": "tpu"}, {"world_size": 0}, {"scale": 0.0}, {"scale": 2000.0},
+                   {"repeats": 0}, {"warmup": -1}):
+        with pytest.raises(HarnessError):
+            RunConfig(**kwargs)
+    cfg = RunConfig(quick=True)
+    assert cfg.repeats_or(5, 2) == 2 and cfg.warmup_or(3, 1) == 1
+    assert RunConfig(repeats=7, quick=True).repeats_or(5, 2) == 7
+    assert RunConfig().wants_impl("anything")
+    assert RunConfig(impl_patterns=("p2p*",)).wants_impl("p2p_remote")
+    assert not RunConfig(impl_patterns=("p2p",)).wants_impl("p2p_remote")

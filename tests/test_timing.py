@@ -1,0 +1,171 @@
+"""The timing engine: statistics, measure(), and cross-rank reduction."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from harness.launcher import launch
+from harness.timing import CpuTimer, RankSpread, Stats, measure, measure_collective, quantile, \
+    reduce_across_ranks
+
+from . import launch_targets
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 11, 97, 1000])
+def test_stats_match_numpy(n):
+    rng = np.random.default_rng(1000 + n)
+    samples = rng.lognormal(mean=-3.0, sigma=1.0, size=n).tolist()
+    s = Stats.from_samples(samples)
+    assert s.repeats == n
+    assert s.median == pytest.approx(float(np.median(samples)), rel=1e-12, abs=0)
+    assert s.min == min(samples) and s.max == max(samples)
+    assert s.p10 == pytest.approx(float(np.percentile(samples, 10, method="linear")), rel=1e-12)
+    assert s.p90 == pytest.approx(float(np.percentile(samples, 90, method="linear")), rel=1e-12)
+    assert s.mean == pytest.approx(float(np.mean(samples)), rel=1e-12)
+    assert s.std == pytest.approx(float(np.std(samples)), rel=1e-9, abs=1e-300)
+    assert s.min <= s.p10 <= s.median <= s.p90 <= s.max
+    assert s.samples == tuple(samples)  # raw samples in the order taken
+
+
+def test_quantile_known_values():
+    assert quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.1) == pytest.approx(1.4)
+    assert quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == pytest.approx(4.6)
+    assert quantile([0.0, 10.0], 0.25) == pytest.approx(2.5)
+    assert quantile([7.0], 0.9) == 7.0
+    assert quantile([1.0, 3.0], 0.0) == 1.0 and quantile([1.0, 3.0], 1.0) == 3.0
+    with pytest.raises(ValueError):
+        quantile([1.0], 1.5)
+
+
+def test_stats_rejects_empty_and_nan():
+    with pytest.raises(ValueError):
+        Stats.from_samples([])
+    with pytest.raises(ValueError):
+        Stats.from_samples([1.0, float("nan")])
+
+
+def test_to_dict_has_the_row_stats_keys_and_no_samples():
+    d = Stats.from_samples([3.0, 1.0, 2.0]).to_dict()
+    assert set(d) == {"repeats", "median", "min", "max", "p10", "p90", "mean", "std"}
+    assert d["repeats"] == 3 and d["median"] == 2.0 and d["min"] == 1.0 and d["max"] == 3.0
+
+
+def test_scaled_is_exact_on_samples():
+    rng = random.Random(5)
+    samples = [rng.uniform(1e-3, 2e-3) for _ in range(11)]
+    s = Stats.from_samples(samples)
+    factor = 1e6 / 100_000  # seconds per chain -> us per step
+    got = s.scaled(factor)
+    want = Stats.from_samples([x * factor for x in samples])
+    assert got == want
+    assert got.samples == want.samples
+    assert got.median == pytest.approx(s.median * factor, rel=1e-12)
+    assert got.p90 == pytest.approx(s.p90 * factor, rel=1e-12)
+    with pytest.raises(ValueError):
+        s.scaled(0)
+    with pytest.raises(ValueError):
+        s.scaled(-2.0)
+
+
+def test_scaled_without_samples_scales_every_field():
+    s = Stats(repeats=4, median=2.0, min=1.0, max=4.0, p10=1.5, p90=3.5, mean=2.5, std=0.5)
+    got = s.scaled(10.0)
+    assert got.to_dict() == {"repeats": 4, "median": 20.0, "min": 10.0, "max": 40.0, "p10": 15.0,
+                             "p90": 35.0, "mean": 25.0, "std": 5.0}
+
+
+def test_rate_is_exact_on_samples():
+    samples = [0.5, 0.25, 2.0, 1.0, 4.0]
+    s = Stats.from_samples(samples)
+    r = s.rate(8.0)
+    assert r == Stats.from_samples([8.0 / x for x in samples])
+    # a rate is decreasing in time: the fastest sample gives the highest rate
+    assert r.max == 8.0 / s.min == 32.0 and r.min == 8.0 / s.max == 2.0
+    assert r.median == 8.0 / s.median == 8.0  # odd count: the same sample is the median
+    with pytest.raises(ValueError, match="samples"):
+        Stats(1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0).rate(1.0)
+    with pytest.raises(ValueError, match="non-positive"):
+        Stats.from_samples([0.0, 1.0]).rate(1.0)
+
+
+class FixedTimer:
+    """Runs fn and reports a fixed duration, recording the call order."""
+
+    def __init__(self, seconds, log):
+        self.seconds, self.log = seconds, log
+
+    def time(self, fn):
+        fn()
+        self.log.append("timed")
+        return self.seconds
+
+
+def test_measure_runs_warmup_plus_repeats_with_setup_and_flush_each_time():
+    log = []
+    stats = measure(lambda: log.append("fn"), timer=FixedTimer(0.5, log), warmup=2, repeats=3,
+                    setup=lambda: log.append("setup"), flush=lambda: log.append("flush"))
+    assert log == ["setup", "flush", "fn", "timed"] * 5
+    assert stats.repeats == 3  # warm-up iterations are not in the statistics
+    assert stats.median == 0.5
+
+
+def test_measure_without_warmup_or_hooks():
+    calls = []
+    stats = measure(lambda: calls.append(1), timer=FixedTimer(1.0, []), warmup=0, repeats=4)
+    assert len(calls) == 4 and stats.repeats == 4
+
+
+def test_measure_uses_the_real_clock_by_default():
+    import time
+
+    stats = measure(lambda: time.sleep(0.002), warmup=0, repeats=3)
+    assert stats.repeats == 3 and stats.min >= 0.002 and stats.max < 1.0
+    assert CpuTimer().time(lambda: None) >= 0.0
+
+
+@pytest.mark.parametrize("budget_s, repeats, max_repeats, expected", [
+    (2.0, 3, 1000, 8),      # 2 s / 0.25 s per iteration
+    (0.1, 3, 1000, 3),      # the budget never goes below `repeats`
+    (1000.0, 3, 20, 20),    # nor above `max_repeats`
+    (None, 3, 20, 3),       # no budget: exactly `repeats`
+])
+def test_measure_budget_bounds(budget_s, repeats, max_repeats, expected):
+    log = []
+    stats = measure(lambda: None, timer=FixedTimer(0.25, log), warmup=2, repeats=repeats,
+                    budget_s=budget_s, max_repeats=max_repeats, setup=lambda: log.append("setup"))
+    assert stats.repeats == expected
+    assert log.count("timed") == 2 + expected
+    assert log.count("setup") == 2 + expected
+
+
+def test_measure_budget_needs_warmup_to_estimate():
+    stats = measure(lambda: None, timer=FixedTimer(0.25, []), warmup=0, repeats=3, budget_s=100.0)
+    assert stats.repeats == 3
+
+
+def test_measure_rejects_bad_counts():
+    with pytest.raises(ValueError, match="repeats"):
+        measure(lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="warmup"):
+        measure(lambda: None, warmup=-1)
+
+
+def test_outside_a_process_group_the_reduction_is_the_identity():
+    assert reduce_across_ranks(2.5) == RankSpread(2.5, 2.5, 2.5)
+    stats, spread = measure_collective(lambda: None, timer=FixedTimer(0.5, []), warmup=1, repeats=3)
+    assert stats.repeats == 3 and stats.median == 0.5
+    assert spread == RankSpread(0.5, 0.5, 0.5)
+
+
+def test_collective_timing_across_two_gloo_ranks():
+    """Rank r reports r + 1: min 1, avg 1.5, max 2; each iteration counts as its slowest rank."""
+    results = launch(launch_targets.collective_timing, (), world_size=2, device="cpu", timeout_s=120)
+    assert len(results) == 2
+    for res in results:
+        assert res["spread"] == (1.0, 1.5, 2.0)
+        assert res["per_rank"] == (1.0, 1.5, 2.0)
+        assert res["stats"] == (5, 2.0, 2.0, 2.0)  # repeats; every iteration's max is rank 1's 2 s
+        assert res["fn_calls"] == 7 and res["timer_calls"] == 7  # 2 warm-up + 5 timed
