@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
 
+    p = sub.add_parser("import", help="copy run directories made elsewhere into the result store")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
+    p.add_argument("--out", type=Path, default=Path("results"))
+
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
     try:
@@ -175,6 +179,15 @@ def cmd_compare(args) -> int:
     return 1 if result.regressions else 0
 
 
+def cmd_import(args) -> int:
+    from .store import import_run
+
+    for src in args.runs:
+        store = import_run(src, args.out)
+        print(f"{src} -> {store.path}")
+    return 0
+
+
 def cmd_env(args) -> int:
     from . import envinfo, registry
     from .needs import detect
@@ -210,7 +223,7 @@ def cmd_env(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "env": cmd_env}
+            "env": cmd_env, "import": cmd_import}
 
 
 def main(argv: list[str] | None = None) -> int:

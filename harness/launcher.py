@@ -120,7 +120,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
     for p in procs:
         p.start()
     collected: dict[int, Any] = {}
-    errors: dict[int, tuple[str, str]] = {}
+    errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -137,7 +137,11 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
             if failed or errors:
                 # give the queue a moment to deliver the failing rank's message
                 _drain(results, collected, errors, 1.0)
-                rank, code = failed[0] if failed else (min(errors), None)
+                # the first report to arrive is the cause; later ones are usually its
+                # consequences (peers losing their connection to the failed rank)
+                codes = [p.exitcode for p in procs]
+                rank = next(iter(errors)) if errors else failed[0][0]
+                code = codes[rank]
                 message = errors.get(rank, ("exited without a message", ""))[0]
                 raise LaunchError(f"rank {rank} failed (exit code {code}): {message}",
                                   ) from _RemoteTraceback(errors.get(rank, ("", ""))[1])

@@ -115,7 +115,10 @@ def to_markdown(artifact: ReportArtifact) -> str:
 
 
 def write_artifact(artifact: ReportArtifact, out_dir: Path, label: str) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HarnessError(f"cannot write reports to {out_dir}: {exc.strerror or exc}") from None
     stem = out_dir / artifact.name
     written = []
     md = stem.with_suffix(".md")

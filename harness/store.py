@@ -39,8 +39,13 @@ def _json_default(obj):
 
 
 def _clean_float(value):
+    """NaN/inf become null at any depth, so rows stay strict JSON."""
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
+    if isinstance(value, dict):
+        return {k: _clean_float(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean_float(v) for v in value]
     return value
 
 
@@ -71,7 +76,12 @@ class RunStore:
     @classmethod
     def create(cls, root: Path, label: str, manifest: dict) -> "RunStore":
         root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HarnessError(f"cannot use {root} as the result root: {exc.strerror or exc}") from None
+        if not root.is_dir():
+            raise HarnessError(f"cannot use {root} as the result root: not a directory")
         label = _safe_label(label)
         for _ in range(1000):
             number = 1 + max((int(m.group(1)) for p in root.iterdir()
@@ -108,11 +118,25 @@ class RunStore:
     def append(self, row: dict) -> None:
         row = {k: _clean_float(v) for k, v in row.items()}
         validate_row(row)
-        line = json.dumps(row, sort_keys=True, default=_json_default)
+        line = json.dumps(row, sort_keys=True, default=_json_default, allow_nan=False)
         with open(self.rows_path, "a") as fh:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def import_run(src: Path | str, root: Path | str) -> "RunStore":
+    """Copy a run directory made elsewhere (a GPU machine) under ``root`` with the next free
+    number, so imported runs never overwrite local ones; the manifest records the origin."""
+    run = load_run(src)
+    manifest = dict(run.manifest)
+    origin = manifest.get("run_id", Path(src).name)
+    label = _RUN_DIR.sub("", Path(src).name) or "imported"
+    store = RunStore.create(Path(root), label, {**manifest, "imported_from": origin})
+    store.update_manifest(**{k: v for k, v in manifest.items() if k in ("status", "end", "counts")})
+    for row in run.rows:
+        store.append(row)
+    return store
 
 
 @dataclass
@@ -148,10 +172,17 @@ def load_run(path: Path | str) -> StoredRun:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
                 warnings.warn(f"{rows_path}: dropped a torn last line (interrupted write)")
                 continue
             raise HarnessError(f"{rows_path}:{number} is not valid JSON") from None
+        if not isinstance(row, dict):
+            raise HarnessError(f"{rows_path}:{number} is not a result row (not an object)")
+        try:
+            validate_row(row)
+        except ValueError as exc:
+            raise HarnessError(f"{rows_path}:{number} is not a result row: {exc}") from None
+        rows.append(row)
     return StoredRun(path=path, manifest=manifest, rows=rows)

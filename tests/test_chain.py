@@ -184,10 +184,6 @@ def test_host_probe_equals_reference(host_probe_factory, nparts, part_elems, sal
     verify_chain(probe, steps, start)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "impls/probes/host.py HostChaseProbe.run_chase passes `start` to the numba kernel as a "
-    "Python int, typed int64: a start >= 2**63 raises OverflowError, while chain.chase (and "
-    "the GPU probes, via np.uint64) take any 64-bit start"))
 def test_host_probe_takes_any_64_bit_start(host_probe_factory):
     probe = host_probe_factory(2, 1000, 5)
     start = (1 << 63) + 5

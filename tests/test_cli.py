@@ -142,3 +142,40 @@ def test_help_is_not_an_error(capsys):
         cli.main(["--help"])
     assert info.value.code == 0
     assert "run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_out_path_that_is_a_file_is_one_error_line(capsys, tmp_path, command):
+    a_file = tmp_path / "not_a_directory"
+    a_file.write_text("x")
+    if command == "run":
+        argv = ["run", "wholegraph.table1", "--device", "cpu", "--impl", "um",
+                "--param", "sizes_gb=8", "--out", str(a_file)]
+    else:
+        from .helpers import CPU_MANIFEST, table1_row, write_run
+
+        run = write_run(tmp_path, "0001_cpu", CPU_MANIFEST,
+                        [table1_row("local", 8, 0.1, gpus=1, device="cpu")])
+        argv = ["report", str(run), "--out", str(a_file / "sub")]
+    try:
+        code = cli.main(argv)
+    except OSError as exc:  # what happens today: the exception escapes main()
+        pytest.fail(f"traceback instead of an error line: {exc!r}")
+    line = _one_error_line(capsys, code)
+    assert str(a_file) in line
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("line", ['{"foo": 1}', "[1, 2]"])
+def test_a_run_with_a_foreign_row_is_one_error_line(capsys, tmp_path, command, line):
+    run = tmp_path / "0001_bad"
+    run.mkdir()
+    (run / "rows.jsonl").write_text(line + "\n")
+    argv = ["report", str(run), "--out", str(tmp_path / "rep")] if command == "report" \
+        else ["compare", str(run), str(run)]
+    try:
+        code = cli.main(argv)
+    except Exception as exc:  # what happens today
+        pytest.fail(f"traceback instead of an error line: {exc!r}")
+    line_out = _one_error_line(capsys, code)
+    assert "rows.jsonl" in line_out

@@ -71,11 +71,6 @@ def test_rank_zero_failure_is_named_too(tmp_path):
     assert not _alive(_pids(tmp_path)[1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "harness/launcher.py launch(): when the first failing rank's message arrives before its "
-    "exit code, the 1 s drain also collects the consequential errors of the other ranks and "
-    "`min(errors)` names the lowest rank (rank 0 'Connection closed by peer') instead of the "
-    "rank that failed first"))
 def test_the_first_failing_rank_is_named_not_a_consequence():
     with pytest.raises(LaunchError) as info:
         launch(launch_targets.raise_on_rank1_while_rank0_waits_in_barrier, (), world_size=2,

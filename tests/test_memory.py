@@ -66,9 +66,6 @@ def test_um_degenerate_inputs():
     assert memory.um_refusal(GB, []) is not None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "impls/probes/memory.py um_refusal formats the requested size with '{:.0f} GB': "
-    "0.4 GB is reported as '0 GB' (and 1.5 GB as '2 GB') in the refusal message"))
 def test_um_refusal_message_keeps_the_requested_size():
     reason = memory.um_refusal(int(0.4 * GB), [int(0.3 * GB)])
     assert reason is not None
@@ -102,9 +99,6 @@ def test_host_refusal_by_explicit_cap():
     assert "available" in memory.host_refusal(20 * GB, 8 * GB, cap_bytes=32 * GB)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "impls/probes/memory.py host_refusal formats the cap with '{:.0f} GB': "
-    "--param host_max_gb=0.5 is reported as 'capped at 0 GB'"))
 def test_host_cap_message_keeps_a_fractional_cap():
     reason = memory.host_refusal(GB, 1024 * GB, cap_bytes=GB // 2)
     assert reason is not None and "0.5" in reason, reason
@@ -130,11 +124,6 @@ def test_um_on_cpu_is_a_skipped_row_mentioning_cuda(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the CPU path of probes.local (impls/probes/host.py HostChaseProbe.allocate, reached from "
-    "experiments/wholegraph/table1.py run_point) has no host-memory admission check: it "
-    "allocates and fills whatever size is asked, so a size above available RAM is an OOM "
-    "risk (or a MemoryError 'error' row) instead of a skipped row with a reason"))
 def test_cpu_local_refuses_more_host_memory_than_available(tmp_path, monkeypatch, capsys):
     import collections
 

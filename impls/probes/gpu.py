@@ -133,7 +133,7 @@ class GpuChaseProbe:
         cp = self.cp
         with cp.cuda.Device(self.chaser):
             kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
-                                                  np.uint64(self.part_elems), np.uint64(start),
+                                                  np.uint64(self.part_elems), np.uint64(start & 0xFFFFFFFFFFFFFFFF),
                                                   np.int64(steps), self._out))
             out = self._out.get()
         return int(out[0]), int(out[1])
@@ -143,7 +143,7 @@ class GpuChaseProbe:
         import numpy as np
 
         kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
-                                              np.uint64(self.part_elems), np.uint64(start),
+                                              np.uint64(self.part_elems), np.uint64(start & 0xFFFFFFFFFFFFFFFF),
                                               np.int64(steps), self._out))
 
     def launch_random_reads(self, threads: int, reads_per_thread: int, salt: int, out) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import GOLDEN, M1, M2
+from .chain import GOLDEN, M1, M2, MASK
 
 _numba_cache: dict = {}
 
@@ -68,17 +68,27 @@ class HostChaseProbe:
         self.salt = 0
 
     def allocate(self, size_bytes: int, salt: int, nparts: int = 1) -> None:
+        import psutil
+
+        from harness.errors import SkipPoint
+
+        from .memory import host_refusal
+
+        reason = host_refusal(size_bytes, psutil.virtual_memory().available)
+        if reason:
+            raise SkipPoint(reason)
         elems = size_bytes // 8
         self.part_elems = elems // nparts
         self.nparts_used = nparts
         self.salt = salt
         self.words = np.empty(self.part_elems * nparts, dtype=np.uint64)
-        _kernels()["fill"](self.words, np.uint64(0), np.uint64(salt))
+        _kernels()["fill"](self.words, np.uint64(0), np.uint64(salt & MASK))
 
     def reset(self) -> None:
         """Host memory does not migrate: nothing to restore between repeats."""
 
     def run_chase(self, steps: int, start: int) -> tuple[int, int]:
+        start = np.uint64(start & MASK)  # any Python int, taken modulo 2**64 like the reference
         value, h = _kernels()["chase"](self.words, self.nparts_used, self.part_elems, start, steps)
         return int(value), int(h)
 

@@ -22,7 +22,7 @@ def um_refusal(size_bytes: int, free_bytes: list[int], chase_gpu: int = 0,
         return "no GPU to place managed memory on"
     chaser_bytes = free_bytes[chase_gpu] if chaser_free is None else chaser_free
     if size_bytes > headroom * chaser_bytes:
-        return (f"refused: {size_bytes / GB:.0f} GB of managed memory exceeds "
+        return (f"refused: {size_bytes / GB:.3g} GB of managed memory exceeds "
                 f"{headroom:.0%} of the chasing GPU's free {chaser_bytes / GB:.1f} GB; "
                 f"pages migrate to the chasing GPU, and over-committed managed memory can hang it")
     part = size_bytes / len(free_bytes)
@@ -51,7 +51,7 @@ def host_refusal(size_bytes: int, available_bytes: int, cap_bytes: int | None = 
                  headroom: float = 0.75) -> str | None:
     """Why ``size_bytes`` of host memory is refused (too little, or over an explicit cap)."""
     if cap_bytes is not None and size_bytes > cap_bytes:
-        return (f"host memory capped at {cap_bytes / GB:.0f} GB for this probe "
+        return (f"host memory capped at {cap_bytes / GB:.3g} GB for this probe "
                 f"(pinning takes time; raise with --param host_max_gb=N)")
     if size_bytes > headroom * available_bytes:
         return (f"needs {size_bytes / GB:.2f} GB of host memory, {available_bytes / GB:.1f} GB "
