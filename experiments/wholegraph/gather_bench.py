@@ -1,0 +1,86 @@
+"""Measuring one gather point on every rank: shared by wholegraph.fig8 and wholegraph.gather.
+
+Every rank gathers its own random ids concurrently. The time of an iteration is the
+slowest rank's (barrier-bracketed); bandwidth per rank is gathered bytes / that time
+(AlgoBW), and BusBW = AlgoBW x (n-1)/n, the share that crosses the links (WholeGraph
+IV-C-1, after nccl-tests' convention).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from harness import registry
+from harness.errors import SkipPoint
+from harness.experiment import Measurement
+from harness.needs import detect
+from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from impls.storage.layout import TableSpec, closed_form_rows
+
+GB = 1e9
+
+
+def world_for(cfg) -> int:
+    if cfg.world_size:
+        return cfg.world_size
+    return detect().gpu_count if cfg.device == "cuda" else 2
+
+
+def _all_ok(flag: bool, device) -> bool:
+    t = torch.tensor([0 if flag else 1], dtype=torch.int32, device=device)
+    dist.all_reduce(t)
+    return int(t.item()) == 0
+
+
+def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurement]:
+    p = point.params
+    world = rank.world_size
+    device = rank.torch_device()
+    timer = TorchCudaTimer() if device.type == "cuda" else CpuTimer()
+    if point.impl == "ceiling_peer_copy":
+        from impls.gather.ceiling import peer_copy_seconds
+
+        stats = peer_copy_seconds(rank, p["copy_bytes"], warmup, repeats)
+        if stats is None:
+            return []
+        return [Measurement("peer_copy_bw", "GB/s", stats.rate(p["copy_bytes"] / GB), better="higher")]
+    if point.impl == "ceiling_alltoall":
+        from impls.gather.ceiling import alltoall_seconds
+
+        stats = alltoall_seconds(rank, p["alltoall_bytes"], warmup, repeats)
+        algbw = stats.rate(p["alltoall_bytes"] / GB)
+        out = [Measurement("algbw", "GB/s", algbw, better="higher")]
+        if world > 1:
+            out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
+        return out
+
+    spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
+    options = {"mode": p["mode"]} if p.get("mode") else {}
+    gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
+    try:
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + rank.rank)
+        ids = torch.randint(0, spec.num_rows, (p["ids_per_rank"],), generator=gen).to(device)
+        rows = gatherer.gather(ids)  # bounds-checked
+        correct = torch.equal(rows, closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
+        del rows
+        if not _all_ok(correct, device):
+            raise RuntimeError("gathered rows differ from the closed form on at least one rank")
+        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
+                                           warmup=warmup, repeats=repeats)
+        where = gatherer.describe()
+    finally:
+        gatherer.close()
+    nbytes = p["ids_per_rank"] * spec.row_bytes
+    algbw = stats.rate(nbytes / GB)
+    extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+    out = [Measurement("time", "ms", stats.scaled(1e3), better="lower", extra=extra),
+           Measurement("algbw", "GB/s", algbw, better="higher")]
+    if world > 1:
+        out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
+    return out
+
+
+def require_row_fit(num_rows: int) -> None:
+    if num_rows >= 1 << 32:
+        raise SkipPoint("tables of 2**32 rows or more exceed the 32-bit gather kernel")

@@ -1,0 +1,68 @@
+"""Host side of kernels/gather.cu: picks the vector width, launches on torch's stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("kernels") / "gather.cu"
+MAX_PARTS = 16
+_kernels: dict = {}
+_sm_count: dict = {}
+
+
+def _kernel(name: str):
+    import cupy as cp
+
+    if name not in _kernels:
+        _kernels[name] = cp.RawKernel(SOURCE.read_text(), name, options=("-std=c++17",))
+    return _kernels[name]
+
+
+def vector_bytes(row_bytes: int) -> int:
+    """Widest load that divides the row (rows start at multiples of row_bytes)."""
+    for width in (16, 8, 4, 2):
+        if row_bytes % width == 0:
+            return width
+    raise ValueError(f"rows of {row_bytes} bytes are not 2-byte aligned")
+
+
+def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int, ids: torch.Tensor,
+                row_bytes: int, blocks_per_sm: int = 8, threads: int = 256) -> torch.Tensor:
+    """``out[i] = row ids[i]`` of the table whose part p starts at ``table_ptrs[p]``.
+
+    ``table_ptrs``: int64 device tensor of base addresses (local, peer or mapped host);
+    ``ids``: int64 device tensor; ``out``: contiguous device tensor of len(ids) rows.
+    """
+    import cupy as cp
+    import numpy as np
+
+    n = ids.numel()
+    if n == 0:
+        return out
+    nparts = table_ptrs.numel()
+    if nparts > MAX_PARTS:
+        raise ValueError(f"at most {MAX_PARTS} parts")
+    if rows_per_part >= 1 << 32:
+        raise ValueError("parts of 2**32 rows or more are not supported by the 32-bit kernel")
+    width = vector_bytes(row_bytes)
+    vecs_per_row = row_bytes // width
+    if n * vecs_per_row >= 1 << 32:  # split very large gathers into 32-bit launches
+        step = ((1 << 32) - 1) // vecs_per_row
+        for lo in range(0, n, step):
+            gather_into(out[lo:lo + step], table_ptrs, rows_per_part, ids[lo:lo + step], row_bytes,
+                        blocks_per_sm, threads)
+        return out
+    device = ids.device.index
+    if device not in _sm_count:
+        _sm_count[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    items = n * vecs_per_row
+    blocks = max(1, min(_sm_count[device] * blocks_per_sm, -(-items // threads)))
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream(ids.device).cuda_stream, device)
+    with cp.cuda.Device(device), stream:
+        _kernel(f"gather_v{width}")((blocks,), (threads,), (
+            np.uint64(table_ptrs.data_ptr()), np.int32(nparts), np.uint32(rows_per_part),
+            np.uint64(ids.data_ptr()), np.uint32(items), np.uint32(vecs_per_row),
+            np.uint32(row_bytes), np.uint64(out.data_ptr())))
+    return out

@@ -1,0 +1,67 @@
+"""`nccl_alltoallv`: the distributed-memory global gather of WholeGraph Fig. 4 (left).
+
+Five steps: (1) bucket ids by home rank, (2) exchange the per-rank counts,
+(3) exchange the ids (alltoallv), (4) gather the requested rows locally,
+(5) alltoallv the rows back, then restore the callers' order. NCCL on GPU ranks,
+gloo on CPU ranks, both through torch.distributed.all_to_all_single.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from harness.needs import Needs
+from harness.registry import register_impl
+from impls.storage.layout import TableSpec, check_ids
+from impls.storage.shards import ShardedTable
+
+
+class AllToAllGather:
+    def __init__(self, rank, spec: TableSpec, **_):
+        self.rank, self.spec = rank, spec
+        self.store = ShardedTable(rank, spec, "distributed")
+        self.rows_per_rank = self.store.partition.rows_per_rank
+        self.device = self.store.device
+        self.world = rank.world_size
+        self.step_times: dict[str, float] = {}
+
+    def gather(self, ids: torch.Tensor, check: bool = True) -> torch.Tensor:
+        if check:
+            check_ids(ids, self.spec.num_rows)
+        ids = ids.to(self.device, torch.int64)
+        # (1) bucket ids by home rank; a stable sort keeps the inverse permutation simple
+        owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
+        owner_sorted, order = torch.sort(owner, stable=True)
+        send_ids = ids[order]
+        send_counts = torch.bincount(owner_sorted, minlength=self.world)
+        # (2) exchange counts
+        recv_counts = torch.empty_like(send_counts)
+        dist.all_to_all_single(recv_counts, send_counts)
+        counts = torch.stack([send_counts, recv_counts]).cpu()  # one host sync for both
+        send_split, recv_split = counts[0].tolist(), counts[1].tolist()
+        # (3) exchange ids
+        recv_ids = torch.empty(sum(recv_split), dtype=torch.int64, device=self.device)
+        dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
+        # (4) local gather of what the peers asked for
+        local_rows = self.store.local.index_select(0, recv_ids - self.rank.rank * self.rows_per_rank)
+        # (5) send the rows back, then undo the bucketing
+        back = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
+                           device=self.device)
+        dist.all_to_all_single(back, local_rows, send_split, recv_split)
+        out = torch.empty_like(back)
+        out[order] = back
+        return out
+
+    def describe(self) -> str:
+        backend = "NCCL" if self.device.type == "cuda" else "gloo"
+        return f"{self.store.describe()}; 5-step alltoallv over {backend}"
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@register_impl("gather", "nccl_alltoallv", needs=Needs(devices=("cpu", "cuda")),
+               summary="distributed shards; bucket, exchange counts, alltoallv ids, local gather, alltoallv rows")
+def make(rank, spec: TableSpec, **options):
+    return AllToAllGather(rank, spec, **options)

@@ -1,0 +1,61 @@
+"""`p2p_shared`: WholeGraph's global gather as one kernel per rank over the shared store.
+
+GPU ranks: a single launch of kernels/gather.cu reads local and peer rows through the
+per-device pointer table (CUDA IPC mappings, NVLink P2P). CPU ranks: the same store in
+host shared memory, gathered with index operations on the mapped shards (chunked) or
+on the one shared table (continuous).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from harness.needs import Needs
+from harness.registry import register_impl
+from impls.storage.layout import TableSpec, check_ids
+from impls.storage.shards import ShardedTable
+
+
+class SharedMemoryGather:
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked"):
+        if mode not in ("chunked", "continuous"):
+            raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
+        self.spec = spec
+        self.store = ShardedTable(rank, spec, mode)
+        self.rows_per_rank = self.store.partition.rows_per_rank
+        self.device = self.store.device
+        if rank.device == "cuda":
+            self.table = torch.tensor(self.store.peer_ptrs, dtype=torch.int64, device=self.device)
+
+    def gather(self, ids: torch.Tensor, check: bool = True) -> torch.Tensor:
+        if check:
+            check_ids(ids, self.spec.num_rows)
+        ids = ids.to(self.device, torch.int64)
+        out = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype, device=self.device)
+        if self.device.type == "cuda":
+            from .kernel import gather_into
+
+            return gather_into(out, self.table, self.rows_per_rank, ids, self.spec.row_bytes)
+        if self.store.whole is not None:
+            return torch.index_select(self.store.whole, 0, ids, out=out)
+        owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
+        for r, shard in enumerate(self.store.peers):
+            where = (owner == r).nonzero().squeeze(1)
+            if where.numel():
+                out[where] = shard.index_select(0, ids[where] - r * self.rows_per_rank)
+        return out
+
+    def describe(self) -> str:
+        kernel = "one CuPy kernel over the pointer table" if self.device.type == "cuda" else \
+            "index ops on mapped host shards"
+        return f"{self.store.describe()}; {kernel}"
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@register_impl("gather", "p2p_shared",
+               needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
+               summary="one gather kernel per rank reading peer shards through a pointer table (CUDA IPC)")
+def make(rank, spec: TableSpec, mode: str = "chunked", **_):
+    return SharedMemoryGather(rank, spec, mode)
