@@ -18,9 +18,25 @@ from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, world_for
 
 # (impl, mode) in the order they appear in the table
-VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("nccl_alltoallv", None),
-            ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"),
+VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "continuous"),
+            ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"),
             ("wholegraph_lib", "distributed"), ("host_uva", None), ("host_copy", None))
+
+
+def variant_params(mode: str | None) -> dict:
+    """'chunked-ipc' is the chunked store shared by legacy CUDA IPC instead of symmetric memory."""
+    if mode is None:
+        return {}
+    if mode.endswith("-ipc"):
+        return {"mode": mode[:-4], "backend": "ipc"}
+    return {"mode": mode}
+
+
+def variant_of(row) -> str | None:
+    mode = row.get("p_mode")
+    if not isinstance(mode, str):
+        return None
+    return f"{mode}-ipc" if row.get("p_backend") == "ipc" else mode
 HOST_IMPLS = ("host_copy", "host_uva")
 
 
@@ -59,9 +75,7 @@ class GatherTable(Experiment):
             num_rows = int(table_gb * 1e9 * world) // row_bytes
             for impl, mode in VARIANTS:
                 params = {"row_bytes": row_bytes, "row_elems": row_bytes // 4, "dtype": "float32",
-                          "num_rows": num_rows, "ids_per_rank": ids}
-                if mode:
-                    params["mode"] = mode
+                          "num_rows": num_rows, "ids_per_rank": ids, **variant_params(mode)}
                 yield Point(impl, params, world)
 
     def run_point(self, point, cfg, rank):
@@ -75,6 +89,7 @@ class GatherTable(Experiment):
         import pandas as pd
 
         rows = expand_params(rows)
+        rows["variant"] = [variant_of(r) for _, r in rows.iterrows()]
         labels = run_labels(rows, runs)
         ok = rows[rows["status"] == "ok"]
         records = []
@@ -97,7 +112,7 @@ class GatherTable(Experiment):
                 for size in sizes:
                     sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
                     if mode:
-                        sel = sel[sel["p_mode"] == mode]
+                        sel = sel[sel["variant"] == mode]
                     value = float(sel["value"].iloc[0]) if not sel.empty else None
                     rec[f"{size} B GB/s"] = value
                     if ceiling and value and impl not in HOST_IMPLS:
@@ -107,7 +122,7 @@ class GatherTable(Experiment):
                 def bw(impl, mode):
                     sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
                     if mode:
-                        sel = sel[sel["p_mode"] == mode]
+                        sel = sel[sel["variant"] == mode]
                     return float(sel["value"].iloc[0]) if not sel.empty else None
                 shared, nccl = bw("p2p_shared", "chunked"), bw("nccl_alltoallv", None)
                 wg_cont, wg_dist = bw("wholegraph_lib", "continuous"), bw("wholegraph_lib", "distributed")

@@ -56,7 +56,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
         return out
 
     spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
-    options = {"mode": p["mode"]} if p.get("mode") else {}
+    options = {k: p[k] for k in ("mode", "backend") if p.get(k)}
     gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
     try:
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + rank.rank)
@@ -69,11 +69,18 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
         stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
                                            warmup=warmup, repeats=repeats)
         where = gatherer.describe()
+        steps = None
+        if hasattr(gatherer, "profile"):  # one more call with per-step events (after timing)
+            gatherer.profile = True
+            gatherer.gather(ids, check=False)
+            steps = {k: round(v, 4) for k, v in gatherer.step_ms.items()}
     finally:
         gatherer.close()
     nbytes = p["ids_per_rank"] * spec.row_bytes
     algbw = stats.rate(nbytes / GB)
     extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+    if steps:
+        extra["steps_ms"] = steps
     out = [Measurement("time", "ms", stats.scaled(1e3), better="lower", extra=extra),
            Measurement("algbw", "GB/s", algbw, better="higher")]
     if world > 1:

@@ -17,11 +17,11 @@ from impls.storage.shards import ShardedTable
 
 
 class SharedMemoryGather:
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked"):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm"):
         if mode not in ("chunked", "continuous"):
             raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
         self.spec = spec
-        self.store = ShardedTable(rank, spec, mode)
+        self.store = ShardedTable(rank, spec, mode, backend)
         self.rows_per_rank = self.store.partition.rows_per_rank
         self.device = self.store.device
         if rank.device == "cuda":
@@ -57,5 +57,5 @@ class SharedMemoryGather:
 @register_impl("gather", "p2p_shared",
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
                summary="one gather kernel per rank reading peer shards through a pointer table (CUDA IPC)")
-def make(rank, spec: TableSpec, mode: str = "chunked", **_):
-    return SharedMemoryGather(rank, spec, mode)
+def make(rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm", **_):
+    return SharedMemoryGather(rank, spec, mode, backend)

@@ -15,7 +15,8 @@ wraps it without changing what it does:
   ``create_wholememory_tensor`` gathered through ``WholeMemoryTensor.gather``
   (``wholememory_gather_op``). Both end in ``wholememory_gather``: one mapped-memory kernel for
   ``continuous`` / ``chunked``, bucket + NCCL alltoallv + local gather + alltoallv + reorder
-  inside the library for ``distributed`` (collective: every rank calls ``gather`` in step).
+  inside the library for ``distributed`` (collective: every rank calls ``gather`` in step; a
+  rank with no ids takes part with one dummy id and returns no rows).
 - **Row split.** The library's own plan: without an explicit entry partition every rank owns
   ``ceil(num_rows / world)`` rows, the last ranks fewer (``wholememory_equal_entry_partition_plan``,
   exposed as ``wholememory_binding.equal_partition_plan``). The embedding API pads each row to
@@ -69,6 +70,11 @@ def communicator(rank):
                                f"of {_STATE['key'][1]}, now asked for rank {key[0]} of {key[1]}; "
                                "call impls.gather.wholegraph_lib.shutdown() between runs")
         return _STATE["comm"]
+    try:  # the top-level package imports even where libwholegraph.so cannot load; the binding cannot
+        import pylibwholegraph.binding.wholememory_binding  # noqa: F401
+    except ImportError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise SkipPoint(f"pylibwholegraph is installed but its native library does not load: {first}") from None
     from pylibwholegraph.torch import comm as wg_comm
     from pylibwholegraph.torch import initialize as wg_init
 
@@ -191,8 +197,14 @@ class WholeGraphGather:
         if ids.dtype not in (torch.int32, torch.int64):
             ids = ids.to(torch.int64)
         ids = ids.reshape(-1).to(self.device).contiguous()  # the library takes int32 or int64
-        if ids.numel() == 0 and self.mode != "distributed":   # distributed stays collective
-            return torch.empty((0, self.spec.row_elems), dtype=self.spec.torch_dtype, device=self.device)
+        if ids.numel() == 0:
+            if self.mode != "distributed":
+                return torch.empty((0, self.spec.row_elems), dtype=self.spec.torch_dtype, device=self.device)
+            # distributed gathers are collective: take part with one dummy row, return none of it
+            return self._gather(torch.zeros(1, dtype=ids.dtype, device=self.device))[:0]
+        return self._gather(ids)
+
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         with torch.cuda.device(self.device):
             if self._emb is not None:
                 return self._emb.gather(ids)
@@ -200,8 +212,12 @@ class WholeGraphGather:
 
     def describe(self) -> str:
         where = "GPU memory" if self.location == "device" else "pinned host memory"
-        how = ("one mapped-memory gather kernel (NVLink P2P)" if self.mode != "distributed"
-               else "the library's NCCL alltoallv gather")
+        if self.mode == "distributed":
+            how = "the library's NCCL alltoallv gather"
+        elif self.location == "device":
+            how = "one mapped-memory gather kernel (local + NVLink P2P reads)"
+        else:
+            how = "one mapped-memory gather kernel (zero-copy reads of host memory)"
         api = "WholeMemoryEmbedding" if self.api == "embedding" else "WholeMemoryTensor"
         end = self.local_start + self.local_count
         return (f"pylibwholegraph {library_version()} {api}, {self.mode} in {where}; {how}; "

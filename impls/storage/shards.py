@@ -24,6 +24,9 @@ from harness.errors import SkipPoint
 from .layout import RowPartition, TableSpec, closed_form_rows
 
 MODES = ("continuous", "chunked", "distributed")
+# How GPU shards are shared: torch symmetric memory (CUDA VMM allocations exchanged by
+# torch) or legacy CUDA IPC handles (cudaIpcGetMemHandle / cudaIpcOpenMemHandle).
+BACKENDS = ("symm", "ipc")
 _IPC_LAZY_ENABLE_PEER_ACCESS = 1
 SHM_DIR = Path(os.environ.get("HARNESS_SHM_DIR", "/dev/shm"))
 
@@ -38,10 +41,12 @@ def _fill(local: torch.Tensor, start: int, end: int, spec: TableSpec, chunk_rows
 class ShardedTable:
     """Collective constructor: every rank of the current process group builds it together."""
 
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked"):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
-        self.rank, self.spec, self.mode = rank, spec, mode
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}")
+        self.rank, self.spec, self.mode, self.backend = rank, spec, mode, backend
         self.partition = RowPartition(spec.num_rows, rank.world_size)
         self.start, self.end = self.partition.bounds(rank.rank)
         self.device = rank.torch_device()
@@ -63,6 +68,9 @@ class ShardedTable:
         if self.mode == "continuous":
             raise SkipPoint("continuous addressing on GPUs needs CUDA VMM mapping of peer memory "
                             "into one address range; this store offers chunked and distributed")
+        if self.backend == "symm" and self.mode != "distributed":
+            self._build_symmetric()
+            return
         nbytes = max(rpp * spec.row_bytes, 1)
         with cp.cuda.Device(self.rank.local_rank):
             self._mem = cp.cuda.memory.Memory(nbytes)  # a plain cudaMalloc, exportable by IPC
@@ -83,6 +91,30 @@ class ShardedTable:
                 self._closers.append(lambda p=ptr: rt.ipcCloseMemHandle(p))
             self.peer_ptrs.append(int(ptr))
             self.peers.append(self._view(ptr, rpp))
+
+    def _build_symmetric(self) -> None:
+        import warnings
+
+        import torch.distributed._symmetric_memory as symm_mem
+
+        spec, rpp = self.spec, self.partition.rows_per_rank
+        group = dist.group.WORLD
+        with warnings.catch_warnings():  # required before torch 2.12, deprecated after
+            warnings.simplefilter("ignore", FutureWarning)
+            if hasattr(symm_mem, "enable_symm_mem_for_group"):
+                symm_mem.enable_symm_mem_for_group(group.group_name)
+        self._symm_local = symm_mem.empty(max(rpp, 1), spec.row_elems, dtype=spec.torch_dtype,
+                                          device=self.device)
+        self.local = self._symm_local[:rpp]
+        _fill(self.local, self.start, self.end, spec)
+        torch.cuda.synchronize(self.device)
+        self._symm = symm_mem.rendezvous(self._symm_local, group)
+        offset = self._symm_local.data_ptr() - int(self._symm.buffer_ptrs[self.rank.rank])
+        self.peer_ptrs = [int(p) + offset for p in self._symm.buffer_ptrs]
+        self.peers = [self.local if r == self.rank.rank else
+                      self._symm.get_buffer(r, (max(rpp, 1), spec.row_elems), spec.torch_dtype,
+                                            offset // spec.elem_bytes)[:rpp]
+                      for r in range(self.rank.world_size)]
 
     def _view(self, ptr: int, rows: int) -> torch.Tensor:
         """A torch view of raw device memory (no copy), through CuPy's array interface."""
@@ -130,8 +162,14 @@ class ShardedTable:
         return flat[: rows * self.spec.row_bytes].view(self.spec.torch_dtype).view(rows, self.spec.row_elems)
 
     def describe(self) -> str:
-        where = "device memory (cudaMalloc + CUDA IPC)" if self.rank.device == "cuda" else \
-            "host shared memory (/dev/shm)"
+        if self.rank.device != "cuda":
+            where = "host shared memory (/dev/shm)"
+        elif self.mode == "distributed":
+            where = "device memory (cudaMalloc), not mapped by peers"
+        elif self.backend == "symm":
+            where = "device memory shared as torch symmetric memory (CUDA VMM)"
+        else:
+            where = "device memory (cudaMalloc) shared by CUDA IPC handles"
         return f"{self.mode} store in {where}, {self.rank.world_size} ranks x {self.partition.rows_per_rank} rows"
 
     def close(self) -> None:
@@ -147,3 +185,5 @@ class ShardedTable:
         self._closers.clear()
         dist.barrier()
         self._mem = None
+        self._symm = None
+        self._symm_local = None

@@ -1,0 +1,496 @@
+"""Shared machinery of the ICS'22 placement experiments and XGNN Fig. 13.
+
+- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, cached
+  in the process; the one place that talks to ``harness.datasets``.
+- :class:`Workbench`: hotness, policies and placements cached per graph, so a sweep over buffer
+  sizes and topologies computes METIS / PaGraph partitions once.
+- :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
+  per topology, buffer size and policy), simulated by replaying sampled mini-batches; the
+  measured-on-GPU half is a skipped row until the gather paths exist.
+- paper-vs-measured comparison lines for the reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.errors import HarnessError, SkipPoint
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.report import ReportArtifact
+from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+
+from . import PAPER_HARDWARE
+
+# --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
+NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
+PAPER_LAYER_NODES = 8192           # "The number of sampled nodes in each layer is set to 8192"
+PAPER_Q_SIZE = 8192                # "set the size of neighbor set Q'_l to 8192 in all layers"
+PAPER_BATCH = {"reddit": 512, "products": 512, "yelp": 2048, "papers100M": 2048, "mag240m": 2048}
+LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
+PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
+MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
+GATHER_MISSING = ("measured loading time needs the multi-GPU gather paths (impls/gather, issue 4), "
+                  "which do not exist yet; the simulated rows of the same point stand in for now")
+
+
+def paper_alpha(topology: str) -> float:
+    """ICS'22 Sec. 5.1: alpha = 0.2 on '(2+2)GPU' and '(2*4)GPU', 0 on '2GPU', '4GPU', '8GPU'."""
+    return 0.2 if topology in PAIR_TOPOLOGIES else 0.0
+
+
+def scaled(value: float, scale: float, floor: int) -> int:
+    """A paper size (batch, layer nodes) shrunk with the graph, so it covers the same fraction."""
+    return max(int(floor), int(round(value * scale)))
+
+
+def str_list(text: str) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not items:
+        raise HarnessError("expected a comma-separated list")
+    return items
+
+
+def bool_flag(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise HarnessError(f"expected true or false, got '{text}'")
+
+
+def alpha_param(text: str) -> float | str:
+    if text.strip() == "auto":
+        return "auto"
+    value = float(text)
+    if not 0 <= value < 1:
+        raise HarnessError("alpha must be in [0, 1) or 'auto'")
+    return value
+
+
+# --- graphs ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GraphData:
+    name: str
+    scale: float
+    seed: int
+    num_nodes: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    features: np.ndarray | None
+    labels: np.ndarray | None
+    symmetric: bool
+    is_standin: bool
+    description: str
+
+    @property
+    def feature_dim(self) -> int:
+        return 0 if self.features is None else int(self.features.shape[1])
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one feature row (the unit the cost model charges for)."""
+        if self.features is None:
+            return 4
+        return int(self.features.shape[1] * self.features.dtype.itemsize)
+
+    @property
+    def key(self) -> tuple:
+        return (self.name, self.scale, self.seed)
+
+
+@functools.lru_cache(maxsize=8)
+def load_graph(name: str, scale: float, seed: int = 0, data_root: str | None = None) -> GraphData:
+    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1)."""
+    from harness import datasets
+
+    g = datasets.load(name, scale=scale, seed=seed, data_root=data_root)
+    return GraphData(name, scale, seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
+                     np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
+                     np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
+                     g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
+
+
+# --- cached placements -------------------------------------------------------------------------
+
+class Workbench:
+    """Hotness, policies, placements and LAS sets, computed once per process."""
+
+    def __init__(self):
+        self._hotness: dict = {}
+        self._policies: dict = {}
+        self._placements: dict = {}
+        self._boosts: dict = {}
+
+    def hotness(self, graph: GraphData, kind: str = "lhop") -> np.ndarray:
+        key = (graph.key, kind)
+        if key not in self._hotness:
+            from impls.placement import hotness as hot
+
+            if kind == "lhop":
+                value = hot.lhop_hotness(graph.indptr, graph.indices, graph.train_idx, NUM_LAYERS,
+                                         symmetric=graph.symmetric)
+            elif kind == "degree":
+                value = hot.degree_hotness(graph.indptr, graph.indices)
+            elif kind.startswith("presample"):
+                from impls.placement.sampling import NodeWiseSampler
+
+                # GNNLab's PreSC#1 with XGNN's GraphSAGE fanouts
+                value = hot.presample_hotness(graph.indptr, graph.indices, graph.train_idx,
+                                              NodeWiseSampler((25, 10)), 6000, epochs=1, seed=graph.seed)
+            else:
+                raise HarnessError(f"unknown hotness '{kind}' (lhop, degree, presample)")
+            self._hotness[key] = value
+        return self._hotness[key]
+
+    def policy(self, name: str, **options):
+        from impls.placement import make_policy
+
+        key = (name, tuple(sorted(options.items())))
+        if key not in self._policies:
+            self._policies[key] = make_policy(name, **options)
+        return self._policies[key]
+
+    def placement(self, graph: GraphData, policy: str, topology_name: str, buffer_size: int,
+                  hotness: str = "lhop", seed: int = 0, **options):
+        from impls.placement.policies import PlacementProblem
+        from impls.placement.topology import by_name
+
+        key = (graph.key, policy, topology_name, buffer_size, hotness, seed, tuple(sorted(options.items())))
+        if key not in self._placements:
+            problem = PlacementProblem(graph.indptr, graph.indices, graph.train_idx, self.hotness(graph, hotness),
+                                       by_name(topology_name), buffer_size, NUM_LAYERS, seed, graph.symmetric)
+            self._placements[key] = self.policy(policy, **options).place(problem)
+        return self._placements[key]
+
+    def locality_sets(self, graph: GraphData, placement, gpu: int, q_size: int) -> list[np.ndarray]:
+        """ICS'22's Q'_1..Q'_L for one GPU: B = every node it reads from a GPU buffer."""
+        from impls.placement.sampling import build_locality_sets
+
+        key = (id(placement), gpu, q_size)
+        if key not in self._boosts:
+            self._boosts[key] = build_locality_sets(graph.indptr, graph.indices, placement.reachable_mask(gpu),
+                                                    NUM_LAYERS, q_size)
+        return self._boosts[key]
+
+
+WORKBENCH = Workbench()
+
+
+def timeout_skip(exc) -> SkipPoint:
+    return SkipPoint(f"timeout: {exc}")
+
+
+# --- ICS'22 breakdown figures (4, 5, 6, 10, 11) ---------------------------------------------------
+
+POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG",
+                 "clique_opt": "Our", "hash_modulo": "hash", "clique": "Clique", "xgnn_solver": "Solver"}
+
+
+def policy_label(impl: str, las: bool) -> str:
+    return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
+
+
+class BreakdownExperiment(Experiment):
+    """Loading time and access fractions per topology x buffer size x policy (ICS'22 Sec. 5).
+
+    Each simulated point places the features with the policy, replays sampled mini-batches
+    (ICS'22's layer-wise sampler: 3 layers of 8192 nodes, shrunk with the stand-in) on every GPU,
+    classifies each input node as local / peer GPU / host with the GPU's dev_num lookup, and
+    charges Eq. 3 with C_gpu and C_cpu. 'Our+LAS' adds locality-aware sampling with s = MAXS.
+    """
+
+    paper = "placement"
+    interface = "placement"
+    metric, unit, better = "loading_time", "ms/batch", "lower"
+    paper_hardware = PAPER_HARDWARE
+    dataset = ""
+    buffers: tuple[tuple[str, float], ...] = ()
+    topologies: tuple[str, ...] = ("2GPU", "(2+2)GPU", "4GPU", "(2*4)GPU", "8GPU")
+    las_topologies: tuple[str, ...] = ("2GPU", "(2+2)GPU")
+    quick_scale = 0.01
+    full_scale = 0.1
+    figure_caption = ""
+
+    @property
+    def parameters(self):  # a property so subclasses' class attributes feed the defaults
+        return {
+            "topologies": Param(self.topologies, str_list, "ICS'22 configurations to simulate"),
+            "buffers": Param(tuple(label for label, _ in self.buffers), str_list,
+                             "buffer sizes per GPU as fractions of N ('0.1N', 'N/4', ...)"),
+            "las_topologies": Param(self.las_topologies, str_list,
+                                    "where Our+LAS is also run ('none' for nowhere)"),
+            "alpha": Param("auto", alpha_param, "Algorithm 1 alpha; auto = 0.2 on pairs, 0 otherwise (paper)"),
+            "las_scale": Param(LAS_MAXS, positive_float, "LAS scale factor s (default MAXS = 8)"),
+            "max_batches": Param(48, positive_int, "mini-batches replayed per GPU"),
+            "c_gpu_us": Param(None, positive_float, "C_gpu: microseconds per node read from a peer GPU"),
+            "c_cpu_us": Param(None, positive_float, "C_cpu: microseconds per node read from the host"),
+            "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
+            "measured": Param(True, bool_flag, "also list the measured-on-GPU points (skipped until gather exists)"),
+        }
+
+    def default_scale(self, cfg) -> float:
+        return self.quick_scale if cfg.quick else self.full_scale
+
+    # --- grid -----------------------------------------------------------------------------
+    def buffer_fraction(self, label: str) -> float:
+        table = dict(self.buffers)
+        if label in table:
+            return table[label]
+        match = re.fullmatch(r"N/(\d+)", label) or re.fullmatch(r"([0-9.]+)N", label)
+        if not match:
+            raise HarnessError(f"buffer '{label}' is not like 0.1N or N/4")
+        return 1 / float(match.group(1)) if label.startswith("N/") else float(match.group(1))
+
+    def points(self, cfg):
+        scale = self.scale(cfg)
+        las_tops = set(self.param(cfg, "las_topologies")) - {"none"}
+        measured = self.param(cfg, "measured")
+        for topology in self.param(cfg, "topologies"):
+            for buffer in self.param(cfg, "buffers"):
+                frac = self.buffer_fraction(buffer)
+                base = {"dataset": self.dataset, "scale": scale, "topology": topology, "buffer": buffer,
+                        "buffer_fraction": frac}
+                world = int(re.search(r"\d+", topology).group()) if topology[0] != "(" else \
+                    (4 if topology == "(2+2)GPU" else 8)
+                for impl in self.impls:
+                    yield Point(impl, {**base, "las": False, "mode": "simulated"}, world)
+                if topology in las_tops:
+                    yield Point("clique_opt", {**base, "las": True, "mode": "simulated"}, world)
+                if measured and topology in MEASURABLE_TOPOLOGIES:
+                    for impl in self.impls:
+                        yield Point(impl, {**base, "las": False, "mode": "measured"}, world)
+
+    def skip_reason(self, point, cfg):
+        if point.params.get("mode") == "measured":
+            if cfg.device != "cuda":
+                return "measured loading time needs CUDA GPUs; " + GATHER_MISSING
+            return GATHER_MISSING
+        return None
+
+    # --- one point --------------------------------------------------------------------------
+    def run_point(self, point: Point, cfg) -> list[Measurement]:
+        from impls.placement.cost import CostModel
+        from impls.placement.pagraph import PlacementTimeout
+        from impls.placement.sampling import LayerWiseSampler, LocalityBoost
+        from impls.placement.simulate import replay
+        from impls.placement.topology import by_name
+
+        prm = point.params
+        graph = load_graph(self.dataset, prm["scale"], cfg.seed,
+                           str(cfg.data_root) if cfg.data_root else None)
+        topology = by_name(prm["topology"])
+        buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
+        alpha = self.param(cfg, "alpha")
+        alpha = paper_alpha(prm["topology"]) if alpha == "auto" else alpha
+        options = {"alpha": alpha} if point.impl == "clique_opt" else {}
+        if point.impl == "pagraph":
+            options = {"time_cap_s": self.param(cfg, "pagraph_cap_s")}
+        try:
+            placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
+                                            seed=cfg.seed, **options)
+        except PlacementTimeout as exc:
+            raise timeout_skip(exc) from None
+        scale = prm["scale"]
+        layer_nodes = scaled(PAPER_LAYER_NODES, scale, 32)
+        batch = scaled(PAPER_BATCH.get(self.dataset, 512), scale, 8)
+        q_size = scaled(PAPER_Q_SIZE, scale, 32)
+        las_scale = self.param(cfg, "las_scale")
+
+        def sampler_for(gpu):
+            boost = None
+            if prm["las"]:
+                boost = LocalityBoost(WORKBENCH.locality_sets(graph, placement, gpu, q_size), las_scale)
+            return LayerWiseSampler(layer_nodes, NUM_LAYERS, boost)
+
+        max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 12)
+        result = replay(graph.indptr, graph.indices, graph.train_idx, placement, sampler_for, batch,
+                        epochs=1, max_batches=max_batches, seed=cfg.seed)
+        cost = cost_model(self, cfg, graph, topology)
+        per_gpu_batches = np.maximum(np.array(result.meta["batches"]), 1)
+        per_batch = result.modeled_time(cost) / per_gpu_batches          # seconds per batch, per GPU
+        full_batches = [math.ceil(len(p) / batch) for p in
+                        (placement.train_parts or np.array_split(graph.train_idx, topology.num_gpus))]
+        epoch = float(max(b * t for b, t in zip(full_batches, per_batch)))
+        frac = result.fractions()
+        extra = {"batch_size": batch, "layer_nodes": layer_nodes, "alpha": options.get("alpha"),
+                 "cache_ratio": round(placement.unique_stored() / graph.num_nodes, 4),
+                 "batches_replayed": int(sum(result.meta["batches"])), "c_gpu_us": cost.c_gpu * 1e6,
+                 "c_cpu_us": cost.c_cpu * 1e6, "las_scale": las_scale if prm["las"] else None,
+                 "place_s": round(placement.meta.get("place_s", 0.0), 4), "standin": graph.is_standin}
+        return [
+            Measurement("loading_time", "ms/batch", value=float(per_batch.max()) * 1e3, extra=extra),
+            Measurement("epoch_loading_time", "s", value=epoch),
+            Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
+            Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
+            Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),
+        ]
+
+    # --- report -------------------------------------------------------------------------------
+    def report(self, rows, runs) -> ReportArtifact:
+        return breakdown_report(self, rows, runs)
+
+
+def cost_model(exp: Experiment, cfg, graph: GraphData, topology):
+    """Eq. 3's C_gpu and C_cpu: --param c_gpu_us / c_cpu_us, else the topology's bandwidths."""
+    from impls.placement.cost import CostModel
+
+    peer_gbps = max(float(topology.link_gbps.max()), 1e-9)
+    model = CostModel.from_bandwidths(graph.row_bytes, peer_gbps, topology.pcie_gbps)
+    c_gpu = exp.param(cfg, "c_gpu_us")
+    c_cpu = exp.param(cfg, "c_cpu_us")
+    if c_gpu is not None or c_cpu is not None:
+        model = CostModel(model.c_gpu if c_gpu is None else c_gpu * 1e-6,
+                          model.c_cpu if c_cpu is None else c_cpu * 1e-6, source="--param")
+    return model
+
+
+# --- reports --------------------------------------------------------------------------------------
+
+def _metric_frame(rows):
+    """Simulated ok rows, one line per point with one column per metric."""
+    import pandas as pd
+
+    rows = expand_params(rows)
+    ok = rows[(rows["status"] == "ok") & (rows.get("p_mode", "simulated") == "simulated")]
+    if ok.empty:
+        return pd.DataFrame()
+    keys = ["run_id", "impl", "p_topology", "p_buffer", "p_las"]
+    wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
+    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha") if c in ok]]
+    return wide.merge(extra, on=keys, how="left")
+
+
+def _find(frame, impl, topology, buffer, las=False):
+    hit = frame[(frame["impl"] == impl) & (frame["p_topology"] == topology) & (frame["p_buffer"] == buffer)
+                & (frame["p_las"] == las)]
+    return None if hit.empty else hit.iloc[0]
+
+
+def compare_paper(exp: Experiment, frame, run_id=None) -> list[str]:
+    """One line per transcribed paper value, with what this run shows for the same thing."""
+    lines = []
+    if run_id is not None and not frame.empty:
+        frame = frame[frame["run_id"] == run_id]
+    for pv in exp.paper_values:
+        prm = pv.params
+        mine = "not simulated in this run"
+        if pv.metric in ("local_fraction", "peer_fraction", "host_fraction"):
+            hit = _find(frame, pv.impl, prm.get("topology"), prm.get("buffer"), prm.get("las", False)) \
+                if not frame.empty else None
+            if hit is not None and pv.metric in hit:
+                mine = f"{hit[pv.metric]:.0%}"
+            shown = f"{pv.value:.0%}"
+        elif pv.metric in ("local_gain", "host_drop"):
+            base_impl = prm["baseline"]
+            ours = _find(frame, pv.impl, prm.get("topology"), prm.get("buffer")) if not frame.empty else None
+            base = _find(frame, base_impl, prm.get("topology"), prm.get("buffer")) if not frame.empty else None
+            if ours is not None and base is not None:
+                if pv.metric == "local_gain":
+                    value = ours["local_fraction"] / max(base["local_fraction"], 1e-12) - 1
+                else:
+                    value = 1 - ours["host_fraction"] / max(base["host_fraction"], 1e-12)
+                mine = f"{value:+.0%}" if pv.metric == "local_gain" else f"-{value:.0%}"
+            shown = f"{pv.value:+.0%}" if pv.metric == "local_gain" else f"-{pv.value:.0%}"
+        elif pv.metric == "speedup_vs_random":
+            shown = f"{pv.value:g}x"
+            if not frame.empty:
+                ratios = []
+                for topology in sorted(set(frame["p_topology"])):
+                    for buffer in prm.get("buffers", ()):
+                        ours = _find(frame, pv.impl, topology, buffer, prm.get("las", False))
+                        base = _find(frame, "random", topology, buffer)
+                        if ours is not None and base is not None and ours["loading_time"] > 0:
+                            ratios.append((base["loading_time"] / ours["loading_time"], topology, buffer))
+                if prm.get("topologies"):
+                    ratios = [r for r in ratios if r[1] in prm["topologies"]]
+                if ratios:
+                    lo, hi = min(ratios), max(ratios)
+                    mine = f"{lo[0]:.1f}x ({lo[1]} {lo[2]}) to {hi[0]:.1f}x ({hi[1]} {hi[2]})"
+        else:
+            shown = f"{pv.value:g} {pv.unit}".strip()
+            mine = "needs measured epoch times (a GPU run): the simulator models loading only"
+        lines.append(f"{pv.source}: {policy_label(pv.impl, prm.get('las', False))} "
+                     f"{prm.get('topology', '')} {prm.get('buffer', '')} {pv.metric} = {shown}"
+                     f"{' (' + pv.note + ')' if pv.note else ''}; here: {mine}")
+    return lines
+
+
+def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    labels = run_labels(rows, runs)
+    frame = _metric_frame(rows)
+    records = []
+    if not frame.empty:
+        for _, r in frame.iterrows():
+            base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
+            records.append({
+                "Run": labels.get(r["run_id"], r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
+                "Policy": policy_label(r["impl"], bool(r["p_las"])),
+                "Local %": 100 * r.get("local_fraction", float("nan")),
+                "Peer %": 100 * r.get("peer_fraction", float("nan")),
+                "Host %": 100 * r.get("host_fraction", float("nan")),
+                "On GPUs %": 100 * r.get("p_cache_ratio", float("nan")),
+                "Load ms/batch": r.get("loading_time"),
+                "Load s/epoch": r.get("epoch_loading_time"),
+                "RAND / this": (base["loading_time"] / r["loading_time"]
+                                if base is not None and r.get("loading_time") else None)})
+    table = pd.DataFrame.from_records(records)
+    if not table.empty:
+        order = {t: i for i, t in enumerate(exp.topologies)}
+        table["_t"] = table["Topology"].map(lambda t: order.get(t, 99))
+        table["_b"] = table["Buffer"].map(exp.buffer_fraction)
+        table = table.sort_values(["Run", "_t", "_b", "Policy"]).drop(columns=["_t", "_b"])
+        if table["Run"].nunique() == 1:
+            table = table.drop(columns=["Run"])
+    notes = []
+    for run_id in (frame["run_id"].unique() if not frame.empty else []):
+        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in compare_paper(exp, frame, run_id)]
+    if frame.empty:
+        notes += compare_paper(exp, frame)
+    notes += skip_notes(rows, labels)
+    scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
+    caption = (f"{exp.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's "
+               f"layer-wise sampler (3 layers, 8192 nodes per layer and batch {PAPER_BATCH.get(exp.dataset, 512)} "
+               f"shrunk with the graph) on a {exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}; "
+               "each input node is read locally, from a peer GPU it has an NVLink to, or from the host "
+               "(ICS'22 dev_num lookup), and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over "
+               "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "
+               "NVLink group with the paper's alpha, '+LAS' adds locality-aware sampling with s = MAXS = 8. "
+               "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those "
+               f"(GPU rows are listed as skipped until the gather paths exist). Paper: {PAPER_HARDWARE}. "
+               + caption_hardware(runs))
+
+    fig = None
+    if not table.empty:
+        tops = [t for t in exp.topologies if t in set(table["Topology"])]
+        fig, axes = plt.subplots(1, len(tops), figsize=(3.2 * len(tops), 3.6), sharey=True, squeeze=False)
+        first = table[table.get("Run", pd.Series(dtype=object)).eq(table["Run"].iloc[0])] if "Run" in table else table
+        policies = list(dict.fromkeys(first["Policy"]))
+        for ax, topology in zip(axes[0], tops):
+            sub = first[first["Topology"] == topology]
+            bufs = list(dict.fromkeys(sub["Buffer"]))
+            width = 0.8 / max(1, len(policies))
+            for k, pol in enumerate(policies):
+                vals = [sub[(sub["Buffer"] == b) & (sub["Policy"] == pol)]["Load ms/batch"] for b in bufs]
+                heights = [float(v.iloc[0]) if len(v) else 0.0 for v in vals]
+                ax.bar(np.arange(len(bufs)) + k * width, heights, width, label=pol)
+            ax.set_xticks(np.arange(len(bufs)) + 0.4 - width / 2)
+            ax.set_xticklabels(bufs)
+            ax.set_title(topology, fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0][0].set_ylabel("modeled loading time (ms / batch)")
+        axes[0][-1].legend(fontsize=7)
+        fig.suptitle(f"ICS'22 {exp.artifact}: simulated feature loading, {exp.dataset} stand-in", fontsize=10)
+    return ReportArtifact(exp.artifact, exp.title, caption, table, notes, fig)

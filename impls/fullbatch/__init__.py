@@ -1,0 +1,57 @@
+"""Interface `fullbatch`: full-graph GCN training (MG-GCN and its baselines).
+
+Every implementation is built by its factory as ``factory(graph, model, device=..., seed=...,
+rank=..., world=..., **options)`` from a :class:`problem.FullGraph` and a
+:class:`model.ModelConfig`, and offers ``train_epoch()``, ``compute_gradients() -> (loss,
+logits, dW)``, ``loss_value()`` and ``close()``.  All train the same model (model.py) from the
+same initial weights, so their losses and gradients agree.  Only ``mggcn`` spans several ranks;
+it must be built on every rank of an initialized process group.
+"""
+
+from __future__ import annotations
+
+from harness.needs import Needs
+from harness.registry import register_impl
+
+from .model import ModelConfig, layer_order  # noqa: F401  (re-exported for experiments/tests)
+
+
+@register_impl("fullbatch", "mggcn", needs=Needs(devices=("cpu", "cuda")),
+               summary="MG-GCN: 1D rows, P-stage broadcast SpMM overlapped on a comm stream, "
+                       "L+3 shared buffers, random permutation")
+def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=True,
+               self_loops=True, bounds=None, share=None, **options):
+    """``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
+    from .mggcn import MGGCN
+    from .problem import rank_share
+
+    if share is None:
+        share = rank_share(graph, rank, world, permute=permute, seed=seed, self_loops=self_loops,
+                           bounds=bounds)
+    return MGGCN(share, model, device=device, seed=seed, **options)
+
+
+@register_impl("fullbatch", "single_gpu", needs=Needs(devices=("cpu", "cuda")),
+               summary="the same GCN on one device in plain torch (autograd, torch.optim.Adam)")
+def make_single_gpu(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, **_):
+    from .single_gpu import SingleDeviceGCN
+
+    return SingleDeviceGCN(graph, model, device=device, seed=seed, self_loops=self_loops)
+
+
+@register_impl("fullbatch", "pyg", needs=Needs(devices=("cpu", "cuda"), packages=("torch_geometric",)),
+               summary="PyTorch Geometric GCNConv layers on the whole graph, one device")
+def make_pyg(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True,
+             adjacency="edge_index", **_):
+    from .pyg_gcn import PygGCN
+
+    return PygGCN(graph, model, device=device, seed=seed, self_loops=self_loops, adjacency=adjacency)
+
+
+@register_impl("fullbatch", "dgl", needs=Needs(devices=("cpu", "cuda"), packages=("dgl",),
+                                               note="no DGL build for torch >= 2.4 on PyPI"),
+               summary="DGL GraphConv(norm='right') on the whole graph, one device (MG-GCN's baseline)")
+def make_dgl(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, **_):
+    from .dgl_gcn import DglGCN
+
+    return DglGCN(graph, model, device=device, seed=seed, self_loops=self_loops)

@@ -1,0 +1,80 @@
+"""The GCN as DGL writes it (MG-GCN's single-GPU baseline, Figs. 10-13): GraphConv, full graph.
+
+GraphConv(norm="right") divides the summed messages by each vertex's in-degree, which is Eq. 2;
+the graph gets the same self loops as the other implementations.  DGL publishes no build for
+torch >= 2.4, so this runs only where DGL has been installed by hand; elsewhere its rows are
+skipped with that reason (the registry's Needs).
+"""
+
+from __future__ import annotations
+
+from .model import ModelConfig, init_weights
+from .problem import FullGraph, _edge_arrays
+
+
+class DglGCN:
+    def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
+                 self_loops: bool = True):
+        import dgl
+        import numpy as np
+        import torch
+        from dgl.nn.pytorch import GraphConv
+
+        self.torch = torch
+        self.device = torch.device(device)
+        src, dst = _edge_arrays(graph, self_loops)
+        g = dgl.graph((torch.from_numpy(src.astype(np.int64)), torch.from_numpy(dst.astype(np.int64))),
+                      num_nodes=graph.num_nodes)
+        self.graph = g.to(self.device)
+        self.X = torch.from_numpy(np.asarray(graph.features, dtype=np.float32)).to(self.device)
+        labels = np.asarray(graph.labels)
+        train = np.asarray(graph.train_idx)
+        train = train[labels[train] >= 0]
+        self.train_rows = torch.from_numpy(train.astype(np.int64)).to(self.device)
+        self.train_labels = torch.from_numpy(labels[train].astype(np.int64)).to(self.device)
+        self.dims = model.dims(graph.feature_dim, graph.num_classes)
+        self.convs = torch.nn.ModuleList()
+        for w in init_weights(self.dims, seed):
+            conv = GraphConv(w.shape[0], w.shape[1], norm="right", weight=True, bias=False,
+                             allow_zero_in_degree=True)
+            with torch.no_grad():
+                conv.weight.copy_(w)                          # GraphConv stores W as in x out
+            self.convs.append(conv)
+        self.convs.to(self.device)
+        self.optimizer = torch.optim.Adam(self.convs.parameters(), lr=model.lr)
+        self._loss = None
+
+    def forward(self):
+        h = self.X
+        for l, conv in enumerate(self.convs):
+            h = conv(self.graph, h)
+            if l < len(self.convs) - 1:
+                h = self.torch.relu(h)
+        return h
+
+    def loss(self, logits):
+        import torch.nn.functional as F
+
+        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels)
+
+    def train_epoch(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(self.forward())
+        loss.backward()
+        self.optimizer.step()
+        self._loss = loss.detach()
+
+    def compute_gradients(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.forward()
+        loss = self.loss(logits)
+        loss.backward()
+        self._loss = loss.detach()
+        return (float(loss), logits.detach().clone(),
+                [conv.weight.grad.detach().clone() for conv in self.convs])
+
+    def loss_value(self) -> float:
+        return float(self._loss)
+
+    def close(self) -> None:
+        self.convs = self.graph = self.X = None

@@ -1,0 +1,247 @@
+"""The full-batch training problem: a graph, MG-GCN's normalized adjacency, and its 1D row partition.
+
+MG-GCN (Eq. 1-2) trains ``H' = sigma(Â^T H W)`` with ``Â_uv = A_uv / sum_w A_wv``: every vertex
+takes the mean of its in-neighbours.  We call the forward operator ``F = Â^T`` (row v holds v's
+in-neighbours u with weight 1/indeg(v)) and the backward operator ``B = Â = F^T`` (Eq. 9 multiplies
+the gradient by Â).  Both are stored, row-partitioned: rank i keeps rows ``p(i)..p(i+1)`` of F and of
+B, cut by the same partition vector into P column tiles ``F^{ij}`` (MG-GCN Sec. 4.1, Fig. 2), so at
+stage j it multiplies ``F^{ij}`` by the rows of H that rank j broadcasts.
+
+Everything here is vectorized over the edge arrays (numpy/scipy); nothing loops over edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class FullGraph:
+    """A node-classification graph on the host, in out-neighbour CSR (edge u -> v in row u)."""
+
+    name: str
+    num_nodes: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    features: np.ndarray          # num_nodes x d0, float32 (may be a memory map)
+    labels: np.ndarray            # int64, -1 = unlabelled
+    train_idx: np.ndarray         # int64 node ids that carry the loss
+    num_classes: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def feature_dim(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indptr[-1])
+
+
+def from_dataset(graph) -> FullGraph:
+    """Wrap a :class:`harness.datasets.Graph` (memory-mapped arrays are used in place)."""
+    if graph.features is None:
+        raise ValueError(f"{graph.name} has no node features")
+    if graph.labels is None or graph.labels.ndim != 1:
+        raise ValueError(f"{graph.name}: full-batch GCN here needs single-label classes")
+    features = graph.features
+    if features.dtype != np.float32:
+        features = np.asarray(graph.feature_tensor().float().numpy())
+    return FullGraph(graph.name, int(graph.num_nodes), graph.indptr, graph.indices, features,
+                     graph.labels, np.asarray(graph.train_idx, dtype=np.int64),
+                     int(graph.num_classes), {"is_standin": graph.is_standin, "scale": graph.scale})
+
+
+def random_graph(num_nodes: int, avg_degree: float, feature_dim: int, num_classes: int, seed: int = 0,
+                 *, symmetric: bool = False, train_fraction: float = 0.6,
+                 isolated: int = 0) -> FullGraph:
+    """A small random graph for tests: uniform edges, no duplicates or self loops.
+
+    ``isolated`` vertices get no in- or out-edges at all (Eq. 2 divides by an in-degree of 0 for
+    them unless self loops are added); labels are planted from a random projection of the
+    features so that training has something to learn.
+    """
+    rng = np.random.default_rng(seed)
+    m = int(num_nodes * avg_degree)
+    src = rng.integers(0, num_nodes, m)
+    dst = rng.integers(0, num_nodes, m)
+    if isolated:
+        lonely = rng.choice(num_nodes, isolated, replace=False)
+        keep = ~(np.isin(src, lonely) | np.isin(dst, lonely))
+        src, dst = src[keep], dst[keep]
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    keep = src != dst
+    adj = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (src[keep], dst[keep])),
+                        shape=(num_nodes, num_nodes))
+    adj.sum_duplicates()
+    adj.sort_indices()
+    features = rng.standard_normal((num_nodes, feature_dim)).astype(np.float32)
+    labels = np.argmax(features @ rng.standard_normal((feature_dim, num_classes)), axis=1)
+    train = np.sort(rng.choice(num_nodes, max(1, int(train_fraction * num_nodes)), replace=False))
+    return FullGraph(f"random-{num_nodes}-{seed}", num_nodes, adj.indptr.astype(np.int64),
+                     adj.indices.astype(np.int32), features, labels.astype(np.int64),
+                     train.astype(np.int64), num_classes)
+
+
+# --- normalized adjacency (MG-GCN Eq. 2) --------------------------------------------------------
+
+def _edge_arrays(g: FullGraph, self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of every edge u -> v, with a self loop added to vertices that lack one."""
+    index_dtype = np.int32 if g.num_nodes < 2**31 else np.int64
+    src = np.repeat(np.arange(g.num_nodes, dtype=index_dtype), np.diff(g.indptr))
+    dst = np.asarray(g.indices, dtype=index_dtype)
+    if self_loops:
+        has_loop = np.zeros(g.num_nodes, dtype=bool)
+        has_loop[src[src == dst]] = True
+        missing = np.flatnonzero(~has_loop).astype(index_dtype)
+        src = np.concatenate([src, missing])
+        dst = np.concatenate([dst, missing])
+    return src, dst
+
+
+def in_degree_weights(dst: np.ndarray, num_nodes: int) -> np.ndarray:
+    """1 / sum_w A_wv for every vertex v (Eq. 2's denominator); 0 where v has no in-edge."""
+    indeg = np.bincount(dst, minlength=num_nodes).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        inv = np.where(indeg > 0, 1.0 / indeg, 0.0)
+    return inv.astype(np.float32)
+
+
+def aggregation_matrix(g: FullGraph, self_loops: bool = True) -> sp.csr_matrix:
+    """The forward operator F = Â^T as one global CSR (single device, tests)."""
+    src, dst = _edge_arrays(g, self_loops)
+    weight = in_degree_weights(dst, g.num_nodes)[dst]
+    mat = sp.csr_matrix((weight, (dst, src)), shape=(g.num_nodes, g.num_nodes))
+    mat.sort_indices()
+    return mat
+
+
+# --- partition vector and permutation -----------------------------------------------------------
+
+def uniform_partition(num_nodes: int, parts: int) -> np.ndarray:
+    """MG-GCN's partition vector p (Eq. 13): P+1 boundaries, parts differing by at most one row."""
+    if parts < 1 or parts > num_nodes:
+        raise ValueError(f"cannot cut {num_nodes} rows into {parts} parts")
+    return (np.arange(parts + 1, dtype=np.int64) * num_nodes) // parts
+
+
+def random_permutation(num_nodes: int, seed: int) -> np.ndarray:
+    """``new_id[old_id]``: MG-GCN Sec. 5.2's random relabelling that balances the tiles' nonzeros."""
+    return np.random.default_rng(np.random.SeedSequence([seed, 0x5E12])).permutation(num_nodes)
+
+
+def check_partition(bounds: np.ndarray, num_nodes: int, parts: int) -> np.ndarray:
+    bounds = np.asarray(bounds, dtype=np.int64)
+    if bounds.shape != (parts + 1,) or bounds[0] != 0 or bounds[-1] != num_nodes \
+            or np.any(np.diff(bounds) <= 0):
+        raise ValueError(f"partition vector must rise strictly from 0 to {num_nodes} in {parts} parts")
+    return bounds
+
+
+# --- one rank's share ---------------------------------------------------------------------------
+
+@dataclass
+class RankShare:
+    """What rank ``rank`` of ``world`` holds: its rows of F and B as P column tiles, X, labels.
+
+    Row r of this rank is vertex ``new_ids = bounds[rank] + r`` in the (possibly permuted)
+    numbering; ``old_ids[r]`` is its id in the input graph.
+    """
+
+    rank: int
+    world: int
+    bounds: np.ndarray
+    old_ids: np.ndarray
+    forward_tiles: list[sp.csr_matrix]    # F^{rank, j}, rows_rank x rows_j
+    backward_tiles: list[sp.csr_matrix]   # B^{rank, j}
+    features: np.ndarray                  # rows_rank x d0 float32
+    labels: np.ndarray                    # rows_rank int64
+    train_rows: np.ndarray                # local row numbers of training vertices
+    num_train_total: int
+    num_classes: int
+    permuted: bool
+
+    @property
+    def rows(self) -> int:
+        return int(self.bounds[self.rank + 1] - self.bounds[self.rank])
+
+    @property
+    def part_rows(self) -> list[int]:
+        return np.diff(self.bounds).astype(int).tolist()
+
+    def tile_nnz(self) -> list[int]:
+        return [int(t.nnz) for t in self.forward_tiles]
+
+
+def _tiles(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, bounds: np.ndarray,
+           rank: int) -> list[sp.csr_matrix]:
+    """Cut the entries of row block ``rank`` into CSR tiles by the column blocks of ``bounds``."""
+    lo, hi = bounds[rank], bounds[rank + 1]
+    block = np.searchsorted(bounds, cols, side="right") - 1
+    order = np.argsort(block, kind="stable")
+    starts = np.searchsorted(block[order], np.arange(len(bounds)))
+    tiles = []
+    for j in range(len(bounds) - 1):
+        pick = order[starts[j]:starts[j + 1]]
+        tile = sp.csr_matrix((vals[pick], (rows[pick] - lo, cols[pick] - bounds[j])),
+                             shape=(int(hi - lo), int(bounds[j + 1] - bounds[j])))
+        tile.sum_duplicates()
+        tile.sort_indices()
+        tiles.append(tile)
+    return tiles
+
+
+def rank_share(g: FullGraph, rank: int, world: int, *, permute: bool, seed: int = 0,
+               self_loops: bool = True, bounds: np.ndarray | None = None) -> RankShare:
+    """Build rank ``rank``'s tiles of F and B and its rows of X (MG-GCN Sec. 4.1, 1D rows).
+
+    ``permute`` relabels the vertices with :func:`random_permutation` (same seed on every rank)
+    before the uniform cut; ``bounds`` replaces the uniform partition vector.
+    """
+    n = g.num_nodes
+    bounds = check_partition(uniform_partition(n, world) if bounds is None else bounds, n, world)
+    src, dst = _edge_arrays(g, self_loops)
+    weight = in_degree_weights(dst, n)[dst]
+    if permute:
+        new_id = random_permutation(n, seed).astype(src.dtype)
+        src, dst = new_id[src], new_id[dst]
+        old_ids = np.empty(n, dtype=np.int64)
+        old_ids[new_id] = np.arange(n)
+    else:
+        old_ids = np.arange(n, dtype=np.int64)
+    lo, hi = bounds[rank], bounds[rank + 1]
+    # F = Â^T: entry (v, u) = A_uv / indeg(v) for edge u -> v; B = F^T: entry (u, v), same weight
+    mine = (dst >= lo) & (dst < hi)
+    forward = _tiles(dst[mine], src[mine], weight[mine], bounds, rank)
+    mine = (src >= lo) & (src < hi)
+    backward = _tiles(src[mine], dst[mine], weight[mine], bounds, rank)
+    del src, dst, weight, mine
+
+    local_old = old_ids[lo:hi]
+    # gather this rank's feature rows in ascending old-id order (a memory map reads each page once)
+    order = np.argsort(local_old, kind="stable")
+    features = np.empty((len(local_old), g.feature_dim), dtype=np.float32)
+    features[order] = np.asarray(g.features[local_old[order]], dtype=np.float32)
+    labels = np.asarray(g.labels[local_old], dtype=np.int64)
+    is_train = np.zeros(n, dtype=bool)
+    is_train[np.asarray(g.train_idx)] = True
+    train_rows = np.flatnonzero(is_train[local_old] & (labels >= 0))
+    total = int((is_train & (np.asarray(g.labels) >= 0)).sum())
+    return RankShare(rank, world, bounds, local_old, forward, backward, features, labels,
+                     train_rows.astype(np.int64), total, g.num_classes, permute)
+
+
+def nnz_imbalance(tile_nnz_by_rank: list[list[int]]) -> dict[str, float]:
+    """Load-balance summary of a partition: per-rank row-block nnz and per-stage tile nnz."""
+    grid = np.asarray(tile_nnz_by_rank, dtype=np.float64)   # [rank, stage]
+    per_rank = grid.sum(axis=1)
+    per_stage_max = grid.max(axis=0)
+    return {
+        "rank_nnz_max_over_mean": float(per_rank.max() / max(per_rank.mean(), 1.0)),
+        # a stage lasts as long as its heaviest tile: sum of stage maxima over the ideal
+        "stage_nnz_max_sum_over_ideal": float(per_stage_max.sum() / max(grid.sum() / grid.shape[0], 1.0)),
+    }

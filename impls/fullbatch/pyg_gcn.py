@@ -1,0 +1,95 @@
+"""The GCN as PyTorch Geometric writes it: GCNConv layers over the whole graph on one device.
+
+GCNConv(normalize=False, add_self_loops=False, bias=False) with F's entries as edge weights is
+exactly Eq. 1 with MG-GCN's normalization (Eq. 2), so PyG trains the same model as mggcn and
+single_gpu.  ``adjacency="edge_index"`` (PyG's usual input: gather, scale, scatter-add over the
+edges) or ``"sparse"`` (F as a torch sparse CSR ``adj_t``: one SpMM).  Neither needs torch-sparse.
+GCNConv always multiplies by W before aggregating (no order rule).
+"""
+
+from __future__ import annotations
+
+from .model import ModelConfig, init_weights
+from .problem import FullGraph, aggregation_matrix
+
+ADJACENCY = ("edge_index", "sparse")
+
+
+class PygGCN:
+    def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
+                 self_loops: bool = True, adjacency: str = "edge_index"):
+        import numpy as np
+        import torch
+        from torch_geometric.nn import GCNConv
+
+        if adjacency not in ADJACENCY:
+            raise ValueError(f"adjacency must be one of {ADJACENCY}")
+        self.torch = torch
+        self.device = torch.device(device)
+        forward_op = aggregation_matrix(graph, self_loops)     # row = target, column = source
+        if adjacency == "sparse":
+            from .mggcn import csr_to_torch
+
+            self.edge_index, self.edge_weight = csr_to_torch(forward_op, self.device), None
+        else:
+            coo = forward_op.tocoo()
+            self.edge_index = torch.from_numpy(np.stack([coo.col, coo.row]).astype(np.int64)).to(self.device)
+            self.edge_weight = torch.from_numpy(coo.data.astype(np.float32)).to(self.device)
+        self.X = torch.from_numpy(np.asarray(graph.features, dtype=np.float32)).to(self.device)
+        labels = np.asarray(graph.labels)
+        train = np.asarray(graph.train_idx)
+        train = train[labels[train] >= 0]
+        self.train_rows = torch.from_numpy(train.astype(np.int64)).to(self.device)
+        self.train_labels = torch.from_numpy(labels[train].astype(np.int64)).to(self.device)
+        self.dims = model.dims(graph.feature_dim, graph.num_classes)
+        self.convs = torch.nn.ModuleList()
+        for w in init_weights(self.dims, seed):
+            conv = GCNConv(w.shape[0], w.shape[1], normalize=False, add_self_loops=False, bias=False)
+            with torch.no_grad():
+                conv.lin.weight.copy_(w.t())                  # Linear stores W^T
+            self.convs.append(conv)
+        self.convs.to(self.device)
+        self.optimizer = torch.optim.Adam(self.convs.parameters(), lr=model.lr)
+        self._loss = None
+
+    @property
+    def weights(self):
+        return [conv.lin.weight.t() for conv in self.convs]
+
+    def forward(self):
+        h = self.X
+        for l, conv in enumerate(self.convs):
+            if self.edge_weight is None:
+                h = conv(h, self.edge_index)
+            else:
+                h = conv(h, self.edge_index, self.edge_weight)
+            if l < len(self.convs) - 1:
+                h = self.torch.relu(h)
+        return h
+
+    def loss(self, logits):
+        import torch.nn.functional as F
+
+        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels)
+
+    def train_epoch(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(self.forward())
+        loss.backward()
+        self.optimizer.step()
+        self._loss = loss.detach()
+
+    def compute_gradients(self):
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.forward()
+        loss = self.loss(logits)
+        loss.backward()
+        self._loss = loss.detach()
+        return (float(loss), logits.detach().clone(),
+                [conv.lin.weight.grad.detach().t().clone() for conv in self.convs])
+
+    def loss_value(self) -> float:
+        return float(self._loss)
+
+    def close(self) -> None:
+        self.convs = self.edge_index = self.edge_weight = self.X = None

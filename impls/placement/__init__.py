@@ -1,0 +1,94 @@
+"""Interface `placement`: where each node's input features live across GPUs and the host.
+
+Every policy is a factory ``make(device=None, gpus=None, **options) -> Policy`` whose
+``place(PlacementProblem) -> Placement`` returns per-GPU node buffers (a node may be on several
+GPUs) and, per GPU, ICS'22's ``dev_num`` / ``buf_pos`` lookup. The placement itself is CPU work
+(numpy); the GPUs only matter once the features are gathered (the `gather` interface).
+
+Modules: ``topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
+``hotness`` (degree, pre-sampling, ICS'22 L-hop reach by SpMV), ``policies`` (the eight below),
+``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph``, ``cost`` (ICS'22 Eq. 3-6 and a
+per-link model), ``sampling`` (node-wise and layer-wise samplers, locality-aware sampling with
+ICS'22 Algorithm 2), ``simulate`` (replay of mini-batch id streams against a placement).
+"""
+
+from __future__ import annotations
+
+from harness.needs import Needs
+from harness.registry import register_impl
+
+_CPU_OR_GPU = Needs(devices=("cpu", "cuda"))
+
+
+@register_impl("placement", "naive", needs=_CPU_OR_GPU,
+               summary="ICS'22 NAIVE: contiguous id ranges, hottest of each part buffered")
+def make_naive(device=None, gpus=None, **_):
+    from .policies import Naive
+
+    return Naive()
+
+
+@register_impl("placement", "random", needs=_CPU_OR_GPU,
+               summary="ICS'22 RAND: random permutation then contiguous parts")
+def make_random(device=None, gpus=None, **_):
+    from .policies import RandomPartition
+
+    return RandomPartition()
+
+
+@register_impl("placement", "metis", needs=Needs(devices=("cpu", "cuda"), packages=("pymetis",)),
+               summary="METIS k-way parts (pymetis), DGL-style local training nodes")
+def make_metis(device=None, gpus=None, **_):
+    from .policies import Metis
+
+    return Metis()
+
+
+@register_impl("placement", "pagraph", needs=_CPU_OR_GPU,
+               summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads")
+def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, **_):
+    from .policies import PaGraph
+
+    return PaGraph(time_cap_s)
+
+
+@register_impl("placement", "hash_modulo", needs=_CPU_OR_GPU,
+               summary="WholeGraph: node v on GPU v mod n")
+def make_hash_modulo(device=None, gpus=None, **_):
+    from .policies import HashModulo
+
+    return HashModulo()
+
+
+@register_impl("placement", "clique", needs=_CPU_OR_GPU,
+               summary="Quiver: hottest nodes spread over each fully connected clique")
+def make_clique(device=None, gpus=None, **_):
+    from .policies import Clique
+
+    return Clique()
+
+
+@register_impl("placement", "clique_opt", needs=_CPU_OR_GPU,
+               summary="ICS'22 Algorithm 1 per clique (duplication with alpha)")
+def make_clique_opt(device=None, gpus=None, alpha: float = 0.0, **_):
+    from .policies import CliqueOpt
+
+    return CliqueOpt(alpha)
+
+
+@register_impl("placement", "xgnn_solver", needs=_CPU_OR_GPU,
+               summary="XGNN Fig. 8 pruning search: modulo partitions placed for the topology")
+def make_xgnn_solver(device=None, gpus=None, **_):
+    from .policies import XGNNSolver
+
+    return XGNNSolver()
+
+
+POLICIES = ("naive", "random", "metis", "pagraph", "hash_modulo", "clique", "clique_opt", "xgnn_solver")
+
+
+def make_policy(name: str, **options):
+    """The registered policy ``name`` built with ``options`` (e.g. ``alpha``, ``time_cap_s``)."""
+    from harness import registry
+
+    return registry.get_impl("placement", name).factory(**options)

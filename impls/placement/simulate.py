@@ -1,0 +1,100 @@
+"""Replay sampled mini-batches against a placement: where every input feature is read from.
+
+Data-parallel training as in ICS'22 Sec. 3: each epoch the training nodes are shuffled and
+split evenly over the GPUs (global shuffling), or each GPU shuffles its own part when the policy
+partitioned them (PaGraph, METIS: ``Placement.train_parts``). Every GPU samples its mini-batches,
+and each input node is classified with that GPU's ``dev_num`` lookup: local, a peer GPU, or the
+host. The counts feed the cost model (Eq. 3) or the per-link model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .cost import CostModel, LinkModel
+from .result import Placement
+
+
+@dataclass
+class ReplayResult:
+    """Rows each GPU read, per batch and source: ``batch_reads[g]`` is (batches, n + 1).
+
+    Columns 0..n-1 are GPUs (the diagonal entry is the GPU's own buffer), column n the host.
+    """
+
+    placement: Placement
+    batch_reads: list[np.ndarray]
+    epochs: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_gpus(self) -> int:
+        return self.placement.num_gpus
+
+    def reads(self) -> np.ndarray:
+        """(n, n + 1) totals over all batches."""
+        return np.stack([r.sum(axis=0) for r in self.batch_reads])
+
+    def split(self) -> np.ndarray:
+        """(n, 3): local, peer-GPU and host rows read by each GPU."""
+        reads = self.reads()
+        n = self.num_gpus
+        local = reads[np.arange(n), np.arange(n)]
+        host = reads[:, n]
+        peer = reads[:, :n].sum(axis=1) - local
+        return np.stack([local, peer, host], axis=1)
+
+    def fractions(self) -> dict:
+        """Access fractions over all GPUs (they sum to 1) and per GPU."""
+        split = self.split().astype(np.float64)
+        total = split.sum()
+        per_gpu = split / np.maximum(split.sum(axis=1, keepdims=True), 1)
+        overall = split.sum(axis=0) / max(total, 1)
+        return {"local": float(overall[0]), "peer": float(overall[1]), "host": float(overall[2]),
+                "per_gpu": per_gpu}
+
+    def modeled_time(self, cost: CostModel) -> np.ndarray:
+        """Eq. 3 summed over each GPU's batches (seconds per replayed epoch, per GPU)."""
+        split = self.split()
+        return cost.read_cost(split[:, 0], split[:, 1], split[:, 2]) / self.epochs
+
+    def link_time(self, model: LinkModel) -> np.ndarray:
+        """Per-link model summed over batches (seconds per replayed epoch, per GPU)."""
+        return np.array([model.batch_time(g, r).sum() if len(r) else 0.0
+                         for g, r in enumerate(self.batch_reads)]) / self.epochs
+
+
+def gpu_batches(train_idx: np.ndarray, placement: Placement, batch_size: int,
+                rng: np.random.Generator) -> list[list[np.ndarray]]:
+    """One epoch of mini-batches per GPU (global or local shuffling, see module doc)."""
+    n = placement.num_gpus
+    if placement.train_parts is not None:
+        shares = [rng.permutation(part) for part in placement.train_parts]
+    else:
+        shares = np.array_split(rng.permutation(np.asarray(train_idx, dtype=np.int64)), n)
+    return [[share[i:i + batch_size] for i in range(0, len(share), batch_size)] for share in shares]
+
+
+def replay(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Callable[[int], object],
+           batch_size: int, epochs: int = 1, max_batches: int | None = None, seed: int = 0) -> ReplayResult:
+    """Sample ``epochs`` epochs (at most ``max_batches`` batches per GPU and epoch) and count reads."""
+    n = placement.num_gpus
+    rng = np.random.default_rng(seed)
+    samplers = [sampler_for_gpu(g) for g in range(n)]
+    per_gpu: list[list[np.ndarray]] = [[] for _ in range(n)]
+    input_nodes = 0
+    for _ in range(epochs):
+        for g, batches in enumerate(gpu_batches(train_idx, placement, batch_size, rng)):
+            dev_num = placement.lookup(g).dev_num
+            for batch in batches[:max_batches]:
+                nodes = samplers[g].sample(indptr, indices, batch, rng).input_nodes
+                input_nodes += len(nodes)
+                # dev_num -1 (host) lands in the last column
+                per_gpu[g].append(np.bincount(np.where(dev_num[nodes] < 0, n, dev_num[nodes]),
+                                              minlength=n + 1))
+    batch_reads = [np.stack(rows) if rows else np.zeros((0, n + 1), dtype=np.int64) for rows in per_gpu]
+    return ReplayResult(placement, batch_reads, epochs,
+                        {"input_nodes": input_nodes, "batches": [len(r) for r in batch_reads]})
