@@ -50,7 +50,7 @@ class AllToAllGather:
         dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
         marks and marks.mark("exchange_ids")
         # (4) local gather of what the peers asked for
-        local_rows = self.store.local.index_select(0, recv_ids - self.rank.rank * self.rows_per_rank)
+        local_rows = self._rows_at(self.store.local, recv_ids - self.rank.rank * self.rows_per_rank)
         marks and marks.mark("local_gather")
         # (5) send the rows back, then undo the bucketing with a gather (reads random, writes in order)
         back = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
@@ -59,11 +59,23 @@ class AllToAllGather:
         marks and marks.mark("alltoallv_rows")
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(order.numel(), device=self.device)
-        out = back.index_select(0, inverse)
+        out = self._rows_at(back, inverse)
         if marks:
             marks.mark("reorder")
             self.step_ms = marks.elapsed_ms()
         return out
+
+    def _rows_at(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``table[index]``: on GPUs with the vectorized gather kernel (index_select reaches
+        well under half the device bandwidth on random rows), on CPU with index_select."""
+        if self.device.type != "cuda" or table.shape[0] >= 1 << 32 or index.numel() == 0:
+            return table.index_select(0, index)
+        from .kernel import gather_into
+
+        out = torch.empty((index.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
+                          device=self.device)
+        base = torch.tensor([table.data_ptr()], dtype=torch.int64, device=self.device)
+        return gather_into(out, base, max(table.shape[0], 1), index, self.spec.row_bytes)
 
     def describe(self) -> str:
         backend = "NCCL" if self.device.type == "cuda" else "gloo"
