@@ -1,0 +1,121 @@
+"""Datasets: every graph the four papers use, real loaders, and synthetic stand-ins.
+
+    from harness import datasets
+    datasets.get("PA")                      # registry entry: published counts, tables, aliases
+    g = datasets.load("products", scale=0.01, seed=0)   # stand-in, generated and cached on demand
+    g = datasets.load("ogbn-products", data_root="/data")  # real if converted/present, else stand-in
+    datasets.degree_stats(g)
+    datasets.paper_table("xgnn.table3"); datasets.registry_table("xgnn.table3")
+
+Modules: registry (published facts, catalog.toml), paper_tables (the papers' dataset tables),
+plan / rng / backends / kernels_numba / edges / generators (stand-ins), cache (on-disk format),
+loaders (real formats), stats (degree statistics), cli (``python -m harness data``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import HarnessError
+from . import cache as _cache
+from .cache import CacheWarning, data_root
+from .generators import generate, plan_for, write_standin
+from .graph import Graph
+from .paper_tables import compare_table, paper_table, registry_table, table_caption
+from .plan import GENERATOR_VERSION
+from .registry import DatasetSpec, get, is_registered, list_datasets, resolve, table_ids
+from .stats import degree_stats
+
+Progress = Callable[[str, float], None]
+
+__all__ = [
+    "CacheWarning", "DatasetSpec", "Graph", "GENERATOR_VERSION", "compare_table", "data_root",
+    "degree_stats", "generate", "get", "list_datasets", "load", "paper_table", "prepare",
+    "prepare_real", "registry_table", "resolve", "standin_path", "table_caption", "table_ids",
+]
+
+
+def standin_path(name: str, scale: float = 1.0, seed: int = 0,
+                 data_root: str | os.PathLike | None = None, **overrides: Any) -> Path:
+    """Where the stand-in for these arguments is (or would be) cached."""
+    plan = plan_for(name, scale, seed, **overrides)
+    return _cache.standin_dir(data_root, plan.name, plan.scale, plan.seed, GENERATOR_VERSION,
+                              plan.key_digest())
+
+
+def prepare(name: str, scale: float = 1.0, seed: int = 0, data_root: str | os.PathLike | None = None,
+            *, device: str = "auto", progress: Progress | None = None, rebuild: bool = False,
+            **overrides: Any) -> Path:
+    """Generate and cache a stand-in (no-op when a valid cache exists); returns its directory.
+
+    ``overrides``: ``symmetric``, ``feature_dim``, ``feature_dtype``, ``id_order``.
+    """
+    from .backends import select_backend
+
+    plan = plan_for(name, scale, seed, **overrides)
+    directory = _cache.standin_dir(data_root, plan.name, plan.scale, plan.seed, GENERATOR_VERSION,
+                                   plan.key_digest())
+    return _cache.get_or_build(
+        directory, lambda writer: write_standin(plan, writer, select_backend(device), progress),
+        rebuild=rebuild)
+
+
+def prepare_real(name: str, data_root: str | os.PathLike | None = None, *,
+                 symmetrize: bool | None = None, device: str = "auto",
+                 progress: Progress | None = None, rebuild: bool = False) -> Path:
+    """Convert a real dataset found under the data root into the cache; returns its directory.
+
+    HarnessError naming every path searched (and how to obtain the data) when it is absent.
+    """
+    from . import loaders
+
+    spec = get(name)
+    directory = _cache.real_dir(data_root, spec.name)
+
+    def build(writer):
+        found = next(((layout, marker) for layout, marker in loaders.candidate_paths(spec, data_root)
+                      if layout != "cache" and marker.exists()), None)
+        if found is None:
+            raise HarnessError(loaders.missing_message(spec, data_root))
+        return loaders.convert_real(spec, *found, writer, symmetrize=symmetrize, device=device,
+                                    progress=progress)
+
+    return _cache.get_or_build(directory, build, rebuild=rebuild)
+
+
+def real_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
+    """True when the real dataset is cached or present in a readable layout under the data root."""
+    from . import loaders
+
+    return loaders.find_real(get(name), data_root) is not None
+
+
+def load(name: str, scale: float = 1.0, seed: int = 0, data_root: str | os.PathLike | None = None,
+         prefer_real: bool = True, *, require_real: bool = False, device: str = "auto",
+         progress: Progress | None = None, **overrides: Any) -> Graph:
+    """A dataset as a (memory-mapped) :class:`Graph`.
+
+    At scale 1.0 with ``prefer_real``, the real dataset is used when it is cached or present
+    under the data root (converted once); otherwise the stand-in for (scale, seed) is loaded,
+    generated and cached first if needed (``graph.is_standin`` says which).  ``require_real``
+    raises a HarnessError naming the paths searched instead of falling back.  Names that are not
+    in the registry load datasets converted with ``python -m harness data convert``.
+    """
+    if not is_registered(name):
+        directory = _cache.real_dir(data_root, name)
+        if (directory / "manifest.json").exists():
+            return _cache.open_graph(directory)
+        resolve(name)  # raises the unknown-dataset error
+    spec = get(name)
+    if require_real and scale != 1.0:
+        raise HarnessError(f"real {spec.name} exists only at scale 1.0 (asked for {scale:g})")
+    if require_real or (prefer_real and scale == 1.0 and real_available(spec.name, data_root)):
+        return _open(prepare_real(spec.name, data_root, device=device, progress=progress))
+    return _open(prepare(spec.name, scale, seed, data_root, device=device, progress=progress,
+                         **overrides))
+
+
+def _open(directory: Path) -> Graph:
+    return _cache.open_graph(directory, verify=False)  # get_or_build verified it

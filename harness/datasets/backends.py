@@ -3,12 +3,12 @@
 Both backends implement the same operations with the same integer arithmetic (see rng.py), so a
 graph generated on a GPU equals the one generated on a CPU.  ``TorchBackend`` is the reference
 and the only one a GPU machine needs; ``NumbaBackend`` is the fast CPU path (fused, parallel
-loops, no temporaries).  Host-side bucket buffers are numpy arrays for both.
+loops, no temporaries).  Edge-key buckets are numpy arrays, or device tensors when a GPU has
+room for all of them (edges.py).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -32,18 +32,34 @@ class Backend:
     feature_chunk_values = 1 << 24
 
     def sample_keys(self, plan: StandinPlan, start: int, count: int) -> Any: ...
+    def from_host(self, keys: np.ndarray) -> Any: ...
     def sort_keys(self, keys: Any) -> Any: ...
-    def to_host(self, keys: Any) -> np.ndarray: ...
-    def dedup(self, host_keys: np.ndarray) -> int: ...
+    def copy_into(self, keys: Any, out: np.ndarray) -> None: ...
+    def length(self, keys: Any) -> int: ...
+    def positions(self, sorted_keys: Any, values: np.ndarray) -> list[int]: ...
+    def dedup(self, keys) -> int: ...
     def trim_histogram(self, keys, n, symmetric, key, shift, nbins) -> np.ndarray: ...
-    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin) -> np.ndarray: ...
-    def to_csr(self, keys, n, row_lo, nrows, symmetric, key, threshold, indices_out) -> tuple[int, np.ndarray]: ...
-    def features_block(self, plan: StandinPlan, row0: int, rows: int, labels: np.ndarray) -> np.ndarray: ...
+    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin, capacity) -> np.ndarray: ...
+    def to_csr(self, keys, n, row_lo, nrows, symmetric, key, threshold,
+               indices_out) -> tuple[int, np.ndarray]: ...
+    def features_block(self, plan: StandinPlan, row0: int, rows: int, labels: np.ndarray) -> Any: ...
     def labels(self, plan: StandinPlan) -> np.ndarray: ...
     def split_order(self, plan: StandinPlan) -> np.ndarray: ...
 
     def synchronize(self) -> None:
         pass
+
+    def alloc_keys(self, count: int, on_device: bool = False):
+        """A key buffer: host numpy, or (``on_device``) a device array the backend can sort."""
+        return np.empty(count, dtype=np.int64)
+
+    def fits_on_device(self, nbytes: int) -> bool:
+        """Whether edge buckets of ``nbytes`` can stay in device memory for the whole build."""
+        return False
+
+    def staging(self, nbytes: int):
+        """Reusable host buffers for device-to-host feature copies (None: not needed)."""
+        return None
 
     def describe(self) -> str:
         return f"{self.name} on {self.device}"
@@ -73,21 +89,31 @@ class NumbaBackend(Backend):
         self.k.sample_edge_keys(
             np.int64(start), np.int64(count), np.int64(plan.num_nodes), plan.symmetric, keys,
             np.int64(plan.intra_threshold32), plan.thresholds_in, plan.thresholds_out,
-            np.int64(plan.pieces_per_comm), plan.piece_lo, plan.piece_size, plan.comm_offset,
+            plan.guide_in, plan.guide_out, np.int64(plan.pieces_per_comm), plan.piece_lo,
+            plan.piece_size, plan.comm_offset,
             plan.comm_mult, plan.comm_add, plan.id_order == "shuffled", np.int64(plan.glob_mult),
             np.int64(plan.glob_add), out)
         return out
+
+    def from_host(self, keys):
+        return keys
 
     def sort_keys(self, keys):
         keys.sort()
         return keys
 
-    def to_host(self, keys):
-        return keys
+    def copy_into(self, keys, out):
+        out[...] = keys
 
-    def dedup(self, host_keys):
-        host_keys.sort()
-        return int(self.k.compact_sorted_unique(host_keys))
+    def length(self, keys):
+        return len(keys)
+
+    def positions(self, sorted_keys, values):
+        return np.searchsorted(sorted_keys, values).tolist()
+
+    def dedup(self, keys):
+        keys.sort()
+        return int(self.k.compact_sorted_unique(keys))
 
     def trim_histogram(self, keys, n, symmetric, key, shift, nbins):
         import numba
@@ -95,16 +121,22 @@ class NumbaBackend(Backend):
         return self.k.trim_histogram(keys, np.int64(n), symmetric, np.uint64(key), np.int64(shift),
                                      np.int64(nbins), np.int64(numba.get_num_threads()))
 
-    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin):
+    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin, capacity):
+        import numba
+
         return self.k.trim_collect(keys, np.int64(n), symmetric, np.uint64(key), np.int64(shift),
-                                   np.int64(wanted_bin))
+                                   np.int64(wanted_bin), np.int64(capacity),
+                                   np.int64(numba.get_num_threads()))
 
     def to_csr(self, keys, n, row_lo, nrows, symmetric, key, threshold, indices_out):
         counts = np.zeros(nrows, dtype=np.int64)
         mask = np.empty(0, dtype=np.bool_)
         if threshold is not None:
+            import numba
+
             mask = np.empty(len(keys), dtype=np.bool_)
-            self.k.keep_mask(keys, np.int64(n), symmetric, np.uint64(key), np.int64(threshold), mask)
+            self.k.keep_mask(keys, np.int64(n), symmetric, np.uint64(key), np.int64(threshold),
+                             np.int64(numba.get_num_threads()), mask)
         written = self.k.compact_to_csr(keys, mask, threshold is not None, np.int64(n),
                                         np.int64(row_lo), indices_out, counts)
         return int(written), counts
@@ -172,10 +204,14 @@ class TorchBackend(Backend):
         return tables
 
     def _pick(self, thresholds, lo, span, h, h_pos, tb):
+        """Piece and rank for draws in [lo, lo + span) of ``thresholds`` (lo/span: tensors or
+        ints; the global range is passed as ints so no draw-sized constants are allocated)."""
         t = self.torch
-        x = lo + t.floor(self._unit(h) * span.to(t.float64)).to(t.int64)
-        x = t.minimum(x, lo + span - 1)
+        span_f = span.to(t.float64) if isinstance(span, t.Tensor) else float(span)
+        x = t.floor(self._unit(h) * span_f).to(t.int64)
+        x = t.minimum(x, span - 1 if isinstance(span, t.Tensor) else self._i64(span - 1)) + lo
         p = t.searchsorted(thresholds, x, right=True) - 1
+        del x
         size = tb["piece_size"][p]
         r = t.minimum(t.floor(self._unit(h_pos) * size.to(t.float64)).to(t.int64), size - 1)
         return p, tb["piece_lo"][p] + r
@@ -190,39 +226,46 @@ class TorchBackend(Backend):
     def sample_keys(self, plan, start, count):
         t = self.torch
         tb = self._tables(plan)
-        k = t.arange(start, start + count, dtype=t.int64, device=self.device)
         B = plan.pieces_per_comm
+        k = t.arange(start, start + count, dtype=t.int64, device=self.device)
         intra = (self._mix(plan.keys["mix"], k) & 0xFFFFFFFF) < plan.intra_threshold32
-        total = t.full_like(k, TOTAL)
-        zero = t.zeros_like(k)
-        # Intra and inter draws use different tables: evaluate each on its own subset.
         u = t.empty_like(k)
         v = t.empty_like(k)
-        for mask, thresholds in ((intra, tb["t_in"]), (~intra, tb["t_out"])):
-            idx = mask.nonzero().squeeze(1)
+        # Intra and inter draws use different tables: evaluate each on its own subset.
+        for is_intra, thresholds in ((True, tb["t_in"]), (False, tb["t_out"])):
+            idx = (intra if is_intra else ~intra).nonzero().squeeze(1)
             if idx.numel() == 0:
                 continue
             kk = k[idx]
-            p, r = self._pick(thresholds, zero[idx], total[idx], self._mix(plan.keys["src_piece"], kk),
+            p, r = self._pick(thresholds, 0, TOTAL, self._mix(plan.keys["src_piece"], kk),
                               self._mix(plan.keys["src_pos"], kk), tb)
             c = p // B
+            del p
             u[idx] = self._node(plan, c, r, tb)
-            if thresholds is tb["t_in"]:
+            del r
+            if is_intra:
                 lo = thresholds[c * B]
                 span = thresholds[(c + 1) * B] - lo
             else:
-                lo, span = zero[idx], total[idx]
+                lo, span = 0, TOTAL
+            del c
             p2, r2 = self._pick(thresholds, lo, span, self._mix(plan.keys["dst_piece"], kk),
                                 self._mix(plan.keys["dst_pos"], kk), tb)
+            del kk, lo, span
             v[idx] = self._node(plan, p2 // B, r2, tb)
-            del kk, p, r, c, p2, r2, lo, span
+            del p2, r2, idx
+        del k, intra
         n = plan.num_nodes
         loop = u == v
-        forward = t.where(loop, SENTINEL, u * n + v)
         if not plan.symmetric:
-            return forward
-        backward = t.where(loop, SENTINEL, v * n + u)
-        return t.stack([forward, backward], dim=1).reshape(-1)
+            return t.where(loop, SENTINEL, u * n + v)
+        keys = t.empty(2 * count, dtype=t.int64, device=self.device)
+        keys[0::2] = t.where(loop, SENTINEL, u * n + v)
+        keys[1::2] = t.where(loop, SENTINEL, v * n + u)
+        return keys
+
+    def from_host(self, keys):
+        return self.torch.from_numpy(np.ascontiguousarray(keys)).to(self.device)
 
     def sort_keys(self, keys):
         if self.device == "cpu":
@@ -232,33 +275,65 @@ class TorchBackend(Backend):
             return keys
         return self.torch.sort(keys).values
 
-    def to_host(self, keys):
-        return keys.cpu().numpy() if self.device != "cpu" else keys.numpy()
+    def copy_into(self, keys, out):
+        target = out if isinstance(out, self.torch.Tensor) else self.torch.from_numpy(out)
+        target.copy_(keys)   # one copy, no staging array
 
-    def dedup(self, host_keys):
+    def alloc_keys(self, count, on_device=False):
+        if on_device:
+            return self.torch.empty(count, dtype=self.torch.int64, device=self.device)
+        return np.empty(count, dtype=np.int64)
+
+    def fits_on_device(self, nbytes):
+        if not self.device.startswith("cuda"):
+            return False
+        free, _total = self.torch.cuda.mem_get_info(self.torch.device(self.device))
+        # Sorting a bucket takes ~3x its size (values, indices, scratch); drawing a chunk ~100 B/draw.
+        working = 3 * 16 * self.bucket_keys + 100 * self.chunk_draws
+        return nbytes + working < 0.9 * free
+
+    def staging(self, nbytes):
+        if not self.device.startswith("cuda"):
+            return None
+        return _PinnedPool(self.torch, nbytes)
+
+    def length(self, keys):
+        return keys.numel()
+
+    def positions(self, sorted_keys, values):
         t = self.torch
+        return t.searchsorted(sorted_keys, t.from_numpy(values).to(sorted_keys.device)).cpu().tolist()
+
+    def dedup(self, keys):
+        """Sort a bucket in place and compact its distinct non-SENTINEL keys to the front."""
+        t = self.torch
+        if isinstance(keys, t.Tensor):          # a device-resident bucket
+            unique = t.unique_consecutive(t.sort(keys).values)
+            unique = unique[unique != SENTINEL]
+            keys[: unique.numel()].copy_(unique)
+            return unique.numel()
         if self.device == "cpu":
-            host_keys.sort()
-            if len(host_keys) == 0:
+            keys.sort()
+            if len(keys) == 0:
                 return 0
-            keep = np.empty(len(host_keys), dtype=bool)
+            keep = np.empty(len(keys), dtype=bool)
             keep[0] = True
-            np.not_equal(host_keys[1:], host_keys[:-1], out=keep[1:])
-            keep &= host_keys != SENTINEL
-            unique = host_keys[keep]
-            host_keys[: len(unique)] = unique
+            np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+            keep &= keys != SENTINEL
+            unique = keys[keep]
+            keys[: len(unique)] = unique
             return len(unique)
-        dev = t.from_numpy(host_keys).to(self.device)
-        dev = t.unique_consecutive(t.sort(dev).values)
-        dev = dev[dev != SENTINEL]
-        m = dev.numel()
-        t.from_numpy(host_keys[:m]).copy_(dev.cpu())
-        return m
+        unique = t.unique_consecutive(t.sort(t.from_numpy(keys).to(self.device)).values)
+        unique = unique[unique != SENTINEL]
+        t.from_numpy(keys[: unique.numel()]).copy_(unique)
+        return unique.numel()
 
     def _trim_hash(self, key, canonical):
         return (self._mix(key, canonical) >> 1) & ((1 << 63) - 1)
 
-    def _device_keys(self, keys: np.ndarray):
+    def _device_keys(self, keys):
+        if isinstance(keys, self.torch.Tensor):
+            return keys
         return self.torch.from_numpy(keys).to(self.device)
 
     def trim_histogram(self, keys, n, symmetric, key, shift, nbins):
@@ -270,7 +345,7 @@ class TorchBackend(Backend):
             hist += t.bincount(self._trim_hash(key, part) >> shift, minlength=nbins)
         return hist.cpu().numpy()
 
-    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin):
+    def trim_collect(self, keys, n, symmetric, key, shift, wanted_bin, capacity):
         t = self.torch
         found = []
         for part in self._parts(keys):
@@ -307,13 +382,10 @@ class TorchBackend(Backend):
         base = row0 * dim
         e = t.arange(base, base + rows * dim, dtype=t.int64, device=self.device)
         h = self._mix(plan.keys["features"], e >> 1)
-        u1 = (((h >> 32) & 0xFFFFFFFF).to(t.float64) + 0.5) * rng.TWO_POW_M32
-        u2 = ((h & 0xFFFFFFFF).to(t.float64) + 0.5) * rng.TWO_POW_M32
-        del h
-        radius = t.sqrt(-2.0 * t.log(u1))
-        angle = (2.0 * math.pi) * u2
-        z = t.where((e & 1) == 0, radius * t.cos(angle), radius * t.sin(angle)).to(t.float32)
-        del e, u1, u2, radius, angle
+        half = t.where((e & 1) == 0, (h >> 32) & 0xFFFFFFFF, h & 0xFFFFFFFF)
+        del h, e
+        z = (((half.to(t.float64) + 0.5) * rng.TWO_POW_M32 - 0.5) * rng.NOISE_SCALE).to(t.float32)
+        del half
         lab = t.from_numpy(np.ascontiguousarray(labels, dtype=np.int64)).to(self.device)
         z = z.view(rows, dim) + tb["centroids"][lab]
         return z
@@ -336,6 +408,20 @@ class TorchBackend(Backend):
     def synchronize(self):
         if self.device.startswith("cuda"):
             self.torch.cuda.synchronize()
+
+
+class _PinnedPool:
+    """Three rotating page-locked buffers: one being filled from the GPU, one queued, one being
+    written to disk; pinned copies run at PCIe speed instead of through a pageable bounce."""
+
+    def __init__(self, torch, nbytes: int, count: int = 3):
+        self.buffers = [torch.empty(nbytes, dtype=torch.uint8, pin_memory=True) for _ in range(count)]
+        self.turn = 0
+
+    def next(self):
+        buffer = self.buffers[self.turn % len(self.buffers)]
+        self.turn += 1
+        return buffer
 
 
 def select_backend(device: str = "auto") -> Backend:

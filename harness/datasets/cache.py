@@ -128,7 +128,7 @@ class CacheWriter:
         self.entries: dict[str, dict[str, Any]] = {}
 
     def path(self, field: str) -> Path:
-        return self.tmp / FILES[field]
+        return self.tmp / FILES.get(field, f"{field}.bin")
 
     def add_array(self, field: str, array: np.ndarray, dtype: str | None = None) -> None:
         """Write ``array`` as the file of ``field`` (``dtype``: logical dtype, e.g. bfloat16)."""
@@ -139,7 +139,8 @@ class CacheWriter:
 
     def register(self, field: str, dtype: str, shape: tuple[int, ...]) -> None:
         """Record a file already written to :meth:`path`."""
-        self.entries[field] = {"file": FILES[field], "dtype": dtype, "shape": [int(s) for s in shape]}
+        self.entries[field] = {"file": self.path(field).name, "dtype": dtype,
+                               "shape": [int(s) for s in shape]}
 
     def register_external(self, field: str, path: Path, dtype: str, shape: tuple[int, ...],
                           offset: int = 0) -> None:

@@ -3,9 +3,10 @@
 An edge ``src -> dst`` is the int64 key ``src * num_nodes + dst``; sorting keys sorts by source
 then destination, so a sorted, de-duplicated run of keys *is* a CSR block.  Keys arrive in chunks
 (from the generator or from an edge-list reader) and are routed to ``buckets`` of consecutive
-source rows; each bucket is sorted and de-duplicated on the backend's device on its own, so a
-device never holds more than one chunk or one bucket.  A graph that fits one bucket (the CPU
-case) skips the routing sort.
+source rows; each bucket is sorted and de-duplicated on the backend's device on its own.  Buckets
+live in device memory when all of them fit (papers100M on one H200: 26 GB of keys), else in host
+memory, and then the device holds one chunk or one bucket at a time.  A graph that fits one
+bucket (the CPU case) skips the routing sort.
 
 Thinning keeps the ``target`` edges whose 63-bit rank hash is smallest (both directions of an
 undirected edge share one rank, so symmetry survives), found with a 2**20-bin histogram and one
@@ -26,6 +27,8 @@ _SHIFT = 63 - HIST_BITS
 
 
 class EdgeBuckets:
+    """Edge keys grouped by source-row range; see the module docstring."""
+
     def __init__(self, num_nodes: int, symmetric: bool, backend: Backend, expected_keys: int):
         self.n = int(num_nodes)
         self.symmetric = symmetric
@@ -35,7 +38,10 @@ class EdgeBuckets:
         self.row_starts = np.linspace(0, self.n, buckets + 1).round().astype(np.int64)
         self.key_starts = self.row_starts * self.n
         share = np.diff(self.row_starts) / max(self.n, 1)
-        self.buffers = [np.empty(int(expected_keys * s * 1.1) + 1024, dtype=np.int64) for s in share]
+        capacity = [int(expected_keys * s * 1.1) + 1024 for s in share]
+        # On a GPU with room for every key, buckets never leave the device.
+        self.on_device = backend.fits_on_device(8 * sum(capacity))
+        self.buffers = [backend.alloc_keys(c, self.on_device) for c in capacity]
         self.fill = [0] * buckets
 
     @property
@@ -43,13 +49,12 @@ class EdgeBuckets:
         return len(self.fill)
 
     def _append(self, b: int, keys) -> None:
-        host = self.backend.to_host(keys)
-        need = self.fill[b] + len(host)
+        need = self.fill[b] + self.backend.length(keys)
         if need > len(self.buffers[b]):
-            grown = np.empty(int(need * 1.25) + 1024, dtype=np.int64)
+            grown = self.backend.alloc_keys(int(need * 1.25) + 1024, self.on_device)
             grown[: self.fill[b]] = self.buffers[b][: self.fill[b]]
             self.buffers[b] = grown
-        self.buffers[b][self.fill[b]: need] = host
+        self.backend.copy_into(keys, self.buffers[b][self.fill[b]: need])
         self.fill[b] = need
 
     def add(self, keys) -> None:
@@ -58,30 +63,17 @@ class EdgeBuckets:
             self._append(0, keys)
             return
         keys = self.backend.sort_keys(keys)
-        host_bounds = self._bounds(keys)
+        bounds = [0, *self.backend.positions(keys, self.key_starts[1:-1]), self.backend.length(keys)]
         for b in range(self.num_buckets):
-            lo, hi = host_bounds[b], host_bounds[b + 1]
+            lo, hi = bounds[b], bounds[b + 1]
             if hi > lo:
                 self._append(b, keys[lo:hi])
-
-    def _bounds(self, sorted_keys) -> list[int]:
-        edges = self.key_starts[1:-1]
-        try:
-            import torch
-
-            if isinstance(sorted_keys, torch.Tensor):
-                pos = torch.searchsorted(sorted_keys, torch.from_numpy(edges).to(sorted_keys.device))
-                inner = pos.cpu().tolist()
-                return [0, *inner, sorted_keys.numel()]
-        except ImportError:
-            pass
-        return [0, *np.searchsorted(sorted_keys, edges).tolist(), len(sorted_keys)]
 
     def dedup(self) -> None:
         for b in range(self.num_buckets):
             self.fill[b] = self.backend.dedup(self.buffers[b][: self.fill[b]])
 
-    def keys(self, b: int) -> np.ndarray:
+    def keys(self, b: int):
         return self.buffers[b][: self.fill[b]]
 
     @property
@@ -105,8 +97,9 @@ class EdgeBuckets:
         boundary = int(np.searchsorted(cumulative, target, side="left"))
         before = int(cumulative[boundary - 1]) if boundary > 0 else 0
         need = target - before
+        capacity = int(hist[boundary])
         ranks = np.concatenate([self.backend.trim_collect(self.keys(b), self.n, self.symmetric,
-                                                          rank_key, _SHIFT, boundary)
+                                                          rank_key, _SHIFT, boundary, capacity)
                                 for b in range(self.num_buckets)])
         ranks.sort()
         if need >= len(ranks):

@@ -10,7 +10,7 @@ one into a cache directory (what ``load``/``prepare`` use).  What a stand-in mat
 * symmetry as the paper used it, no self loops, no duplicate edges, sorted neighbour lists;
 * feature dimension and dtype, class count, and split sizes (published counts or fractions);
 * learnable labels: label = planted community; ``homophily`` of edges stay inside it, and
-  features are unit Gaussian noise plus a class centroid of norm ``feature_signal`` (2.0 for
+  features are unit-variance uniform noise plus a class centroid of norm ``feature_signal`` (2.0 for
   datasets with real features, 1.0 where the papers used random ones: those features alone
   barely beat chance, the graph carries the signal, as with truly random features plus a label
   signal, so accuracy curves still mean something).
@@ -51,16 +51,25 @@ def plan_for(name: str, scale: float = 1.0, seed: int = 0, **overrides: Any) -> 
     return make_plan(get(name), scale, seed, **overrides)
 
 
-def _storage(block, dtype: str) -> np.ndarray:
-    """A feature block (numpy or torch) as the bytes to store for ``dtype``."""
+def _storage(block, dtype: str, staging=None) -> np.ndarray:
+    """A feature block (numpy or torch) as the host array to store for ``dtype``; device blocks
+    are converted on the device and copied into a pinned ``staging`` buffer when given."""
     try:
         import torch
     except ImportError:  # pragma: no cover
         torch = None
     if torch is not None and isinstance(block, torch.Tensor):
+        converted = block.to(torch.bfloat16 if dtype == "bfloat16" else getattr(torch, dtype))
         if dtype == "bfloat16":
-            return block.to(torch.bfloat16).view(torch.int16).cpu().numpy().view(np.uint16)
-        return block.to(getattr(torch, dtype)).cpu().numpy()
+            converted = converted.view(torch.int16)
+        if staging is not None:
+            nbytes = converted.numel() * converted.element_size()
+            host = staging.next()[:nbytes].view(converted.dtype).view(converted.shape)
+            host.copy_(converted)
+        else:
+            host = converted.cpu()
+        array = host.numpy()
+        return array.view(np.uint16) if dtype == "bfloat16" else array
     if dtype == "float32":
         return block
     if dtype == "float16":
@@ -75,7 +84,8 @@ class _BackgroundWriter:
 
     def __init__(self, path: Path):
         self.file = open(path, "wb")
-        self.queue: queue.Queue = queue.Queue(maxsize=2)
+        # One block queued, one being written, one being filled: matches the 3 staging buffers.
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -171,12 +181,13 @@ def write_standin(plan: StandinPlan, writer: CacheWriter, backend: Backend | Non
     t2 = time.perf_counter()
     target = feature_path or writer.path("features")
     rows_per_block = max(1, backend.feature_chunk_values // plan.feature_dim)
+    staging = backend.staging(rows_per_block * plan.feature_dim * 4)
     sink = _BackgroundWriter(Path(target))
     try:
         for row0 in range(0, plan.num_nodes, rows_per_block):
             rows = min(rows_per_block, plan.num_nodes - row0)
             block = backend.features_block(plan, row0, rows, labels[row0:row0 + rows])
-            sink.write(_storage(block, plan.feature_dtype))
+            sink.write(_storage(block, plan.feature_dtype, staging))
             report("features", (row0 + rows) / plan.num_nodes)
     finally:
         sink.close()

@@ -13,8 +13,8 @@ import math
 import numba
 import numpy as np
 
-from .plan import TOTAL
-from .rng import GOLDEN, MIX1, MIX2
+from .plan import GUIDE_BITS, TOTAL
+from .rng import GOLDEN, MIX1, MIX2, NOISE_SCALE
 
 SENTINEL = np.iinfo(np.int64).max
 
@@ -31,7 +31,8 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _P53 = 2.0 ** -53
 _P32 = 2.0 ** -32
 _TOTAL_F = float(TOTAL)
-_TWO_PI = 2.0 * math.pi
+_GUIDE_SHIFT = np.int64(52 - GUIDE_BITS)
+_NOISE = NOISE_SCALE
 
 
 @numba.njit(inline="always")
@@ -57,11 +58,20 @@ def _node(c, r, n, comm_offset, comm_mult, comm_add, shuffled, glob_mult, glob_a
 
 
 @numba.njit(inline="always")
-def _pick(thresholds, lo, span, h, piece_lo, piece_size, h_pos):
+def _find(thresholds, guide, x):
+    # Cut-point search: start at the first piece x's top bits allow, step forward.
+    p = guide[x >> _GUIDE_SHIFT]
+    while thresholds[p + 1] <= x:
+        p += 1
+    return p
+
+
+@numba.njit(inline="always")
+def _pick(thresholds, guide, lo, span, h, piece_lo, piece_size, h_pos):
     x = lo + np.int64(math.floor(_unit(h) * np.float64(span)))
     if x >= lo + span:
         x = lo + span - 1
-    p = np.searchsorted(thresholds, x, side="right") - 1
+    p = _find(thresholds, guide, x)
     size = piece_size[p]
     r = np.int64(math.floor(_unit(h_pos) * np.float64(size)))
     if r >= size:
@@ -70,16 +80,17 @@ def _pick(thresholds, lo, span, h, piece_lo, piece_size, h_pos):
 
 
 @numba.njit(parallel=True, cache=True)
-def sample_edge_keys(start, count, n, symmetric, keys, intra_threshold32, t_in, t_out, pieces,
-                     piece_lo, piece_size, comm_offset, comm_mult, comm_add, shuffled, glob_mult,
-                     glob_add, out):
+def sample_edge_keys(start, count, n, symmetric, keys, intra_threshold32, t_in, t_out, guide_in,
+                     guide_out, pieces, piece_lo, piece_size, comm_offset, comm_mult, comm_add,
+                     shuffled, glob_mult, glob_add, out):
     """Draws ``start .. start+count`` as keys ``src * n + dst`` (both directions if symmetric);
     self loops become SENTINEL.  ``keys``: uint64 [mix, src_piece, src_pos, dst_piece, dst_pos]."""
     for t in numba.prange(count):
         k = np.uint64(start + t)
         intra = (_mix(keys[0], k) & _LOW32) < np.uint64(intra_threshold32)
         thresholds = t_in if intra else t_out
-        p, r = _pick(thresholds, np.int64(0), np.int64(TOTAL), _mix(keys[1], k), piece_lo,
+        guide = guide_in if intra else guide_out
+        p, r = _pick(thresholds, guide, np.int64(0), np.int64(TOTAL), _mix(keys[1], k), piece_lo,
                      piece_size, _mix(keys[2], k))
         c = p // pieces
         u = _node(c, r, n, comm_offset, comm_mult, comm_add, shuffled, glob_mult, glob_add)
@@ -89,7 +100,7 @@ def sample_edge_keys(start, count, n, symmetric, keys, intra_threshold32, t_in, 
         else:
             lo = np.int64(0)
             span = np.int64(TOTAL)
-        p2, r2 = _pick(thresholds, lo, span, _mix(keys[3], k), piece_lo, piece_size,
+        p2, r2 = _pick(thresholds, guide, lo, span, _mix(keys[3], k), piece_lo, piece_size,
                        _mix(keys[4], k))
         v = _node(p2 // pieces, r2, n, comm_offset, comm_mult, comm_add, shuffled, glob_mult,
                   glob_add)
@@ -125,49 +136,86 @@ def _trim_hash(key, canonical):
     return np.int64(_mix(key, np.uint64(canonical)) >> _ONE)
 
 
+# The passes below walk sorted keys row by row (row_end += n) instead of dividing each key by n:
+# two 64-bit divisions per edge cost more than the hash.
+
+@numba.njit(inline="always")
+def _segment(total, threads, t):
+    per = (total + threads - 1) // threads
+    return t * per, min(total, (t + 1) * per)
+
+
 @numba.njit(parallel=True, cache=True)
 def trim_histogram(keys, n, symmetric, key, shift, nbins, threads):
     """Histogram of edge ranks (63-bit hash >> shift); an undirected edge counts once."""
-    per = (keys.shape[0] + threads - 1) // threads
     hist = np.zeros((threads, nbins), dtype=np.int64)
     for t in numba.prange(threads):
-        for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
+        lo, hi = _segment(keys.shape[0], threads, t)
+        if lo >= hi:
+            continue
+        row = keys[lo] // n
+        row_start = row * n
+        for i in range(lo, hi):
             k = keys[i]
-            if symmetric and k // n > k % n:
+            while k >= row_start + n:
+                row += 1
+                row_start += n
+            if symmetric and row > k - row_start:
                 continue
             hist[t, _trim_hash(key, k) >> shift] += 1
     return hist.sum(axis=0)
 
 
-@numba.njit(cache=True)
-def trim_collect(keys, n, symmetric, key, shift, wanted_bin):
-    """The ranks of the edges that fall in one histogram bin."""
-    out = np.empty(1024, dtype=np.int64)
-    m = 0
-    for i in range(keys.shape[0]):
-        k = keys[i]
-        if symmetric and k // n > k % n:
+@numba.njit(parallel=True, cache=True)
+def trim_collect(keys, n, symmetric, key, shift, wanted_bin, capacity, threads):
+    """The ranks of the edges in one histogram bin (``capacity`` = that bin's count)."""
+    found = np.empty((threads, max(capacity, 1)), dtype=np.int64)
+    counts = np.zeros(threads, dtype=np.int64)
+    for t in numba.prange(threads):
+        lo, hi = _segment(keys.shape[0], threads, t)
+        if lo >= hi:
             continue
-        h = _trim_hash(key, k)
-        if (h >> shift) == wanted_bin:
-            if m == out.shape[0]:
-                grown = np.empty(2 * m, dtype=np.int64)
-                grown[:m] = out
-                out = grown
-            out[m] = h
-            m += 1
-    return out[:m]
+        row = keys[lo] // n
+        row_start = row * n
+        m = 0
+        for i in range(lo, hi):
+            k = keys[i]
+            while k >= row_start + n:
+                row += 1
+                row_start += n
+            if symmetric and row > k - row_start:
+                continue
+            h = _trim_hash(key, k)
+            if (h >> shift) == wanted_bin and m < capacity:
+                found[t, m] = h
+                m += 1
+        counts[t] = m
+    total = counts.sum()
+    out = np.empty(total, dtype=np.int64)
+    pos = 0
+    for t in range(threads):
+        out[pos:pos + counts[t]] = found[t, :counts[t]]
+        pos += counts[t]
+    return out
 
 
 @numba.njit(parallel=True, cache=True)
-def keep_mask(keys, n, symmetric, key, threshold, out):
+def keep_mask(keys, n, symmetric, key, threshold, threads, out):
     """out[i] = whether edge i survives thinning (rank of its undirected pair < threshold)."""
-    for i in numba.prange(keys.shape[0]):
-        k = keys[i]
-        s = k // n
-        d = k % n
-        canonical = min(s, d) * n + max(s, d) if symmetric else k
-        out[i] = _trim_hash(key, canonical) < threshold
+    for t in numba.prange(threads):
+        lo, hi = _segment(keys.shape[0], threads, t)
+        if lo >= hi:
+            continue
+        row = keys[lo] // n
+        row_start = row * n
+        for i in range(lo, hi):
+            k = keys[i]
+            while k >= row_start + n:
+                row += 1
+                row_start += n
+            d = k - row_start
+            canonical = (d * n + row if row > d else k) if symmetric else k
+            out[i] = _trim_hash(key, canonical) < threshold
 
 
 @numba.njit(cache=True)
@@ -175,20 +223,25 @@ def compact_to_csr(keys, mask, use_mask, n, row_lo, indices, counts):
     """Writes destination ids of kept keys (sorted by src, dst) to ``indices`` and per-row counts;
     returns how many were written."""
     m = 0
+    row = row_lo
+    row_start = row_lo * n
     for i in range(keys.shape[0]):
+        k = keys[i]
+        while k >= row_start + n:
+            row += 1
+            row_start += n
         if use_mask and not mask[i]:
             continue
-        k = keys[i]
-        indices[m] = k % n
-        counts[k // n - row_lo] += 1
+        indices[m] = k - row_start
+        counts[row - row_lo] += 1
         m += 1
     return m
 
 
 @numba.njit(parallel=True, cache=True)
 def features_block(row0, rows, dim, labels, centroids, key, out):
-    """Rows ``row0 .. row0+rows`` of features: unit Gaussian noise (Box-Muller over element pairs
-    of the flattened matrix) plus the row's class centroid."""
+    """Rows ``row0 .. row0+rows`` of features: unit-variance uniform noise (each hash of the
+    flattened matrix's element pairs gives two 32-bit halves) plus the row's class centroid."""
     for i in numba.prange(rows):
         base = (row0 + i) * dim
         c = labels[i]
@@ -196,12 +249,10 @@ def features_block(row0, rows, dim, labels, centroids, key, out):
         last = (base + dim - 1) >> 1
         for p in range(first, last + 1):
             h = _mix(key, np.uint64(p))
-            u1 = (np.float64(h >> _S32) + 0.5) * _P32
-            u2 = (np.float64(h & _LOW32) + 0.5) * _P32
-            radius = math.sqrt(-2.0 * math.log(u1))
-            angle = _TWO_PI * u2
             e0 = 2 * p - base
             if e0 >= 0:
-                out[i, e0] = np.float32(radius * math.cos(angle)) + centroids[c, e0]
+                z = ((np.float64(h >> _S32) + 0.5) * _P32 - 0.5) * _NOISE
+                out[i, e0] = np.float32(z) + centroids[c, e0]
             if e0 + 1 < dim:
-                out[i, e0 + 1] = np.float32(radius * math.sin(angle)) + centroids[c, e0 + 1]
+                z = ((np.float64(h & _LOW32) + 0.5) * _P32 - 0.5) * _NOISE
+                out[i, e0 + 1] = np.float32(z) + centroids[c, e0 + 1]

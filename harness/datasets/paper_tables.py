@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .registry import DatasetSpec, TableSpec, get, table_ids, table_spec
+from .registry import DatasetSpec, TableSpec, get, table_spec
 
 _SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9}
 _BYTES = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}

@@ -47,6 +47,7 @@ GLOBAL_CAP = 0.5         # max expected degree, as a fraction of all nodes
 HEAD_SINGLETONS = 16     # the top ranks of a community are pieces of one node
 PIECE_GROWTH = 1.04      # neighbouring pieces differ by <= 4% in size, so weights are ~flat in one
 MIN_COMMUNITY = 4
+GUIDE_BITS = 16          # cut-point table: the top bits of a draw point near its piece
 ID_ORDERS = ("blocked", "shuffled")
 FEATURE_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -81,6 +82,8 @@ class StandinPlan:
     piece_size: np.ndarray = field(default=None, repr=False)
     thresholds_in: np.ndarray = field(default=None, repr=False)
     thresholds_out: np.ndarray = field(default=None, repr=False)
+    guide_in: np.ndarray = field(default=None, repr=False)
+    guide_out: np.ndarray = field(default=None, repr=False)
     intra_fraction: float = 0.0
     intra_threshold32: int = 0
     glob_mult: int = 1
@@ -230,49 +233,74 @@ def make_plan(spec: DatasetSpec, scale: float = 1.0, seed: int = 0, *,
                     dtype=np.int64)
     add = np.array([scramble[2 * c + 1] % int(s) for c, s in enumerate(sizes)], dtype=np.int64)
 
-    # One profile for all communities (sizes differ by at most one).
-    s_ref = int(sizes[0])
-    eps = solve_profile(s_ref, max_degree / mean, alpha, beta)
-
     per_comm = [rank_boundaries(int(s)) for s in sizes]
     B = max(len(b) - 1 for b in per_comm)
     piece_lo = np.zeros((K, B), dtype=np.int64)
     piece_size = np.zeros((K, B), dtype=np.int64)
-    weight = np.zeros((K, B), dtype=np.float64)
     for c, bounds in enumerate(per_comm):
-        lo, size = bounds[:-1], np.diff(bounds)
-        piece_lo[c, : len(lo)] = lo
-        piece_size[c, : len(lo)] = size
-        weight[c, : len(lo)] = _piece_mean_weights(lo, size, int(sizes[c]), eps, alpha, beta)
-    # Expected degree per node: mean-normalized.
-    degree = weight * (mean * n / (weight * piece_size).sum())
-    expected_max = float(degree.max())
-    h = settings.homophily
-    intra_cap = INTRA_CAP * sizes[:, None]
-    intra_part = np.minimum(h * degree, intra_cap)
-    w_in = intra_part * piece_size
-    w_out = (degree - intra_part) * piece_size
-    f_in = w_in.sum() / (w_in.sum() + w_out.sum())
+        piece_lo[c, : len(bounds) - 1] = bounds[:-1]
+        piece_size[c, : len(bounds) - 1] = np.diff(bounds)
 
     plan = StandinPlan(
         name=spec.name, scale=float(scale), seed=int(seed), num_nodes=n, stored_edges=stored,
         symmetric=sym, target_pairs=stored // 2 if sym else stored, num_classes=classes,
         feature_dim=dim, feature_dtype=dtype, feature_signal=settings.feature_signal,
-        homophily=h, gamma=settings.gamma, body_beta=beta, max_degree=int(round(max_degree)),
-        id_order=id_order, split_sizes=spec.split.counts(n, spec.nodes),
-        random_features=spec.random_features, keys=keys,
-        comm_offset=offset, comm_mult=mult, comm_add=add, pieces_per_comm=B,
-        piece_lo=piece_lo.ravel(), piece_size=piece_size.ravel(),
-        thresholds_in=_thresholds(w_in.ravel()), thresholds_out=_thresholds(w_out.ravel()),
-        intra_fraction=float(f_in), intra_threshold32=int(round(f_in * 2**32)),
-        expected_max_degree=expected_max, profile_eps=eps)
+        homophily=settings.homophily, gamma=settings.gamma, body_beta=beta,
+        max_degree=int(round(max_degree)), id_order=id_order,
+        split_sizes=spec.split.counts(n, spec.nodes), random_features=spec.random_features,
+        keys=keys, comm_offset=offset, comm_mult=mult, comm_add=add, pieces_per_comm=B,
+        piece_lo=piece_lo.ravel(), piece_size=piece_size.ravel())
+    # A hub's draws repeat neighbours (mostly other hubs), so its distinct degree falls short of
+    # its expected draws: raise the top weight until the expected *distinct* degree hits the max.
+    peak = max_degree
+    for _ in range(10):
+        _set_weights(plan, sizes, peak, mean, alpha, beta)
+        plan.draws = draws_for_target(plan)
+        top = expected_top_degree(plan)
+        plan.expected_max_degree = top
+        if abs(top - max_degree) <= 0.02 * max_degree or peak >= GLOBAL_CAP * n:
+            break
+        peak = min(peak * max_degree / max(top, 1.0), GLOBAL_CAP * n)
     if id_order == "shuffled":
         plan.glob_mult = _coprime_multiplier(n, scramble[2 * K])
         plan.glob_add = scramble[2 * K + 1] % n
         plan.glob_inv = pow(plan.glob_mult, -1, n) if n > 1 else 1
     plan.centroids = class_centroids(keys["centroids"], classes, dim, plan.feature_signal)
-    plan.draws = draws_for_target(plan)
     return plan
+
+
+def _set_weights(plan: StandinPlan, sizes: np.ndarray, peak: float, mean: float, alpha: float,
+                 beta: float) -> None:
+    """Sampling tables for a profile whose top expected draw count is ``peak``."""
+    K, B = len(sizes), plan.pieces_per_comm
+    eps = solve_profile(int(sizes[0]), peak / mean, alpha, beta)
+    piece_lo = plan.piece_lo.reshape(K, B)
+    piece_size = plan.piece_size.reshape(K, B)
+    weight = np.zeros((K, B), dtype=np.float64)
+    for c in range(K):
+        used = piece_size[c] > 0
+        weight[c, used] = _piece_mean_weights(piece_lo[c, used], piece_size[c, used], int(sizes[c]),
+                                              eps, alpha, beta)
+    # Expected draws per node, normalized to the mean degree.
+    total = mean * plan.num_nodes
+    degree = weight * (total / (weight * piece_size).sum())
+    if degree[:, 0].max() < peak and K * peak < 0.5 * total:
+        # Small communities cannot reach the peak through the power law alone (eps hit 0):
+        # give each community's top node the peak and rescale the rest to keep the mean.
+        degree[:, 0] = peak
+        rest = (degree[:, 1:] * piece_size[:, 1:]).sum()
+        degree[:, 1:] *= (total - K * peak) / rest
+    intra_part = np.minimum(plan.homophily * degree, INTRA_CAP * sizes[:, None])
+    w_in = intra_part * piece_size
+    w_out = (degree - intra_part) * piece_size
+    f_in = w_in.sum() / (w_in.sum() + w_out.sum())
+    plan.thresholds_in = _thresholds(w_in.ravel())
+    plan.thresholds_out = _thresholds(w_out.ravel())
+    plan.guide_in = guide_table(plan.thresholds_in)
+    plan.guide_out = guide_table(plan.thresholds_out)
+    plan.intra_fraction = float(f_in)
+    plan.intra_threshold32 = int(round(f_in * 2**32))
+    plan.profile_eps = eps
 
 
 def _thresholds(weights: np.ndarray) -> np.ndarray:
@@ -282,6 +310,14 @@ def _thresholds(weights: np.ndarray) -> np.ndarray:
     t = np.round(cum / cum[-1] * TOTAL).astype(np.int64)
     t[-1] = TOTAL
     return np.maximum.accumulate(t)
+
+
+def guide_table(thresholds: np.ndarray) -> np.ndarray:
+    """For each value of a draw's top GUIDE_BITS bits, the first piece it can land in, so the
+    CPU search starts next to its answer instead of bisecting 10^4-10^5 thresholds."""
+    starts = np.arange((1 << GUIDE_BITS) + 1, dtype=np.int64) << (52 - GUIDE_BITS)
+    pieces = np.searchsorted(thresholds, starts, side="right") - 1
+    return np.clip(pieces, 0, len(thresholds) - 2).astype(np.int64)
 
 
 def class_centroids(key: int, classes: int, dim: int, signal: float) -> np.ndarray:
@@ -350,7 +386,26 @@ def draws_for_target(plan: StandinPlan, target: int | None = None) -> int:
             lo = mid
         else:
             hi = mid
-    return int(math.ceil(hi * 1.0005)) + 16
+    return int(math.ceil(hi * 1.003)) + 64
+
+
+def expected_top_degree(plan: StandinPlan) -> float:
+    """Expected distinct neighbours of the heaviest node (community 0's top rank) after
+    ``plan.draws`` draws."""
+    size, p_in, p_in_local, p_out = _piece_probabilities(plan)
+    K = plan.num_communities
+    f_in, f_out = plan.intra_fraction, 1.0 - plan.intra_fraction
+    factor = 2.0 if plan.symmetric else 1.0   # directed: out-neighbours only
+    if plan.symmetric:
+        q_intra = f_in * (p_in[0] * p_in_local + p_in_local[0] * p_in) + 2.0 * f_out * p_out[0] * p_out
+    else:
+        q_intra = f_in * p_in[0] * p_in_local + f_out * p_out[0] * p_out
+    q_inter = factor * f_out * p_out[0] * p_out
+    others = size.copy()
+    others[0] -= 1                              # not itself
+    intra = (others * -np.expm1(-plan.draws * q_intra)).sum()
+    inter = (K - 1) * (size * -np.expm1(-plan.draws * q_inter)).sum()
+    return float(intra + inter)
 
 
 def marginal_yield(plan: StandinPlan, draws: float) -> float:

@@ -6,9 +6,9 @@ Every random quantity of a stand-in is ``mix64(stream_key + counter * GOLDEN)`` 
 the counters are chunked, a graph generated in 4 GiB chunks on a GPU, in 16 MiB chunks on a CPU, or
 in 1 KiB chunks in a test is the same graph, and the CPU path exercises the GPU path's chunking.
 
-Integer draws use only integer operations and single IEEE float64 multiplies (correctly rounded
-everywhere), so graph structure, labels and splits are bit-identical across numba, torch-CPU and
-torch-CUDA; Gaussian features go through log/cos and agree to float rounding.
+Draws use only integer operations and single IEEE float64 multiplies and adds (correctly rounded
+everywhere), so graph structure, labels, splits and features are bit-identical across numba,
+torch-CPU and torch-CUDA.  (Class centroids, computed once on the host, use Gaussian draws.)
 
 The numpy functions here are the reference the kernels are tested against.
 """
@@ -75,6 +75,17 @@ def normal_np(key: int, elements: np.ndarray) -> np.ndarray:
     radius = np.sqrt(-2.0 * np.log(u1))
     angle = 2.0 * np.pi * u2
     return np.where((elements & 1) == 0, radius * np.cos(angle), radius * np.sin(angle))
+
+
+NOISE_SCALE = 12.0 ** 0.5   # uniform on [-sqrt(3), sqrt(3)): unit variance
+
+
+def noise_np(key: int, elements: np.ndarray) -> np.ndarray:
+    """Unit-variance uniform noise for feature elements: one hash feeds an element pair (its two
+    32-bit halves).  Exact arithmetic, so every backend produces the same float32 features."""
+    h = hash_np(key, elements >> 1)
+    half = np.where((elements & 1) == 0, h >> np.uint64(32), h & np.uint64(0xFFFFFFFF))
+    return ((half.astype(np.float64) + 0.5) * TWO_POW_M32 - 0.5) * NOISE_SCALE
 
 
 def trim_hash_np(key: int, canonical: np.ndarray) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""Harness artifacts about the datasets themselves: generation benchmarks of the stand-ins."""

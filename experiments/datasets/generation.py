@@ -1,0 +1,107 @@
+"""Time and peak memory to generate and cache a stand-in (issue 3 targets).
+
+Each point runs ``python -m harness.datasets.benchmark`` in a fresh process, so the peak
+resident set is that job's alone. Targets: the products stand-in at scale 1.0 in under
+60 s and 6 GiB on 2 CPU cores; the papers100M stand-in at scale 1.0 in under 3 minutes
+on one H200 (features streamed to /dev/null where the disk cannot hold 57 GB).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point
+from harness.needs import Needs
+from harness.registry import register_experiment, register_impl
+from harness.report import ReportArtifact
+from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+
+register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
+              summary="harness.datasets stand-in generator (Chung-Lu with planted communities)")(
+    lambda **_: None)
+
+TARGETS = {("ogbn-products", "cpu"): (60.0, 6.0), ("ogbn-papers100M", "cuda"): (180.0, None)}
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+@register_experiment
+class Generation(Experiment):
+    id = "datasets.generation"
+    paper = "datasets"
+    artifact = "generation"
+    title = "Stand-in generation: seconds and peak memory to generate and cache"
+    interface = "datasets"
+    impls = ("standin",)
+    metric, unit, better = "seconds", "s", "lower"
+    parameters = {
+        "names": Param(("ogbn-products", "ogbn-papers100M"), _names, "datasets to generate"),
+        "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),
+    }
+
+    def default_scale(self, cfg) -> float:
+        return 0.01 if cfg.quick else 1.0
+
+    def points(self, cfg):
+        for name in self.param(cfg, "names"):
+            yield Point("standin", {"dataset": name, "scale": self.scale(cfg), "backend": cfg.device})
+
+    def skip_reason(self, point, cfg):
+        if point.params["dataset"] == "ogbn-papers100M" and cfg.device != "cuda" and self.scale(cfg) > 0.05:
+            return "the papers100M target is for one H200; on CPU use --scale <= 0.05"
+        return None
+
+    def run_point(self, point, cfg):
+        p = point.params
+        sink = self.param(cfg, "feature_sink")
+        if sink == "auto":
+            sink = "null" if p["dataset"] == "ogbn-papers100M" and p["scale"] >= 0.5 else "cache"
+        cmd = [sys.executable, "-m", "harness.datasets.benchmark", p["dataset"], "--scale", str(p["scale"]),
+               "--seed", str(cfg.seed), "--device", p["backend"], "--feature-sink", sink]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=cfg.timeout_s)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"benchmark failed: {tail[:200]}")
+        result = json.loads(proc.stdout[proc.stdout.index("{"):])
+        extra = {"nodes": result["nodes"], "stored_edges": result["stored_edges"],
+                 "target_edges": result["target_edges"], "features": result["features"],
+                 "degree_max": result["degree"]["max"], "tail_exponent": result["degree"]["tail_exponent"],
+                 "stage_seconds": result["stage_seconds"], "generator_backend": result["backend"]}
+        out = [Measurement("seconds", "s", value=result["generate_and_cache_seconds"], extra=extra),
+               Measurement("peak_rss", "GiB", value=result["peak_rss_gib"])]
+        if "gpu_peak_memory_gib" in result:
+            out.append(Measurement("gpu_peak_memory", "GiB", value=result["gpu_peak_memory_gib"]))
+        if result["nodes"] <= 0:
+            raise SkipPoint("empty graph")
+        return out
+
+    def report(self, rows, runs) -> ReportArtifact:
+        import pandas as pd
+
+        rows = expand_params(rows)
+        labels = run_labels(rows, runs)
+        ok = rows[rows["status"] == "ok"]
+        records = []
+        for (run_id, name, scale), grp in ok.groupby(["run_id", "p_dataset", "p_scale"]):
+            by = {m: float(v) for m, v in zip(grp["metric"], grp["value"])}
+            first = grp[grp["metric"] == "seconds"].iloc[0]
+            target = TARGETS.get((name, first["p_backend"]))
+            records.append({
+                "Machine": labels[run_id], "Dataset": name, "Scale": scale, "Backend": first["p_backend"],
+                "Nodes": int(first["p_nodes"]), "Edges (stored)": int(first["p_stored_edges"]),
+                "Edges (target)": int(first["p_target_edges"]), "Seconds": by.get("seconds"),
+                "Peak RSS (GiB)": by.get("peak_rss"), "GPU peak (GiB)": by.get("gpu_peak_memory"),
+                "Target": (f"< {target[0]:.0f} s" + (f", < {target[1]:.0f} GiB" if target[1] else ""))
+                if (target and scale == 1.0) else "-",
+                "Features": first["p_features"],
+            })
+        table = pd.DataFrame.from_records(records)
+        caption = ("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, features), "
+                   "in a fresh process; peak resident memory of that process. " + caption_hardware(runs))
+        return ReportArtifact("generation", "Stand-in generation benchmark", caption, table,
+                              skip_notes(rows, labels), None)
