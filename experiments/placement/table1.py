@@ -1,0 +1,13 @@
+"""ICS22 Table 1: the datasets, reproduced from the registry and generated as stand-ins."""
+
+from harness.registry import register_experiment
+from experiments.datasets.tables import DatasetTable
+
+
+@register_experiment
+class DatasetsTable(DatasetTable):
+    id = "placement.table1"
+    paper = "placement"
+    artifact = "table1"
+    table_id = "placement.table1"
+    title = "ICS22 Table 1: graph datasets (registry + stand-ins)"
