@@ -79,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="do not render the run's report")
 
     p = sub.add_parser("report", help="regenerate tables and figures from stored runs")
-    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.add_argument("runs", nargs="*", type=Path, help="run directories")
+    p.add_argument("--all", action="store_true",
+                   help="every run under --results, one report per experiment, and the reports index")
+    p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--out", type=Path, default=Path("reports"))
     p.add_argument("--experiment", action="append", default=None, help="only these experiment ids")
 
@@ -92,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="copy run directories made elsewhere into the result store")
     p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
     p.add_argument("--out", type=Path, default=Path("results"))
+
+    p = sub.add_parser("bench", help="CPU regression benchmarks: run, compare with the baseline, update it")
+    p.add_argument("action", choices=("run", "compare", "update", "check"))
+    p.add_argument("files", nargs="*", type=Path, help="compare: BASELINE CURRENT; run: OUT")
+    p.add_argument("--threshold", type=float, default=None, help="normalized slowdown counted (default 1.5)")
 
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
@@ -163,9 +171,14 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import report_runs
+    from .report import report_all, report_runs
 
-    written = report_runs(args.runs, args.out, args.experiment)
+    if args.all:
+        if args.runs:
+            raise HarnessError("report --all takes no run directories (it reads --results)")
+        written = report_all(args.results, args.out)
+    else:
+        written = report_runs(args.runs, args.out, args.experiment)
     for path in written:
         print(path)
     return 0
@@ -186,6 +199,46 @@ def cmd_import(args) -> int:
         store = import_run(src, args.out)
         print(f"{src} -> {store.path}")
     return 0
+
+
+def cmd_bench(args) -> int:
+    import tempfile
+
+    from . import bench
+
+    threshold = args.threshold or bench.DEFAULT_THRESHOLD
+    if threshold <= 1:
+        raise HarnessError("--threshold must be > 1 (a slowdown factor)")
+    if args.action == "run":
+        out = args.files[0] if args.files else Path("bench.json")
+        bench.run_suite(out)
+        print(f"benchmarks -> {out}")
+        return 0
+    if args.action == "update":
+        bench.run_suite(bench.BASELINE)
+        print(f"baseline refreshed: {bench.BASELINE} (commit it)")
+        return 0
+    if args.action == "compare":
+        if len(args.files) != 2:
+            raise HarnessError("bench compare takes BASELINE CURRENT")
+        changes, only_base, only_cur = bench.compare(bench.load(args.files[0]), bench.load(args.files[1]))
+        print(bench.format_report(changes, only_base, only_cur, threshold))
+        return 1 if any(c.regressed(threshold) for c in changes) else 0
+    # check: run, compare with the committed baseline, re-run what regressed, fail if it reproduces
+    with tempfile.TemporaryDirectory() as tmp:
+        first = bench.run_suite(Path(tmp) / "first.json")
+        base = bench.load(bench.BASELINE)
+        changes, only_base, only_cur = bench.compare(base, bench.load(first))
+        print(bench.format_report(changes, only_base, only_cur, threshold))
+        flagged = [c.name.split("[")[0] for c in changes if c.regressed(threshold)]
+        if not flagged:
+            return 0
+        print(f"re-running {len(flagged)} flagged benchmark(s) to confirm")
+        second = bench.run_suite(Path(tmp) / "second.json", select=flagged)
+        changes, only_base, only_cur = bench.compare(base, bench.load(second))
+        print(bench.format_report(changes, [], [], threshold))
+        confirmed = [c for c in changes if c.regressed(threshold)]
+        return 1 if confirmed else 0
 
 
 def cmd_env(args) -> int:
@@ -223,7 +276,7 @@ def cmd_env(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "env": cmd_env, "import": cmd_import}
+            "env": cmd_env, "import": cmd_import, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

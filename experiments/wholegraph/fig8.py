@@ -111,5 +111,17 @@ class Fig8(Experiment):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6)
         fig.tight_layout()
+        headline = ""
+        for label, ceiling in ceilings.items():
+            col = f"{label} p2p_shared (chunked) AlgoBW"
+            if col in table:
+                big = table[table["Segment (B)"] >= 128][col].dropna()
+                small = table[table["Segment (B)"] == 64][col].dropna()
+                if not big.empty:
+                    headline += (f"{label}: AlgoBW {big.min():.0f}-{big.max():.0f} GB/s per rank from 128 B "
+                                 f"({100 * big.max() / ceiling:.0f}% of the {ceiling:.0f} GB/s ceiling)"
+                                 + (f", {float(small.iloc[0]):.0f} at 64 B" if not small.empty else "")
+                                 + "; paper (8x A100): saturates from 128 B at ~260 AlgoBW. ")
         return ReportArtifact("fig8", "WholeGraph Fig. 8: random read bandwidth vs segment size", caption,
-                              table, notes, fig)
+                              table, notes, fig, headline=headline.strip(),
+                              status="reproduced" if headline else "measured")

@@ -9,6 +9,8 @@ ceilings (one-way peer copy, raw alltoall) measured in the same run.
 
 from __future__ import annotations
 
+import re
+
 from harness.experiment import Experiment, Param, Point, int_list, positive_float, positive_int
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
@@ -154,5 +156,10 @@ class GatherTable(Experiment):
             ax.invert_yaxis()
         ax.set_title("Gather bandwidth per implementation")
         fig.tight_layout()
+        ratio_notes = [n for n in notes if "p2p_shared / nccl_alltoallv" in n]
+        ratios = [float(x) for n in ratio_notes for x in re.findall(r"nccl_alltoallv = ([0-9.]+)x", n)]
+        status = ("reproduced" if ratios and min(ratios) >= 2 else "partly" if ratios and max(ratios) >= 2
+                  else "not reproduced" if ratios else "measured")
+        headline = next((n for n in ratio_notes if ", 512 B rows" in n), ratio_notes[0] if ratio_notes else "")
         return ReportArtifact("gather", "Feature gather: every implementation, same run", caption, table,
-                              notes, fig)
+                              notes, fig, headline=headline, status=status)

@@ -179,5 +179,14 @@ class Table1(Experiment):
         ax.set_title("Pointer-chasing latency (WholeGraph Table I)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=6, ncol=3)
+        at8 = table[table["Memory size (GB)"].astype(float) >= 8]
+        measured = at8[at8["Machine"] != "A100 (paper)"]
+        ratios = [r for r in measured["UM/P2P"] if r is not None and not math.isnan(r)] if "UM/P2P" in measured else []
+        status = "reproduced" if ratios and min(ratios) >= 10 else ("not reproduced" if ratios else "measured")
+        first = table[table["Memory size (GB)"] == "8"]
+        headline = "; ".join(f"{m}: UM {u:.3g} us, P2P {p:.3g} us ({u / p:.1f}x)"
+                             for m, u, p in zip(first["Machine"], first["UM"], first["P2P"])
+                             if u is not None and p is not None and not (math.isnan(u) or math.isnan(p)))
         return ReportArtifact("table1", "WholeGraph Table I: UM vs P2P access latency", caption,
-                              table, notes, fig)
+                              table, notes, fig, headline=f"at 8 GB: {headline}" if headline else "",
+                              status=status)

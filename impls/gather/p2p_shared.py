@@ -42,7 +42,8 @@ class SharedMemoryGather:
         for r, shard in enumerate(self.store.peers):
             where = (owner == r).nonzero().squeeze(1)
             if where.numel():
-                out[where] = shard.index_select(0, ids[where] - r * self.rows_per_rank)
+                # index_copy_ moves whole rows; boolean/advanced assignment goes element-wise
+                out.index_copy_(0, where, shard.index_select(0, ids[where] - r * self.rows_per_rank))
         return out
 
     def describe(self) -> str:

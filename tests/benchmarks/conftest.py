@@ -1,0 +1,20 @@
+"""Fixtures for the CPU hot-path benchmarks (run as plain tests unless --benchmark-only)."""
+
+from __future__ import annotations
+
+import pytest
+import torch.distributed as dist
+
+from harness.launcher import RankContext
+
+
+@pytest.fixture(scope="session")
+def cpu_rank(tmp_path_factory):
+    """A one-rank gloo group in this process, so rank-based implementations run in-process."""
+    created = not dist.is_initialized()
+    if created:
+        store = dist.FileStore(str(tmp_path_factory.mktemp("pg") / "store"), 1)
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    yield RankContext(rank=0, world_size=1, local_rank=0, device="cpu", backend="gloo")
+    if created:
+        dist.destroy_process_group()

@@ -1,0 +1,78 @@
+"""CPU-sized benchmarks of the hot paths; CI compares them with the committed baseline.
+
+Plain `pytest` runs each once as a test (benchmarks disabled by pyproject's addopts);
+`.ci/bench.sh` runs them as benchmarks and `python -m harness bench compare` judges the
+result against tests/benchmarks/baseline.json, normalized by `test_calibration`, a
+workload that does not depend on the project's code (it absorbs machine-speed drift).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from impls.storage.layout import TableSpec, closed_form_rows
+
+GROUP = "hot-paths"
+
+
+def test_calibration(benchmark):
+    """Machine-speed reference: sort 2M floats in numpy and a float32 matmul in torch."""
+    data = np.random.default_rng(0).random(2_000_000)
+    a = torch.randn(512, 512)
+
+    def work():
+        np.sort(data)
+        return a @ a
+
+    benchmark.group = GROUP
+    benchmark(work)
+
+
+def test_probe_host_chase(benchmark):
+    from impls.probes import chain
+    from impls.probes.host import HostChaseProbe
+
+    probe = HostChaseProbe()
+    probe.allocate(64 << 20, salt=3)
+    probe.run_chase(1000, 1)  # compile outside the timing
+    benchmark.group = GROUP
+    result = benchmark(probe.run_chase, 20_000, 7)
+    assert result == chain.chase(1, probe.part_elems, 3, 7, 20_000)
+
+
+@pytest.mark.parametrize("impl,mode", [("p2p_shared", "chunked"), ("p2p_shared", "continuous"),
+                                       ("nccl_alltoallv", None), ("host_copy", None)])
+def test_gather_cpu(benchmark, cpu_rank, impl, mode):
+    from harness import registry
+
+    spec = TableSpec(200_000, 128, "float32")
+    options = {"mode": mode} if mode else {}
+    gatherer = registry.get_impl("gather", impl).factory(cpu_rank, spec, **options)
+    try:
+        ids = torch.randint(0, spec.num_rows, (50_000,), generator=torch.Generator().manual_seed(1))
+        benchmark.group = GROUP
+        rows = benchmark(gatherer.gather, ids, False)
+        assert torch.equal(rows, closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
+    finally:
+        gatherer.close()
+
+
+def test_standin_generation(benchmark, tmp_path):
+    from harness import datasets
+
+    benchmark.group = GROUP
+    graph = benchmark.pedantic(datasets.generate, args=("ogbn-products",),
+                               kwargs={"scale": 0.002, "seed": 1}, rounds=5, iterations=1,
+                               warmup_rounds=1)
+    assert graph.num_nodes > 0
+
+
+def test_timing_stats(benchmark):
+    from harness.timing import Stats
+
+    samples = list(np.random.default_rng(1).random(10_000))
+    benchmark.group = GROUP
+    stats = benchmark(Stats.from_samples, samples)
+    assert stats.repeats == 10_000
