@@ -88,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression")
     p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
-    p.add_argument("b", type=Path, help="candidate run directory (or a folder of runs)")
+    p.add_argument("b", type=Path, nargs="?", help="candidate run directory (or a folder of runs)")
+    p.add_argument("--reference", action="store_true",
+                   help="A is a result root: compare B with A's newest run of the same hardware, "
+                        "experiments and quick flag")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
 
@@ -185,9 +188,15 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare_sets, format_comparison, load_result_set
+    from .compare import compare_sets, find_reference, format_comparison, load_result_set
 
-    result = compare_sets(load_result_set(args.a), load_result_set(args.b), args.threshold)
+    if args.b is None:
+        raise HarnessError("compare takes A and B")
+    a = args.a
+    if args.reference:
+        a = find_reference(args.a, args.b)
+        print(f"reference: {a}")
+    result = compare_sets(load_result_set(a), load_result_set(args.b), args.threshold)
     print(format_comparison(result))
     return 1 if result.regressions else 0
 

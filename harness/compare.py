@@ -40,6 +40,34 @@ def load_result_set(path: str | Path) -> dict[tuple, dict]:
     return rows
 
 
+def find_reference(root: str | Path, candidate: str | Path) -> Path:
+    """The newest run under ``root`` measured on the same hardware, with the same experiments
+    and the same quick flag as ``candidate``: the baseline a GPU runner compares against."""
+    from .store import _RUN_DIR
+
+    cand = load_run(candidate if (Path(candidate) / "rows.jsonl").exists() else _only_run(candidate))
+    want = (cand.manifest.get("hardware"), sorted(cand.manifest.get("experiments", [])),
+            bool(cand.manifest.get("config", {}).get("quick")))
+    matches = []
+    for path in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
+        if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()):
+            continue
+        m = json.loads((path / "manifest.json").read_text())
+        if (m.get("hardware"), sorted(m.get("experiments", [])), bool(m.get("config", {}).get("quick"))) == want:
+            matches.append(path)
+    if not matches:
+        raise HarnessError(f"no reference run under {root} for hardware {want[0]}, experiments "
+                           f"{', '.join(want[1])}, quick={want[2]}")
+    return matches[-1]
+
+
+def _only_run(path: str | Path) -> Path:
+    runs = [p for p in sorted(Path(path).iterdir()) if (p / "rows.jsonl").exists()] if Path(path).is_dir() else []
+    if len(runs) != 1:
+        raise HarnessError(f"{path} must be one run directory (or hold exactly one)")
+    return runs[0]
+
+
 @dataclass
 class PointChange:
     key: tuple
