@@ -17,8 +17,13 @@ from .errors import HarnessError
 from .store import load_run
 
 
+# Keys that runs stored before measurement extras moved out of ``params`` carried inside it.
+_LEGACY_EXTRA_KEYS = {"placement", "rank_median_ms", "steps_ms", "steps", "threads", "reads_per_thread"}
+
+
 def point_key(row: dict) -> tuple:
-    return (row["experiment"], row["impl"], json.dumps(row["params"], sort_keys=True),
+    params = {k: v for k, v in row["params"].items() if k not in _LEGACY_EXTRA_KEYS}
+    return (row["experiment"], row["impl"], json.dumps(params, sort_keys=True),
             row["metric"], row.get("world_size"), row.get("device"))
 
 

@@ -7,6 +7,7 @@ are imported inside functions, so discovery works on any machine.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib
 import pkgutil
@@ -125,8 +126,9 @@ def resolve(ids: list[str]) -> list["Experiment"]:
             matches = [e for e in everything if e.artifact == token] or \
                       [e for e in everything if e.paper == token]
         if not matches:
-            near = sorted({e.id for e in everything if token.split(".")[-1] in e.id})
-            hint = f"; did you mean {', '.join(near[:4])}?" if near else ""
+            near = difflib.get_close_matches(token, [e.id for e in everything], n=4, cutoff=0.6)
+            near += [e.id for e in everything if e.id not in near and token == e.artifact.rstrip("0123456789")]
+            hint = f"; did you mean {', '.join(near[:6])}?" if near else ""
             raise HarnessError(f"unknown experiment '{token}'{hint} (see `python -m harness list`)")
         for exp in matches:
             if exp not in chosen:

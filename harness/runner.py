@@ -40,8 +40,6 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
     metric = measurement.metric if measurement else exp.metric
     unit = measurement.unit if measurement else exp.unit
     params = dict(point.params)
-    if measurement and measurement.extra:
-        params.update(measurement.extra)
     row = {
         "experiment": exp.id,
         "impl": point.impl,
@@ -56,6 +54,10 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
         "status": status,
         "time": envinfo.now_iso(),
     }
+    if measurement and measurement.extra:
+        # what the measurement observed (placement text, per-step times...): not part of the
+        # point's identity, so runs stay comparable point by point
+        row["extra"] = dict(measurement.extra)
     if reason:
         row["reason"] = reason
     return row

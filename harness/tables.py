@@ -11,11 +11,14 @@ if TYPE_CHECKING:
 
 
 def expand_params(rows: "pd.DataFrame") -> "pd.DataFrame":
-    """A copy of ``rows`` with each key of ``params`` as its own column ``p_<key>``."""
+    """A copy of ``rows`` with each key of ``params`` and of the measurement's ``extra`` as its
+    own column ``p_<key>`` (rows stored before ``extra`` existed carried it inside params)."""
     import pandas as pd
 
     out = rows.copy()
-    params = pd.json_normalize(out["params"].tolist()).add_prefix("p_")
+    extras = out["extra"].tolist() if "extra" in out else [None] * len(out)
+    merged = [{**(p or {}), **(e if isinstance(e, dict) else {})} for p, e in zip(out["params"], extras)]
+    params = pd.json_normalize(merged, max_level=0).add_prefix("p_")
     params.index = out.index
     return pd.concat([out, params], axis=1)
 

@@ -100,7 +100,7 @@ def test_unknown_id_is_a_harness_error(fakes, bad):
 
 def test_unknown_id_suggests_near_names(fakes):
     with pytest.raises(HarnessError, match=r"did you mean .*zzfake\.table1"):
-        registry.resolve(["table"])
+        registry.resolve(["zzfake.tabel1"])          # a typo of an existing id
 
 
 def test_no_ids_is_an_error():

@@ -8,7 +8,7 @@ import torch.distributed as dist
 from harness.launcher import RankContext
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cpu_rank(tmp_path_factory):
     """A one-rank gloo group in this process, so rank-based implementations run in-process."""
     created = not dist.is_initialized()

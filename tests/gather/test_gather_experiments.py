@@ -24,7 +24,7 @@ def test_gather_table_runs_on_cpu_ranks(tmp_path):
     assert {r["impl"] for r in ok} >= {"p2p_shared", "nccl_alltoallv", "host_copy", "ceiling_alltoall"}
     assert all(r["value"] > 0 and r["world_size"] == 2 for r in ok)
     nccl = next(r for r in rows if r["impl"] == "nccl_alltoallv" and r["metric"] == "time")
-    assert set(nccl["params"]["steps_ms"]) == {"bucket", "exchange_counts", "exchange_ids", "local_gather",
+    assert set(nccl["extra"]["steps_ms"]) == {"bucket", "exchange_counts", "exchange_ids", "local_gather",
                                                "alltoallv_rows", "reorder"}
     written = report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "wholegraph" / "gather.md").read_text()
