@@ -161,6 +161,8 @@ def cmd_run(args) -> int:
         data_root=args.data_root,
     )
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
+    if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
+        return 0
     print(f"run {outcome.store.run_id}: {outcome.ok} ok, {outcome.skipped} skipped, "
           f"{outcome.errors} errors -> {outcome.store.path}")
     if not args.no_report and outcome.ok:

@@ -149,6 +149,8 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
                                f"(implementations: {', '.join(exp.impls)})")
         plans.append((exp, points))
 
+    if torchrun_worker():
+        return _run_as_worker(plans, cfg)
     manifest = envinfo.capture(argv, extra={
         "experiments": [e.id for e in exps],
         "config": {
@@ -174,6 +176,29 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
                               counts={"ok": outcome.ok, "skipped": outcome.skipped,
                                       "error": outcome.errors})
     return outcome
+
+
+def torchrun_worker() -> bool:
+    """Under torchrun every rank runs this CLI; only rank 0 stores rows and runs single-process
+    experiments, the others join the rank groups of ``spawn_ranks`` experiments."""
+    import os
+
+    from .launcher import under_torchrun
+
+    return under_torchrun() and int(os.environ["RANK"]) != 0
+
+
+def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
+    for exp, points in plans:
+        if not exp.spawn_ranks:
+            continue
+        runnable = [p for p in points if not impl_skip_reason(exp, p, cfg)]
+        world = int(__import__("os").environ["WORLD_SIZE"])
+        group = [p for p in runnable if p.world_size == world]
+        if group:
+            launch(_rank_entry, (exp.id, cfg, group, None), world_size=world, device=cfg.device,
+                   timeout_s=cfg.timeout_s)
+    return RunOutcome(store=None)
 
 
 def _tally(outcome: RunOutcome, rows: list[dict]) -> None:
@@ -218,6 +243,16 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
     by_world: dict[int, list[Point]] = {}
     for point in runnable:
         by_world.setdefault(point.world_size, []).append(point)
+    if _under_torchrun():
+        import os
+
+        world_now = int(os.environ["WORLD_SIZE"])
+        for world in [w for w in by_world if w != world_now]:
+            for point in by_world.pop(world):
+                row = make_row(exp, point, cfg, None, "skipped",
+                               f"needs {world} ranks; this torchrun has {world_now}")
+                store.append(row)
+                _tally(outcome, [row])
     for world, group in sorted(by_world.items()):
         before = _count_rows(store)
         failure = None
@@ -244,6 +279,12 @@ def _covers(row_params: dict, point_params: dict) -> bool:
     norm = lambda v: json.dumps(v, sort_keys=True, default=str)  # noqa: E731
     return all(k in row_params and norm(row_params[k]) == norm(list(v) if isinstance(v, tuple) else v)
                for k, v in point_params.items())
+
+
+def _under_torchrun() -> bool:
+    from .launcher import under_torchrun
+
+    return under_torchrun()
 
 
 def _count_rows(store: RunStore) -> int:

@@ -64,7 +64,8 @@ def test_every_point_becomes_rows(fake, tmp_path):
     assert len(fast) == 4                                   # 2 points x 2 measurements
     t0 = next(r for r in fast if r["metric"] == "time" and r["params"]["i"] == 0)
     assert t0["status"] == "ok" and t0["value"] == 2.0 and t0["stats"]["repeats"] == 3
-    assert t0["params"] == {"i": 0, "variant": "a"}          # extra params merged in
+    assert t0["params"] == {"i": 0}                          # the point's identity only
+    assert t0["extra"] == {"variant": "a"}                   # what the measurement observed
     assert t0["better"] == "lower" and t0["device"] == "cpu" and t0["world_size"] == 1
     rate = next(r for r in fast if r["metric"] == "rate" and r["params"]["i"] == 1)
     assert rate["better"] == "higher" and rate["value"] == pytest.approx(3.0)

@@ -14,7 +14,6 @@ import torch.distributed as dist
 from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
-from harness.needs import detect
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
 from impls.storage.layout import TableSpec, closed_form_rows
 
@@ -22,9 +21,9 @@ GB = 1e9
 
 
 def world_for(cfg) -> int:
-    if cfg.world_size:
-        return cfg.world_size
-    return detect().gpu_count if cfg.device == "cuda" else 2
+    from harness.launcher import default_world_size
+
+    return default_world_size(cfg)
 
 
 def _all_ok(flag: bool, device) -> bool:

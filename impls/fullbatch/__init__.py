@@ -40,9 +40,9 @@ def make_single_gpu(graph, model, *, device="cpu", seed=0, rank=0, world=1, self
 
 
 @register_impl("fullbatch", "pyg", needs=Needs(devices=("cpu", "cuda"), packages=("torch_geometric",)),
-               summary="PyTorch Geometric GCNConv layers on the whole graph, one device")
+               summary="PyTorch Geometric GCNConv layers on the whole graph (torch sparse adj_t), one device")
 def make_pyg(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True,
-             adjacency="edge_index", **_):
+             adjacency="sparse", **_):
     from .pyg_gcn import PygGCN
 
     return PygGCN(graph, model, device=device, seed=seed, self_loops=self_loops, adjacency=adjacency)

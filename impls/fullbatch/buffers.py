@@ -26,8 +26,9 @@ an extra buffer).  For the last layer nothing runs between its forward and its b
 can stay in HW.
 
 With ``reuse=False`` every role gets a fresh allocation that is kept until the epoch ends, as
-a framework that allocates each operator's output (and a tape that keeps them) would: the
-"naive" implementation the memory comparison measures against.  Both modes run the same
+a framework that allocates each operator's output (and a tape that keeps them) would, and every
+stage of an SpMM receives into a new tile freed when that SpMM ends: the "naive" implementation
+the memory comparison measures against.  Both modes run the same
 arithmetic in the same order, so their results are identical.
 """
 
@@ -38,6 +39,13 @@ from dataclasses import dataclass
 from .model import SPMM_FIRST, orders
 
 FLOAT_BYTES = 4
+# a region that starts inside a buffer starts on a 256-byte boundary: cuSPARSE and cuBLAS want
+# aligned dense operands, and torch copies a misaligned one to a temporary first
+ALIGN_ELEMENTS = 64
+
+
+def _align(elements: int) -> int:
+    return -(-elements // ALIGN_ELEMENTS) * ALIGN_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -66,13 +74,22 @@ class BufferPlan:
         extra = self.dims[layer] if self.keeps_aggregate(layer) else 0
         return self.out_main_width(layer) + extra
 
+    def aggregate_offset(self, layer: int) -> int:
+        """Where AH starts in ``out[layer]`` (after the output region, aligned)."""
+        return _align(self.rows * self.out_main_width(layer))
+
+    def out_elements(self, layer: int) -> int:
+        if not self.keeps_aggregate(layer):
+            return self.rows * self.out_main_width(layer)
+        return self.aggregate_offset(layer) + self.rows * self.dims[layer]
+
     @property
     def shared_width(self) -> int:
         return max(min(a, b) for a, b in zip(self.dims[:-1], self.dims[1:]))
 
     def sizes(self) -> dict[str, int]:
         """Elements of every buffer, by name."""
-        sizes = {f"out{l}": self.rows * self.out_width(l) for l in range(self.layers)}
+        sizes = {f"out{l}": self.out_elements(l) for l in range(self.layers)}
         sizes["HW"] = self.rows * self.shared_width
         if self.world > 1:
             sizes["BC1"] = self.rows_max * self.shared_width
@@ -124,8 +141,7 @@ class Arena:
             return self._view(f"out{layer}", 0, rows, width)
         if role == "AH":
             if self.plan.keeps_aggregate(layer):
-                offset = self.plan.rows * self.plan.out_main_width(layer)
-                return self._view(f"out{layer}", offset, rows, width)
+                return self._view(f"out{layer}", self.plan.aggregate_offset(layer), rows, width)
             return self._view("HW", 0, rows, width)
         if role in _SHARED_ROLES:
             return self._view("HW", 0, rows, width)
@@ -139,6 +155,14 @@ class Arena:
         if end > flat.numel():
             raise RuntimeError(f"buffer {name} holds {flat.numel()} elements, role needs {end}")
         return flat[offset:end].view(rows, width)
+
+    def release(self, tensors) -> None:
+        """Fresh allocations that are dead before the epoch ends (a stage's receive buffers)."""
+        if not self.reuse:
+            dead = {t.data_ptr() for t in tensors}
+            kept = [t for t in self._fresh if t.data_ptr() not in dead]
+            self._live_bytes -= FLOAT_BYTES * sum(t.numel() for t in self._fresh if t.data_ptr() in dead)
+            self._fresh = kept
 
     def end_epoch(self) -> None:
         """Fresh allocations die with the epoch (reused buffers live on)."""

@@ -70,7 +70,7 @@ class DglGCN:
         loss = self.loss(logits)
         loss.backward()
         self._loss = loss.detach()
-        return (float(loss), logits.detach().clone(),
+        return (float(loss.detach()), logits.detach().clone(),
                 [conv.weight.grad.detach().clone() for conv in self.convs])
 
     def loss_value(self) -> float:

@@ -37,7 +37,7 @@ FIRST_LAYER_BACKWARD = ("exact", "identity")
 
 
 def csr_to_torch(tile, device):
-    """A scipy CSR tile as a torch sparse CSR tensor (int32 indices: cuSPARSE's fast path)."""
+    """A host CSR tile as a torch sparse CSR tensor (int32 indices: cuSPARSE's fast path)."""
     import torch
 
     index_dtype = torch.int32 if max(tile.shape[1], tile.nnz) < 2**31 else torch.int64
@@ -90,7 +90,6 @@ class MGGCN:
         self.forward_tiles = [csr_to_torch(t, self.device) for t in share.forward_tiles]
         self.backward_tiles = [csr_to_torch(t, self.device) for t in share.backward_tiles]
         self.tile_nnz = [int(t.nnz) for t in share.forward_tiles]
-        self.backward_tile_nnz = [int(t.nnz) for t in share.backward_tiles]
         self.X = torch.from_numpy(share.features).to(self.device)
         self.train_rows = torch.from_numpy(share.train_rows).to(self.device)
         self.train_labels = torch.from_numpy(share.labels[share.train_rows]).to(self.device)
@@ -119,6 +118,7 @@ class MGGCN:
         self._saved_out: list = [None] * self.layers   # H' of each layer (input of the next)
         self._saved_aggregate: list = [None] * self.layers   # AH of SpMM-first layers
         self._loss_sum = None
+        self._received: list = []          # receive tiles of the running SpMM
 
     def _check_group(self) -> None:
         import torch.distributed as dist
@@ -263,6 +263,7 @@ class MGGCN:
     def staged_spmm(self, tiles, local_rows, out, tag: str) -> None:
         """out = sum_j tiles[j] @ H^j, where H^j are rank j's rows (this rank's: ``local_rows``)."""
         self.spmm_log.append(tag)
+        self._received = []
         with self.ops.op("spmm"):
             out.zero_()
             if self.world == 1:
@@ -273,6 +274,7 @@ class MGGCN:
                 self._stages_async(tiles, local_rows, out, tag)
             else:
                 self._stages_serial(tiles, local_rows, out, tag)
+        self.arena.release(self._received)     # no-op for the shared receive buffers
 
     def _multiply_stage(self, tiles, stage: int, rows_in, out, tag: str, stream=None) -> None:
         start = self.timeline.mark(stream)
@@ -284,7 +286,9 @@ class MGGCN:
         """Where stage ``stage``'s tile is: this rank's own rows, or a receive buffer (double-buffered)."""
         if stage == self.rank:
             return local_rows
-        return self.arena.tensor("BC1" if stage % 2 == 0 else "BC2", -1, self.part_rows[stage], width)
+        tile = self.arena.tensor("BC1" if stage % 2 == 0 else "BC2", -1, self.part_rows[stage], width)
+        self._received.append(tile)
+        return tile
 
     def _stages_serial(self, tiles, local_rows, out, tag: str) -> None:
         import torch.distributed as dist
@@ -305,7 +309,8 @@ class MGGCN:
 
         def post(stage):
             tile = self._receive_buffer(stage, width, local_rows)
-            return tile, dist.broadcast(tile, src=stage, async_op=True), self.timeline.mark()
+            started = self.timeline.mark()
+            return tile, dist.broadcast(tile, src=stage, async_op=True), started
 
         pending = post(0)
         for stage in range(self.world):
@@ -373,9 +378,14 @@ class MGGCN:
         return self.timeline.collect()
 
     def close(self) -> None:
+        """Drop every device tensor this rank holds (saved views keep whole buffers alive)."""
         self.forward_tiles = self.backward_tiles = None
+        self._saved_out = [None] * self.layers
+        self._saved_aggregate = [None] * self.layers
+        self._received = []
         self.arena = None
         self.X = None
+        self.comm_stream = None
 
 
 def relu_backward(grad, activation, out) -> None:

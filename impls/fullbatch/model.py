@@ -27,22 +27,32 @@ def layer_order(d_in: int, d_out: int) -> str:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """``layers`` GCN layers with ``hidden`` units each (the paper names models "2 x 16", "3 x 256")."""
+    """``layers`` GCN layers with ``hidden`` units each (the paper names models "2 x 16", "3 x 256").
+
+    ``hidden_sizes`` gives every hidden layer its own width instead (then ``layers`` must be
+    ``len(hidden_sizes) + 1``); the paper's models are uniform, the engine is not limited to them.
+    """
 
     layers: int
     hidden: int
     lr: float = 0.01
+    hidden_sizes: tuple[int, ...] = ()
 
     def __post_init__(self):
         if self.layers < 1 or self.hidden < 1:
             raise ValueError("a GCN needs >= 1 layer and >= 1 hidden unit")
+        if self.hidden_sizes and (len(self.hidden_sizes) != self.layers - 1 or min(self.hidden_sizes) < 1):
+            raise ValueError("hidden_sizes needs one positive width per hidden layer (layers - 1)")
 
     @property
     def label(self) -> str:
+        if self.hidden_sizes:
+            return "-".join(str(h) for h in self.hidden_sizes)
         return f"{self.layers}x{self.hidden}"
 
     def dims(self, in_features: int, classes: int) -> list[int]:
-        return [in_features] + [self.hidden] * (self.layers - 1) + [classes]
+        hidden = list(self.hidden_sizes) or [self.hidden] * (self.layers - 1)
+        return [in_features] + hidden + [classes]
 
     @classmethod
     def parse(cls, text: str, lr: float = 0.01) -> "ModelConfig":

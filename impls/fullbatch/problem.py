@@ -7,7 +7,8 @@ the gradient by Â).  Both are stored, row-partitioned: rank i keeps rows ``p(i)
 B, cut by the same partition vector into P column tiles ``F^{ij}`` (MG-GCN Sec. 4.1, Fig. 2), so at
 stage j it multiplies ``F^{ij}`` by the rows of H that rank j broadcasts.
 
-Everything here is vectorized over the edge arrays (numpy/scipy); nothing loops over edges.
+Everything here is vectorized over the edge arrays (numpy only: scipy is not in the GPU image's package list);
+nothing loops over edges.
 """
 
 from __future__ import annotations
@@ -15,7 +16,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
+
+
+@dataclass
+class CsrMatrix:
+    """A CSR matrix on the host: row pointers, column indices (ascending within a row), values."""
+
+    indptr: np.ndarray     # int64, rows + 1
+    indices: np.ndarray    # int32 (int64 beyond 2^31 columns)
+    data: np.ndarray       # float32
+    shape: tuple[int, int]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def row_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
+
+    def toarray(self) -> np.ndarray:
+        dense = np.zeros(self.shape, dtype=np.float64)
+        dense[self.row_ids(), self.indices] = self.data
+        return dense
 
 
 @dataclass
@@ -56,9 +78,8 @@ def from_dataset(graph) -> FullGraph:
 
 
 def random_graph(num_nodes: int, avg_degree: float, feature_dim: int, num_classes: int, seed: int = 0,
-                 *, symmetric: bool = False, train_fraction: float = 0.6,
-                 isolated: int = 0) -> FullGraph:
-    """A small random graph for tests: uniform edges, no duplicates or self loops.
+                 *, train_fraction: float = 0.6, isolated: int = 0) -> FullGraph:
+    """A small random directed graph for tests: uniform edges, no duplicates or self loops.
 
     ``isolated`` vertices get no in- or out-edges at all (Eq. 2 divides by an in-degree of 0 for
     them unless self loops are added); labels are planted from a random projection of the
@@ -68,23 +89,19 @@ def random_graph(num_nodes: int, avg_degree: float, feature_dim: int, num_classe
     m = int(num_nodes * avg_degree)
     src = rng.integers(0, num_nodes, m)
     dst = rng.integers(0, num_nodes, m)
+    keep = src != dst
     if isolated:
         lonely = rng.choice(num_nodes, isolated, replace=False)
-        keep = ~(np.isin(src, lonely) | np.isin(dst, lonely))
-        src, dst = src[keep], dst[keep]
-    if symmetric:
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    keep = src != dst
-    adj = sp.csr_matrix((np.ones(int(keep.sum()), np.float32), (src[keep], dst[keep])),
-                        shape=(num_nodes, num_nodes))
-    adj.sum_duplicates()
-    adj.sort_indices()
+        keep &= ~(np.isin(src, lonely) | np.isin(dst, lonely))
+    pairs = np.unique(src[keep].astype(np.int64) * num_nodes + dst[keep])   # sorted, no duplicates
+    src, dst = pairs // num_nodes, pairs % num_nodes
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=num_nodes), out=indptr[1:])
     features = rng.standard_normal((num_nodes, feature_dim)).astype(np.float32)
     labels = np.argmax(features @ rng.standard_normal((feature_dim, num_classes)), axis=1)
     train = np.sort(rng.choice(num_nodes, max(1, int(train_fraction * num_nodes)), replace=False))
-    return FullGraph(f"random-{num_nodes}-{seed}", num_nodes, adj.indptr.astype(np.int64),
-                     adj.indices.astype(np.int32), features, labels.astype(np.int64),
-                     train.astype(np.int64), num_classes)
+    return FullGraph(f"random-{num_nodes}-{seed}", num_nodes, indptr, dst.astype(np.int32), features,
+                     labels.astype(np.int64), train.astype(np.int64), num_classes)
 
 
 # --- normalized adjacency (MG-GCN Eq. 2) --------------------------------------------------------
@@ -111,13 +128,12 @@ def in_degree_weights(dst: np.ndarray, num_nodes: int) -> np.ndarray:
     return inv.astype(np.float32)
 
 
-def aggregation_matrix(g: FullGraph, self_loops: bool = True) -> sp.csr_matrix:
+def aggregation_matrix(g: FullGraph, self_loops: bool = True) -> CsrMatrix:
     """The forward operator F = Â^T as one global CSR (single device, tests)."""
     src, dst = _edge_arrays(g, self_loops)
-    weight = in_degree_weights(dst, g.num_nodes)[dst]
-    mat = sp.csr_matrix((weight, (dst, src)), shape=(g.num_nodes, g.num_nodes))
-    mat.sort_indices()
-    return mat
+    inverse_indegree = in_degree_weights(dst, g.num_nodes)
+    bounds = np.array([0, g.num_nodes], dtype=np.int64)
+    return _row_block_tiles(dst, src, bounds, 0, row_weight=inverse_indegree)[0]
 
 
 # --- partition vector and permutation -----------------------------------------------------------
@@ -156,8 +172,8 @@ class RankShare:
     world: int
     bounds: np.ndarray
     old_ids: np.ndarray
-    forward_tiles: list[sp.csr_matrix]    # F^{rank, j}, rows_rank x rows_j
-    backward_tiles: list[sp.csr_matrix]   # B^{rank, j}
+    forward_tiles: list[CsrMatrix]        # F^{rank, j}, rows_rank x rows_j
+    backward_tiles: list[CsrMatrix]       # B^{rank, j}
     features: np.ndarray                  # rows_rank x d0 float32
     labels: np.ndarray                    # rows_rank int64
     train_rows: np.ndarray                # local row numbers of training vertices
@@ -177,21 +193,43 @@ class RankShare:
         return [int(t.nnz) for t in self.forward_tiles]
 
 
-def _tiles(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, bounds: np.ndarray,
-           rank: int) -> list[sp.csr_matrix]:
-    """Cut the entries of row block ``rank`` into CSR tiles by the column blocks of ``bounds``."""
-    lo, hi = bounds[rank], bounds[rank + 1]
-    block = np.searchsorted(bounds, cols, side="right") - 1
-    order = np.argsort(block, kind="stable")
-    starts = np.searchsorted(block[order], np.arange(len(bounds)))
+def _row_block_tiles(rows: np.ndarray, cols: np.ndarray, bounds: np.ndarray, rank: int, *,
+                     row_weight: np.ndarray | None = None,
+                     col_weight: np.ndarray | None = None) -> list[CsrMatrix]:
+    """CSR tiles of row block ``rank`` (entries at global ``rows``, ``cols``), cut by column blocks.
+
+    The value of an entry depends only on its row (``row_weight[row]``: F, 1/indeg of the row
+    vertex) or only on its column (``col_weight[col]``: B), so sorting the (row, col) keys alone
+    orders everything; a stable pass by column block then cuts the tiles, rows still sorted.
+    """
+    n = int(bounds[-1])
+    lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+    keys = (rows.astype(np.int64) - lo) * n + cols
+    keys.sort()
+    local_rows, cols = np.divmod(keys, n)
+    del keys
+    parts = len(bounds) - 1
+    if parts == 1:
+        order, starts = None, np.array([0, len(cols)])
+    else:
+        block = (np.searchsorted(bounds, cols, side="right") - 1).astype(np.int16 if parts < 2**15 else np.int32)
+        order = np.argsort(block, kind="stable")      # radix sort: O(nnz), keeps (row, col) order
+        starts = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=parts))])
+        del block
     tiles = []
-    for j in range(len(bounds) - 1):
-        pick = order[starts[j]:starts[j + 1]]
-        tile = sp.csr_matrix((vals[pick], (rows[pick] - lo, cols[pick] - bounds[j])),
-                             shape=(int(hi - lo), int(bounds[j + 1] - bounds[j])))
-        tile.sum_duplicates()
-        tile.sort_indices()
-        tiles.append(tile)
+    for j in range(parts):
+        if order is None:
+            tile_rows, tile_cols = local_rows, cols
+        else:
+            pick = order[starts[j]:starts[j + 1]]
+            tile_rows, tile_cols = local_rows[pick], cols[pick]
+        width = int(bounds[j + 1] - bounds[j])
+        indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tile_rows, minlength=hi - lo), out=indptr[1:])
+        values = row_weight[tile_rows + lo] if row_weight is not None else col_weight[tile_cols]
+        index_dtype = np.int32 if width < 2**31 else np.int64
+        tiles.append(CsrMatrix(indptr, (tile_cols - bounds[j]).astype(index_dtype),
+                               values.astype(np.float32), (hi - lo, width)))
     return tiles
 
 
@@ -205,21 +243,22 @@ def rank_share(g: FullGraph, rank: int, world: int, *, permute: bool, seed: int 
     n = g.num_nodes
     bounds = check_partition(uniform_partition(n, world) if bounds is None else bounds, n, world)
     src, dst = _edge_arrays(g, self_loops)
-    weight = in_degree_weights(dst, n)[dst]
+    inverse_indegree = in_degree_weights(dst, n)
     if permute:
         new_id = random_permutation(n, seed).astype(src.dtype)
         src, dst = new_id[src], new_id[dst]
         old_ids = np.empty(n, dtype=np.int64)
         old_ids[new_id] = np.arange(n)
+        inverse_indegree = inverse_indegree[old_ids]       # indexed by new id
     else:
         old_ids = np.arange(n, dtype=np.int64)
     lo, hi = bounds[rank], bounds[rank + 1]
     # F = Â^T: entry (v, u) = A_uv / indeg(v) for edge u -> v; B = F^T: entry (u, v), same weight
     mine = (dst >= lo) & (dst < hi)
-    forward = _tiles(dst[mine], src[mine], weight[mine], bounds, rank)
+    forward = _row_block_tiles(dst[mine], src[mine], bounds, rank, row_weight=inverse_indegree)
     mine = (src >= lo) & (src < hi)
-    backward = _tiles(src[mine], dst[mine], weight[mine], bounds, rank)
-    del src, dst, weight, mine
+    backward = _row_block_tiles(src[mine], dst[mine], bounds, rank, col_weight=inverse_indegree)
+    del src, dst, mine
 
     local_old = old_ids[lo:hi]
     # gather this rank's feature rows in ascending old-id order (a memory map reads each page once)

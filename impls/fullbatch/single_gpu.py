@@ -83,7 +83,7 @@ class SingleDeviceGCN:
         loss = self.loss(logits)
         loss.backward()
         self._loss = loss.detach()
-        return float(loss), logits.detach().clone(), [w.grad.detach().clone() for w in self.weights]
+        return float(loss.detach()), logits.detach().clone(), [w.grad.detach().clone() for w in self.weights]
 
     def loss_value(self) -> float:
         return float(self._loss)

@@ -1,0 +1,11 @@
+"""MG-GCN artifacts: Table 3 and Figs. 5, 7, 8, 9, and the per-GPU peak-memory comparison.
+
+MG-GCN measured on two machines (Sec. 6.1): Table 3 and Figs. 12-13 on the DGX-A100, Figs. 6-8
+and 10-11 on the DGX-1 (V100); Figs. 5 and 9 do not say which.
+"""
+
+PAPER_HARDWARE_A100 = ("DGX-A100: 8x A100 80 GB, every pair over NVSwitch (12 NVLinks, 600 GB/s "
+                       "bidirectional), 2x AMD Rome 7742; CUDA 11.4, NCCL 2.11.4, cuSPARSE/cuBLAS")
+PAPER_HARDWARE_V100 = ("DGX-1: 8x V100 32 GB (900 GB/s memory), 6 NVLinks per GPU in the hybrid "
+                       "cube-mesh (asymmetric), 2x Xeon E5-2698; CUDA 11.4, NCCL 2.11.4")
+PAPER_HARDWARE = f"{PAPER_HARDWARE_A100}; and {PAPER_HARDWARE_V100}"

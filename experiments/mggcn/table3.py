@@ -1,0 +1,210 @@
+"""MG-GCN Table 3: epoch time vs number of GPUs on Reddit, Papers, Products and Proteins.
+
+Models as Sec. 6.1: 2 layers x 16 hidden for Reddit, 3 x 256 for Products and Proteins,
+3 x 208 for Papers (the largest that fit 8 A100s), and the 2 x 512 model of the DGL comparison
+(Figs. 12-13).  One epoch = forward, softmax cross-entropy, backward, gradient all-reduce and
+Adam step over the whole graph.  ``mggcn`` runs at every world size; the one-device baselines
+(``single_gpu``, ``pyg``, ``dgl``) at one GPU.
+"""
+
+from __future__ import annotations
+
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.registry import register_experiment
+from harness.report import ReportArtifact
+from harness.tables import caption_hardware, run_labels, skip_notes
+
+from . import PAPER_HARDWARE_A100
+from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
+                     dataset_scale, graph_params, limit_threads, load_graph, model_list, ok_rows,
+                     release, resolve_model, scale_note, time_epochs, world_sizes)
+
+# Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
+TABLE3 = {
+    "reddit": {1: 0.033, 2: 0.017, 4: 0.012, 8: 0.012},
+    "papers": {8: 2.89},
+    "products": {1: 0.355, 2: 0.202, 4: 0.110, 8: 0.067},
+    "proteins": {1: 4.221, 2: 2.272, 4: 1.191, 8: 0.641},
+}
+# Sec. 6.6, MG-GCN's speedup over DGL with the 2 x 512 model
+SPEEDUP_VS_DGL_A100 = {("cora", 1): 2.2, ("arxiv", 1): 1.8, ("products", 1): 1.5, ("reddit", 1): 1.5,
+                       ("products", 8): 8.5, ("reddit", 8): 8.3}
+SPEEDUP_VS_DGL_V100 = {("reddit", 1): 2.72, ("products", 1): 1.42, ("arxiv", 1): 1.76, ("cora", 1): 3.1}
+BASELINES = ("single_gpu", "pyg", "dgl")
+
+
+def _paper_values():
+    out = []
+    for ds, cells in TABLE3.items():
+        for gpus, seconds in cells.items():
+            out.append(PaperValue("Table 3", "mggcn", {"dataset": ds, "model": DATASETS[ds].paper_model,
+                                                       "gpus": gpus}, "epoch_time", seconds, "s"))
+    for table, source in ((SPEEDUP_VS_DGL_A100, "Sec. 6.6 (Figs. 12-13, DGX-A100)"),
+                          (SPEEDUP_VS_DGL_V100, "Sec. 6.6 (Figs. 10-11, DGX-V100)")):
+        for (ds, gpus), factor in table.items():
+            out.append(PaperValue(source, "mggcn", {"dataset": ds, "model": DGL_MODEL, "gpus": gpus},
+                                  "speedup_vs_dgl", factor, "x"))
+    return tuple(out)
+
+
+@register_experiment
+class Table3(Experiment):
+    id = "mggcn.table3"
+    paper = "mggcn"
+    artifact = "table3"
+    title = "Epoch time vs GPUs (MG-GCN Table 3)"
+    interface = "fullbatch"
+    impls = ("mggcn",) + BASELINES
+    metric, unit, better = "epoch_time", "s", "lower"
+    paper_hardware = PAPER_HARDWARE_A100
+    paper_values = _paper_values()
+    spawn_ranks = True
+    parameters = {
+        "datasets": Param(("reddit", "products", "proteins", "papers"), dataset_list,
+                          "datasets (reddit, products, proteins, papers, arxiv, cora)"),
+        "models": Param(("paper", DGL_MODEL), model_list,
+                        "models: 'paper' (each dataset's Table 3 model) and/or LAYERSxHIDDEN"),
+        **common_parameters(),
+    }
+
+    def scale(self, cfg):
+        return cfg.scale      # per dataset otherwise: see the rows' "scale"
+
+    def points(self, cfg):
+        worlds = world_sizes(cfg, self)
+        for ds in self.param(cfg, "datasets"):
+            choice = DATASETS[ds]
+            scale = dataset_scale(choice, cfg, self)
+            for model_text in self.param(cfg, "models"):
+                model = resolve_model(model_text, choice)
+                if model is None:
+                    continue
+                base = {"dataset": ds, "model": model, "scale": scale}
+                for world in worlds:
+                    yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
+                for impl in BASELINES:
+                    yield Point(impl, {**base, "gpus": 1}, 1)
+
+    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+        limit_threads(ctx)
+        choice = DATASETS[point.params["dataset"]]
+        graph = load_graph(choice, point.params["scale"], cfg, ctx)
+        trainer = build_trainer(self, point, graph, cfg, ctx)
+        try:
+            stats = time_epochs(trainer, cfg, ctx)
+        finally:
+            release(trainer)
+        return [Measurement("epoch_time", "s", stats, extra=graph_params(graph))]
+
+    # --- report --------------------------------------------------------------------------------
+    def report(self, rows, runs) -> ReportArtifact:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        rows, ok = ok_rows(rows)
+        labels = run_labels(rows, runs)
+        ok = ok[ok["metric"] == "epoch_time"]
+        records, notes = [], []
+        def order(key):     # datasets in the paper's order, each dataset's Table 3 model first
+            ds, model = key
+            known = ds in DATASETS
+            return (list(DATASETS).index(ds) if known else 99,
+                    not (known and model == DATASETS[ds].paper_model), model)
+
+        keys = sorted({(d, m) for d, m in zip(rows["p_dataset"], rows["p_model"])}, key=order)
+        for ds, model in keys:
+            paper_model = DATASETS[ds].paper_model if ds in DATASETS else None
+            paper = TABLE3.get(ds, {}) if model == paper_model else {}
+            mine = ok[(ok["p_dataset"] == ds) & (ok["p_model"] == model)]
+            gpu_counts = sorted(set(mine["p_gpus"].astype(int)) | set(paper))
+            for impl in self.impls:
+                for gpus in gpu_counts:
+                    if impl != "mggcn" and gpus != 1:
+                        continue
+                    rec = {"dataset": DATASETS[ds].label if ds in DATASETS else ds, "model": model,
+                           "impl": impl, "#G": gpus,
+                           "paper A100 (s)": paper.get(gpus) if impl == "mggcn" else None}
+                    for run_id, label in labels.items():
+                        hit = mine[(mine["run_id"] == run_id) & (mine["impl"] == impl)
+                                   & (mine["p_gpus"].astype(int) == gpus)]["value"]
+                        one = mine[(mine["run_id"] == run_id) & (mine["impl"] == "mggcn")
+                                   & (mine["p_gpus"].astype(int) == 1)]["value"]
+                        value = float(hit.iloc[0]) if not hit.empty else None
+                        rec[f"{label} (s)"] = value
+                        rec[f"{label} speedup"] = (float(one.iloc[0]) / value
+                                                   if value and not one.empty and impl == "mggcn" else None)
+                    if impl == "mggcn" and paper.get(1) and paper.get(gpus):
+                        rec["paper speedup"] = paper[1] / paper[gpus]
+                    if any(rec.get(f"{label} (s)") is not None for label in labels.values()) \
+                            or rec["paper A100 (s)"] is not None:
+                        records.append(rec)
+        table = pd.DataFrame.from_records(records)
+        notes += self._claims(ok, labels)
+        notes += skip_notes(rows, labels)
+        notes.append("Paper, Table 3: PAPERS runs out of memory below 8 GPUs ('-'); "
+                     "DistGNN's best (Table 2, CPU sockets): REDDIT 0.60 s, PAPERS 36.45 s, "
+                     "PRODUCTS 1.74 s, PROTEIN 2.63 s.")
+
+        fig, ax = plt.subplots(figsize=(7.5, 4.6))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        markers = "o^vD<>"
+        for i, (ds, model) in enumerate(keys):     # one color per dataset and model
+            color = colors[i % len(colors)]
+            grp = ok[(ok["impl"] == "mggcn") & (ok["p_dataset"] == ds) & (ok["p_model"] == model)]
+            for j, (run_id, label) in enumerate(labels.items()):
+                g = grp[grp["run_id"] == run_id].sort_values("p_gpus")
+                if not g.empty:
+                    ax.plot(g["p_gpus"], g["value"], marker=markers[j % len(markers)], color=color,
+                            label=f"{label} {ds} {model}")
+            paper = TABLE3.get(ds, {}) if ds in DATASETS and model == DATASETS[ds].paper_model else {}
+            if paper:
+                xs = sorted(paper)
+                ax.plot(xs, [paper[x] for x in xs], "--", marker="s", color=color, alpha=0.6,
+                        label=f"A100 (paper) {ds} {model}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs (ranks)")
+        ax.set_ylabel("epoch time (s)")
+        ax.set_title("MG-GCN epoch time vs GPUs (Table 3)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, ncol=2)
+        caption = ("Seconds per full-batch training epoch (forward, loss, backward, all-reduce, Adam); "
+                   "median over epochs of the slowest rank. 'speedup' is over MG-GCN on one GPU of the "
+                   f"same run. Paper: {PAPER_HARDWARE_A100}. " + scale_note(rows) + " "
+                   + caption_hardware(runs))
+        return ReportArtifact("table3", "MG-GCN Table 3: epoch time (s) vs GPUs", caption, table,
+                              notes, fig)
+
+    def _claims(self, ok, labels) -> list[str]:
+        """The issue's acceptance checks and the DGL-comparison speedups, as sentences."""
+        notes = []
+        for run_id, label in labels.items():
+            mine = ok[ok["run_id"] == run_id]
+
+            def seconds(ds, model, impl, gpus):
+                hit = mine[(mine["p_dataset"] == ds) & (mine["p_model"] == model)
+                           & (mine["impl"] == impl) & (mine["p_gpus"].astype(int) == gpus)]["value"]
+                return float(hit.iloc[0]) if not hit.empty else None
+
+            one, four = seconds("products", "3x256", "mggcn", 1), seconds("products", "3x256", "mggcn", 4)
+            if one is not None:
+                scale = mine[mine["p_dataset"] == "products"]["p_scale"].iloc[0]
+                text = (f"{label}: PRODUCTS 3x256 (scale {scale:g}) {one:.3f} s/epoch on 1 GPU "
+                        f"(paper A100: 0.355 s)")
+                if four is not None:
+                    text += f"; 4 GPUs {four:.3f} s, {one / four:.2f}x (paper: {0.355 / 0.110:.2f}x)"
+                notes.append(text)
+            for ds in sorted({d for d in mine["p_dataset"]}):
+                for base in BASELINES:
+                    ref = seconds(ds, DGL_MODEL, base, 1)
+                    if ref is None:
+                        continue
+                    parts = []
+                    for gpus in sorted(set(mine[(mine["p_dataset"] == ds) & (mine["impl"] == "mggcn")
+                                                & (mine["p_model"] == DGL_MODEL)]["p_gpus"].astype(int))):
+                        t = seconds(ds, DGL_MODEL, "mggcn", gpus)
+                        paper = SPEEDUP_VS_DGL_A100.get((ds, gpus))
+                        parts.append(f"{gpus} GPU {ref / t:.2f}x" + (f" (paper vs DGL: {paper}x)" if paper else ""))
+                    if parts:
+                        notes.append(f"{label}: MG-GCN over {base} on {ds} {DGL_MODEL}: " + ", ".join(parts))
+        return notes

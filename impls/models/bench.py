@@ -1,0 +1,88 @@
+"""Time one layer's forward + backward over a synthetic sampled block, for every native op
+implementation (``impl`` x ``backward``) and PyG's layer, to choose the defaults per device.
+
+    python -m impls.models.bench --device cuda --dst 16000 --src 480000 --fanout 30 --dim 256
+
+The block has ``dst`` dst nodes with ``fanout`` distinct random neighbors each among ``src``
+sources (the shape of the middle block of a [30,30,30] sample with batch 512).  Prints one
+line per (layer, variant): median milliseconds per forward + backward step and the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from harness.timing import measure, timer_for
+
+VARIANTS = (("sparse", "transpose"), ("sparse", "atomic"), ("segment", "atomic"),
+            ("segment", "dup_split"), ("segment", "transpose"))
+
+
+def synthetic_block(num_dst: int, num_src: int, fanout: int, device: str = "cpu", seed: int = 0):
+    from impls.sampling.blocks import Block
+
+    gen = torch.Generator().manual_seed(seed)
+    indices = torch.randint(0, num_src, (num_dst * fanout,), generator=gen)
+    indptr = torch.arange(0, num_dst * fanout + 1, fanout, dtype=torch.int64)
+    dup = torch.bincount(indices, minlength=num_src)
+    return Block(indptr, indices, torch.arange(num_src), num_dst, dup).to(device)
+
+
+def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2000,
+          num_src: int = 30000, fanout: int = 10, dim: int = 64, heads: int = 4,
+          repeats: int = 10, warmup: int = 3, pyg: bool = True) -> list[dict]:
+    from . import build
+
+    block = synthetic_block(num_dst, num_src, fanout, device)
+    x = torch.randn(num_src, dim, device=device, requires_grad=True)
+    rows = []
+    timer = timer_for("cuda" if device.startswith("cuda") else "cpu")
+    for kind in kinds:
+        variants = [("native", dict(impl=i, backward=b)) for i, b in VARIANTS]
+        if pyg:
+            try:
+                import torch_geometric  # noqa: F401
+
+                variants.append(("pyg", {}))
+            except ImportError:
+                pass
+        for backend, opts in variants:
+            torch.manual_seed(0)
+            model = build(kind, dim, dim, dim, 1, backend=backend, heads=heads, **opts).to(device)
+
+            def step():
+                model.zero_grad(set_to_none=True)
+                x.grad = None
+                model([block], x).sum().backward()
+
+            stats = measure(step, timer=timer, warmup=warmup, repeats=repeats)
+            name = backend if backend == "pyg" else f"{opts['impl']}/{opts['backward']}"
+            rows.append(dict(layer=kind, variant=name, ms=stats.median * 1e3,
+                             p10=stats.p10 * 1e3, p90=stats.p90 * 1e3))
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dst", type=int, default=16000)
+    p.add_argument("--src", type=int, default=480000)
+    p.add_argument("--fanout", type=int, default=30)
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", default="sage,gcn,gat")
+    p.add_argument("--repeats", type=int, default=10)
+    args = p.parse_args(argv)
+    rows = bench(tuple(args.layers.split(",")), device=args.device, num_dst=args.dst,
+                 num_src=args.src, fanout=args.fanout, dim=args.dim, heads=args.heads,
+                 repeats=args.repeats)
+    print(f"{'layer':6} {'variant':20} {'ms':>9} {'p10':>9} {'p90':>9}")
+    for r in rows:
+        print(f"{r['layer']:6} {r['variant']:20} {r['ms']:9.3f} {r['p10']:9.3f} {r['p90']:9.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
