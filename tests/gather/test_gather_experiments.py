@@ -41,3 +41,19 @@ def test_committed_h200_gather_report_regenerates(tmp_path):
     wg = float(table["wholegraph_lib (continuous)"]["512 B GB/s"])
     assert shared > 2 * nccl * 0.99 and shared >= wg * 0.99   # the stored numbers, not re-measured
     assert float(table["p2p_shared (chunked)"]["512 B % ceiling"]) > 50
+
+
+def test_fig10_runs_on_cpu_ranks(tmp_path):
+    cfg = RunConfig(device="cpu", world_size=2, quick=True, repeats=2, warmup=0,
+                    impl_patterns=("p2p_shared", "nccl_alltoallv"),
+                    params={"datasets": "ogbn-products", "batches": "2", "max_edges": "3e5"},
+                    out_dir=tmp_path, timeout_s=300, data_root=tmp_path / "data")
+    outcome = run_experiments(["wholegraph.fig10"], cfg, ["test"])
+    assert outcome.errors == 0
+    rows = load_run(outcome.store.path).rows
+    per_batch = {r["impl"]: r for r in rows if r["metric"] == "time_per_batch"}
+    assert set(per_batch) == {"p2p_shared", "nccl_alltoallv"}
+    assert all(r["value"] > 0 and r["extra"]["ids_per_batch"] > 512 for r in per_batch.values())
+    assert any(r["metric"] == "alltoallv_bw" and r["impl"] == "nccl_alltoallv" for r in rows)
+    report_runs([outcome.store.path], tmp_path / "rep")
+    assert "speedup NCCL/shared" in (tmp_path / "rep" / "wholegraph" / "fig10.md").read_text()
