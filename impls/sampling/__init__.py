@@ -6,4 +6,19 @@ per rank by their factory from a CSR (``indptr`` int64 of length ``num_nodes + 1
 without replacement; a seed with degree <= fanout gets every neighbor. Each module
 documents its output convention (``wholegraph_lib``: the library's CSR-style
 ``(sample_offsets, sampled_ids)``).
+
+Ours (samplers.py, unique.py, minibatch.py; kernels/*.cu on CUDA, numba on CPU; bit-identical):
+
+- ``path_doubling`` (WholeGraph Alg. 1), ``reservoir`` (one thread per target), ``khop_batched``
+  (XGNN KHop; ``variant="original"`` is the reservoir KHop it improves on) return
+  ``(offsets int64 [n + 1], neighbors int64)``: a CSR over the seeds of global neighbor ids,
+  ``min(degree, fanout)`` distinct CSR positions per seed, whole lists in CSR order when
+  degree <= fanout. Options: ``store`` (local | split | sharded over the ranks' GPUs, csr.py),
+  ``count_remote`` (requests to rows of other ranks, ``remote_stats()``), ``seed``.
+- interface ``unique``: ``hash_append`` (WholeGraph Fig. 5), ``sort`` (torch.unique),
+  ``wholegraph_lib``: ``append_unique(targets, neighbors) -> (unique_ids, local_neighbors,
+  dup_count)`` with the targets first in their order.
+- ``minibatch.sample_blocks(sampler, unique, seeds, fanouts)`` -> list of ``blocks.Block``.
+- baselines.py: ``pyg`` (NeighborSampler, pyg-lib or torch-sparse), ``dgl``, and an adapter
+  giving ``wholegraph_lib`` our convention. bench.py: measuring helpers of the experiments.
 """

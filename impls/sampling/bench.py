@@ -1,0 +1,137 @@
+"""Measuring samplers inside ranks: shared by wholegraph.sampling, wholegraph.unique and xgnn.fig14.
+
+Every rank loads the dataset (rank 0 generates/caches a stand-in first), builds the
+implementation once per (impl, options, dataset) and times its own batches; an iteration's
+time is the slowest rank's (``measure_collective``: barriers around every iteration).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from harness import datasets, registry
+from harness.errors import HarnessError, SkipPoint
+from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+
+_GRAPHS: dict = {}
+_IMPLS: dict = {}
+
+
+def _agree(ok: bool, device) -> bool:
+    if not (dist.is_available() and dist.is_initialized()):
+        return ok
+    t = torch.tensor([0 if ok else 1], dtype=torch.int32, device=device)
+    dist.all_reduce(t)
+    return int(t.item()) == 0
+
+
+def load_graph(name: str, scale: float, cfg, ctx):
+    """The dataset on every rank; rank 0 prepares the stand-in first, the others wait.
+
+    Sampling reads no features, so stand-ins are made with one feature column (same graph and
+    splits as the full-width stand-in, without writing gigabytes of features)."""
+    key = (name, scale, cfg.seed, str(cfg.data_root))
+    if key in _GRAPHS:
+        return _GRAPHS[key]
+    close_all()
+    _GRAPHS.clear()
+    device = ctx.torch_device() if ctx.device == "cuda" else torch.device("cpu")
+    problem = None
+    if ctx.rank == 0:
+        try:
+            datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, **_lean(name, scale))
+        except HarnessError as exc:
+            problem = str(exc)
+    if not _agree(problem is None, device):
+        raise SkipPoint(problem or "rank 0 could not prepare the dataset")
+    graph = datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, **_lean(name, scale))
+    _GRAPHS[key] = graph
+    return graph
+
+
+def _lean(name: str, scale: float) -> dict:
+    """Stand-in overrides: one feature column (real datasets at scale 1.0 load as they are)."""
+    if scale == 1.0 and datasets.real_available(name):
+        return {}
+    return {"feature_dim": 1}
+
+
+def implementation(interface: str, name: str, ctx, graph, **options):
+    """Build (once, cached per rank) ``name`` of ``interface`` on this rank for ``graph``."""
+    key = (interface, name, id(graph), tuple(sorted(options.items())))
+    if key not in _IMPLS:
+        if interface == "sampling" and name == "wholegraph_lib":
+            from .baselines import make_lib_adapter
+
+            _IMPLS[key] = make_lib_adapter(ctx, graph.indptr, graph.indices, **options)
+        elif interface == "sampling":
+            _IMPLS[key] = registry.get_impl("sampling", name).factory(ctx, graph.indptr, graph.indices, **options)
+        else:
+            _IMPLS[key] = registry.get_impl(interface, name).factory(ctx, **options)
+    return _IMPLS[key]
+
+
+def close_all() -> None:
+    """Close cached implementations (collective for sharded stores and WholeGraph)."""
+    for impl in list(_IMPLS.values()):
+        close = getattr(impl, "close", None)
+        if close:
+            close()
+    _IMPLS.clear()
+
+
+def timer_for(ctx, on_gpu: bool = True):
+    return TorchCudaTimer() if (ctx.device == "cuda" and on_gpu) else CpuTimer()
+
+
+def seed_batches(graph, batch: int, count: int, seed: int, rank: int, device) -> list[torch.Tensor]:
+    """``count`` batches of ``batch`` distinct training nodes (all nodes if the split is smaller)."""
+    pool = torch.from_numpy(graph.train_idx.astype("int64", copy=False))
+    if pool.numel() < batch:
+        pool = torch.arange(graph.num_nodes)
+    gen = torch.Generator().manual_seed(seed * 7919 + rank * 104_729 + batch)
+    out = []
+    for _ in range(count):
+        take = min(batch, pool.numel())
+        out.append(pool[torch.randperm(pool.numel(), generator=gen)[:take]].to(device))
+    return out
+
+
+def epoch_batches(graph, batch: int, world: int, rank: int, seed: int, device) -> list[torch.Tensor]:
+    """This rank's share of one epoch: the training nodes shuffled, split over ranks, in batches."""
+    pool = torch.from_numpy(graph.train_idx.astype("int64", copy=False))
+    gen = torch.Generator().manual_seed(seed * 6151 + 17)
+    pool = pool[torch.randperm(pool.numel(), generator=gen)]
+    share = pool[rank::world]
+    return [share[i:i + batch].to(device) for i in range(0, share.numel(), batch)]
+
+
+def expected_edges(batch: int, fanouts) -> int:
+    """Upper bound on the edges of a mini-batch: batch x (f0 + f0 f1 + ...)."""
+    total, width = 0, batch
+    for f in fanouts:
+        width *= f
+        total += width
+    return total
+
+
+class Rotating:
+    """Calls fn on the next prepared input each time (so repeats do not reuse one batch)."""
+
+    def __init__(self, inputs, fn):
+        self.inputs, self.fn, self.i = inputs, fn, 0
+        self.results: list = []
+
+    def __call__(self):
+        x = self.inputs[self.i % len(self.inputs)]
+        self.i += 1
+        self.results.append(self.fn(x))
+
+
+def timed(fn_of_input, inputs, ctx, warmup: int, repeats: int, on_gpu: bool = True):
+    """Stats of fn over rotating inputs (barrier per iteration) and the per-iteration results
+    of the timed iterations (in order)."""
+    rot = Rotating(inputs, fn_of_input)
+    stats, spread = measure_collective(rot, timer=timer_for(ctx, on_gpu), warmup=warmup, repeats=repeats)
+    return stats, spread, rot.results[warmup:]

@@ -1,0 +1,178 @@
+"""Interface `unique`: append-unique of one hop (WholeGraph III-C-2, Fig. 5).
+
+    u = make(rank_or_device, **options)
+    unique_ids, local_neighbors, dup_count = u.append_unique(targets, neighbors)
+
+``targets`` (distinct node ids) come first in ``unique_ids`` in their order; the nodes of
+``neighbors`` that are not targets follow, once each, in an order fixed by the inputs (each
+implementation documents it); ``local_neighbors[j]`` is the position of ``neighbors[j]`` in
+``unique_ids`` (int64); ``dup_count[k]`` counts the entries of ``neighbors`` equal to
+``unique_ids[k]`` (int32). Ids must be >= 0.
+
+- ``hash_append``: WholeGraph's hash table (kernels/unique.cu; numba on CPU): new nodes are
+  numbered by bucket counts and an exclusive prefix sum over buckets, in (home slot, id)
+  order, which depends only on the inputs (CPU and GPU agree).
+- ``sort``: the sort-based reference (torch.unique, as PyG/DGL do): new nodes in ascending id.
+- ``wholegraph_lib``: pylibwholegraph's ``append_unique`` (its order; dup_count by bincount).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from harness.errors import HarnessError
+from harness.needs import Needs
+from harness.registry import register_impl
+
+from . import gpu, rng
+from .csr import where_of
+
+
+def _ids(x, device) -> torch.Tensor:
+    x = torch.as_tensor(x)
+    if x.dtype not in (torch.int32, torch.int64):
+        raise HarnessError(f"node ids must be int32 or int64, not {x.dtype}")
+    return x.reshape(-1).to(device=device, dtype=torch.int64).contiguous()
+
+
+def _check(targets, neighbors) -> None:
+    for name, t in (("targets", targets), ("neighbors", neighbors)):
+        if t.numel() and int(t.min()) < 0:
+            raise HarnessError(f"append-unique {name} must be >= 0")
+
+
+class HashAppendUnique:
+    name = "hash_append"
+
+    def __init__(self, where, engine: str = "auto", **_):
+        self.device, _ = where_of(where)
+        if engine == "auto":
+            engine = "kernel" if self.device.type == "cuda" else "numba"
+        if engine == "kernel" and not gpu.kernel_device_ok(self.device):
+            raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
+        if engine == "numba" and self.device.type != "cpu":
+            raise HarnessError("the numba engine runs on the CPU device only")
+        self.engine = engine
+
+    def append_unique(self, targets, neighbors, check: bool = True):
+        targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
+        if check:
+            _check(targets, neighbors)
+        nt, nn = targets.numel(), neighbors.numel()
+        H = rng.table_slots(nt + nn)
+        if self.engine == "numba":
+            from . import cpu
+
+            unique_out = np.empty(nt + nn, dtype=np.int64)
+            local = np.empty(nn, dtype=np.int64)
+            dup = np.zeros(nt + nn, dtype=np.int32)
+            new = int(cpu.hash_append_unique(targets.numpy(), neighbors.numpy(), H, unique_out, local, dup))
+            return (torch.from_numpy(unique_out[:nt + new]), torch.from_numpy(local),
+                    torch.from_numpy(dup[:nt + new]))
+        dev = self.device
+        ws = torch.full((H + H // 2,), -1, dtype=torch.int64, device=dev)   # keys | values (u32)
+        keys, vals = ws[:H], ws[H:].view(torch.int32)
+        zeros = torch.zeros(H // 32 + nt + nn, dtype=torch.int32, device=dev)
+        counts, dup = zeros[:H // 32], zeros[H // 32:]
+        ids = torch.empty(H, dtype=torch.int32, device=dev)
+        unique_out = torch.empty(nt + nn, dtype=torch.int64, device=dev)
+        local = torch.empty(nn, dtype=torch.int64, device=dev)
+        mask = np.uint64(H - 1)
+        sms = gpu.sm_count(dev) * 8
+        gpu.launch(dev, "unique.cu", "au_insert", min(-(-(nt + nn) // 256), sms), 256,
+                   (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
+                    gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local)))
+        inclusive = torch.cumsum(counts, 0)
+        block = 256 if H >= 256 else 64
+        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, sms), block,
+                   (gpu.ptr(keys), gpu.ptr(vals), gpu.ptr(counts), gpu.ptr(inclusive), mask, np.int64(nt),
+                    gpu.ptr(ids), gpu.ptr(unique_out)))
+        if nn:
+            gpu.launch(dev, "unique.cu", "au_lookup", min(-(-nn // 256), sms), 256,
+                       (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup)))
+        new = int(inclusive[-1])
+        return unique_out[:nt + new], local, dup[:nt + new]
+
+    def describe(self) -> str:
+        how = ("CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)") \
+            if self.engine == "kernel" else "numba on CPU"
+        return ("hash-table append-unique (WholeGraph Fig. 5): open addressing, bucket counts, "
+                f"exclusive prefix sum; {how}")
+
+
+class SortUnique:
+    name = "sort"
+
+    def __init__(self, where, **_):
+        self.device, _ = where_of(where)
+
+    def append_unique(self, targets, neighbors, check: bool = True):
+        targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
+        if check:
+            _check(targets, neighbors)
+        nt = targets.numel()
+        uniq, inverse = torch.unique(torch.cat([targets, neighbors]), return_inverse=True)
+        is_new = torch.ones(uniq.numel(), dtype=torch.bool, device=self.device)
+        is_new[inverse[:nt]] = False
+        local_of = torch.empty(uniq.numel(), dtype=torch.int64, device=self.device)
+        local_of[inverse[:nt]] = torch.arange(nt, device=self.device)
+        new_rank = torch.cumsum(is_new, 0) - 1
+        local_of = torch.where(is_new, nt + new_rank, local_of)
+        unique_ids = torch.cat([targets, uniq[is_new]])
+        local = local_of[inverse[nt:]]
+        dup = torch.bincount(local, minlength=unique_ids.numel()).to(torch.int32)
+        return unique_ids, local, dup
+
+    def describe(self) -> str:
+        return "sort-based append-unique (torch.unique with inverse, as PyG and DGL relabel)"
+
+
+class WholeGraphAppendUnique:
+    """pylibwholegraph.torch.graph_ops.append_unique (the real library)."""
+    name = "wholegraph_lib"
+
+    def __init__(self, where, dup_count: bool = True, **_):
+        self.device, rank = where_of(where)
+        if self.device.type != "cuda":
+            raise HarnessError("wholegraph_lib append_unique runs on CUDA devices only")
+        if rank is not None:
+            from impls.gather.wholegraph_lib import communicator
+
+            communicator(rank)       # initializes the library (wholememory_init) once per process
+        self.dup_count = dup_count
+
+    def append_unique(self, targets, neighbors, check: bool = True):
+        from pylibwholegraph.torch.graph_ops import append_unique
+
+        targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
+        if check:
+            _check(targets, neighbors)
+        with torch.cuda.device(self.device):
+            uniq, mapping = append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)
+        local = mapping.to(torch.int64)
+        dup = torch.bincount(local, minlength=uniq.numel()).to(torch.int32) if self.dup_count else None
+        return uniq, local, dup
+
+    def describe(self) -> str:
+        from impls.gather.wholegraph_lib import library_version
+
+        return f"pylibwholegraph {library_version()} append_unique (hash table in the library)"
+
+
+@register_impl("unique", "hash_append", needs=Needs(cuda_packages=("cupy",), note="numba on CPU"),
+               summary="WholeGraph hash-table append-unique: targets first, bucket counts + prefix sum "
+                       "(CuPy kernels; numba on CPU)")
+def make_hash_append(where, **options):
+    return HashAppendUnique(where, **options)
+
+
+@register_impl("unique", "sort", summary="sort-based append-unique reference (torch.unique)")
+def make_sort(where, **options):
+    return SortUnique(where, **options)
+
+
+@register_impl("unique", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
+               summary="real pylibwholegraph append_unique")
+def make_wholegraph_lib(where, **options):
+    return WholeGraphAppendUnique(where, **options)
