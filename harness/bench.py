@@ -15,6 +15,7 @@ Refresh the baseline on purpose (after an intended change, on the CI machine kin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,7 +37,11 @@ def run_suite(out: Path, select: list[str] | None = None, min_rounds: int = 7) -
            "--benchmark-warmup=on", "--benchmark-max-time=2.0"]
     if select:
         cmd += ["-k", " or ".join(sorted(set(select) | {CALIBRATION}))]
-    proc = subprocess.run(cmd, cwd=REPO)
+    # one thread everywhere: a multi-threaded op's time depends on how many cores happen to be
+    # free, which the calibration cannot normalize away on a 2-core machine
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env)
     if proc.returncode != 0 or not out.exists():
         raise HarnessError(f"benchmark suite failed (pytest exit {proc.returncode})")
     return out

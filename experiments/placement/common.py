@@ -6,7 +6,7 @@
   sizes and topologies computes METIS / PaGraph partitions once.
 - :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
   per topology, buffer size and policy), simulated by replaying sampled mini-batches; the
-  measured-on-GPU half is a skipped row until the gather paths exist.
+  measured-on-GPU half is a skipped row (GATHER_MISSING says what is missing).
 - paper-vs-measured comparison lines for the reports.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
@@ -33,9 +33,12 @@ PAPER_Q_SIZE = 8192                # "set the size of neighbor set Q'_l to 8192 
 PAPER_BATCH = {"reddit": 512, "products": 512, "yelp": 2048, "papers100M": 2048, "mag240m": 2048}
 LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
 PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
+QUICK_PAGRAPH_CAP_S = 5.0          # --quick: PaGraph's quadratic partitioning gets this long
 MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
-GATHER_MISSING = ("measured loading time needs the multi-GPU gather paths (impls/gather, issue 4), "
-                  "which do not exist yet; the simulated rows of the same point stand in for now")
+GATHER_MISSING = ("not measured yet: timing this placement on GPUs needs a spawned run that gathers every "
+                  "mini-batch through Placement.split_for_gather (local and peer rows from a store of BSIZE "
+                  "rows per GPU via impls/gather p2p_shared, the rest from pinned host memory); that wiring "
+                  "is still to be written, so the simulated row of the same point stands in")
 
 
 def paper_alpha(topology: str) -> float:
@@ -62,6 +65,12 @@ def bool_flag(text: str) -> bool:
     if low in ("0", "false", "no", "off"):
         return False
     raise HarnessError(f"expected true or false, got '{text}'")
+
+
+def fill_param(text: str) -> str:
+    if text not in ("default", "hottest", "partition_order"):
+        raise HarnessError("baseline_fill must be default, hottest or partition_order")
+    return text
 
 
 def alpha_param(text: str) -> float | str:
@@ -220,6 +229,7 @@ class BreakdownExperiment(Experiment):
     quick_scale = 0.01
     full_scale = 0.1
     figure_caption = ""
+    claims: tuple[tuple[str, str, str], ...] = ()   # (source, policy claimed faster, slower policy)
 
     @property
     def parameters(self):  # a property so subclasses' class attributes feed the defaults
@@ -235,7 +245,10 @@ class BreakdownExperiment(Experiment):
             "c_gpu_us": Param(None, positive_float, "C_gpu: microseconds per node read from a peer GPU"),
             "c_cpu_us": Param(None, positive_float, "C_cpu: microseconds per node read from the host"),
             "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
-            "measured": Param(True, bool_flag, "also list the measured-on-GPU points (skipped until gather exists)"),
+            "baseline_fill": Param("default", fill_param,
+                                   "what partitioners buffer: default (see impls/placement/policies.py), "
+                                   "hottest, partition_order"),
+            "measured": Param(True, bool_flag, "also list the measured-on-GPU points (skipped rows for now, with what is missing)"),
         }
 
     def default_scale(self, cfg) -> float:
@@ -273,13 +286,12 @@ class BreakdownExperiment(Experiment):
     def skip_reason(self, point, cfg):
         if point.params.get("mode") == "measured":
             if cfg.device != "cuda":
-                return "measured loading time needs CUDA GPUs; " + GATHER_MISSING
+                return "needs CUDA GPUs; " + GATHER_MISSING
             return GATHER_MISSING
         return None
 
     # --- one point --------------------------------------------------------------------------
     def run_point(self, point: Point, cfg) -> list[Measurement]:
-        from impls.placement.cost import CostModel
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
         from impls.placement.simulate import replay
@@ -294,7 +306,11 @@ class BreakdownExperiment(Experiment):
         alpha = paper_alpha(prm["topology"]) if alpha == "auto" else alpha
         options = {"alpha": alpha} if point.impl == "clique_opt" else {}
         if point.impl == "pagraph":
-            options = {"time_cap_s": self.param(cfg, "pagraph_cap_s")}
+            cap = self.param(cfg, "pagraph_cap_s")
+            options = {"time_cap_s": min(cap, QUICK_PAGRAPH_CAP_S) if cfg.quick else cap}
+        fill = self.param(cfg, "baseline_fill")
+        if fill != "default" and point.impl in ("naive", "random", "metis", "pagraph", "hash_modulo"):
+            options["buffer_fill"] = fill
         try:
             placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
                                             seed=cfg.seed, **options)
@@ -312,10 +328,10 @@ class BreakdownExperiment(Experiment):
                 boost = LocalityBoost(WORKBENCH.locality_sets(graph, placement, gpu, q_size), las_scale)
             return LayerWiseSampler(layer_nodes, NUM_LAYERS, boost)
 
-        max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 12)
+        max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 8)
         result = replay(graph.indptr, graph.indices, graph.train_idx, placement, sampler_for, batch,
                         epochs=1, max_batches=max_batches, seed=cfg.seed)
-        cost = cost_model(self, cfg, graph, topology)
+        cost = cost_model(graph, topology, self.param(cfg, "c_gpu_us"), self.param(cfg, "c_cpu_us"))
         per_gpu_batches = np.maximum(np.array(result.meta["batches"]), 1)
         per_batch = result.modeled_time(cost) / per_gpu_batches          # seconds per batch, per GPU
         full_batches = [math.ceil(len(p) / batch) for p in
@@ -323,10 +339,12 @@ class BreakdownExperiment(Experiment):
         epoch = float(max(b * t for b, t in zip(full_batches, per_batch)))
         frac = result.fractions()
         extra = {"batch_size": batch, "layer_nodes": layer_nodes, "alpha": options.get("alpha"),
+                 "buffer_fill": placement.meta.get("buffer_fill"),
                  "cache_ratio": round(placement.unique_stored() / graph.num_nodes, 4),
                  "batches_replayed": int(sum(result.meta["batches"])), "c_gpu_us": cost.c_gpu * 1e6,
                  "c_cpu_us": cost.c_cpu * 1e6, "las_scale": las_scale if prm["las"] else None,
-                 "place_s": round(placement.meta.get("place_s", 0.0), 4), "standin": graph.is_standin}
+                 "partition_s": round(placement.meta.get("partition_s", placement.meta.get("place_s", 0.0)), 4),
+                 "standin": graph.is_standin}
         return [
             Measurement("loading_time", "ms/batch", value=float(per_batch.max()) * 1e3, extra=extra),
             Measurement("epoch_loading_time", "s", value=epoch),
@@ -340,14 +358,13 @@ class BreakdownExperiment(Experiment):
         return breakdown_report(self, rows, runs)
 
 
-def cost_model(exp: Experiment, cfg, graph: GraphData, topology):
-    """Eq. 3's C_gpu and C_cpu: --param c_gpu_us / c_cpu_us, else the topology's bandwidths."""
+def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):
+    """Eq. 3's C_gpu and C_cpu: given in microseconds per node, else the topology's bandwidths."""
     from impls.placement.cost import CostModel
 
     peer_gbps = max(float(topology.link_gbps.max()), 1e-9)
     model = CostModel.from_bandwidths(graph.row_bytes, peer_gbps, topology.pcie_gbps)
-    c_gpu = exp.param(cfg, "c_gpu_us")
-    c_cpu = exp.param(cfg, "c_cpu_us")
+    c_gpu, c_cpu = c_gpu_us, c_cpu_us
     if c_gpu is not None or c_cpu is not None:
         model = CostModel(model.c_gpu if c_gpu is None else c_gpu * 1e-6,
                           model.c_cpu if c_cpu is None else c_cpu * 1e-6, source="--param")
@@ -399,8 +416,8 @@ def compare_paper(exp: Experiment, frame, run_id=None) -> list[str]:
                     value = ours["local_fraction"] / max(base["local_fraction"], 1e-12) - 1
                 else:
                     value = 1 - ours["host_fraction"] / max(base["host_fraction"], 1e-12)
-                mine = f"{value:+.0%}" if pv.metric == "local_gain" else f"-{value:.0%}"
-            shown = f"{pv.value:+.0%}" if pv.metric == "local_gain" else f"-{pv.value:.0%}"
+                mine = f"{value:+.0%}" if pv.metric == "local_gain" else f"{-value:+.0%}"
+            shown = f"{pv.value:+.0%}" if pv.metric == "local_gain" else f"{-pv.value:+.0%}"
         elif pv.metric == "speedup_vs_random":
             shown = f"{pv.value:g}x"
             if not frame.empty:
@@ -422,6 +439,27 @@ def compare_paper(exp: Experiment, frame, run_id=None) -> list[str]:
         lines.append(f"{pv.source}: {policy_label(pv.impl, prm.get('las', False))} "
                      f"{prm.get('topology', '')} {prm.get('buffer', '')} {pv.metric} = {shown}"
                      f"{' (' + pv.note + ')' if pv.note else ''}; here: {mine}")
+    return lines
+
+
+def check_claims(exp: BreakdownExperiment, frame, run_id) -> list[str]:
+    """'Our < METIS'-style orderings the paper states without numbers, over every configuration."""
+    lines = []
+    mine = frame[frame["run_id"] == run_id]
+    for source, better, worse in exp.claims:
+        held, total, misses = 0, 0, []
+        for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
+            a, b = _find(mine, better, topology, buffer), _find(mine, worse, topology, buffer)
+            if a is None or b is None:
+                continue
+            total += 1
+            if a["loading_time"] < b["loading_time"]:
+                held += 1
+            else:
+                misses.append(f"{topology} {buffer}")
+        lines.append(f"{source}: {policy_label(better, False)} loads faster than {policy_label(worse, False)}; "
+                     f"here in {held} of {total} simulated configurations"
+                     + (f" (not on {', '.join(misses)})" if misses else ""))
     return lines
 
 
@@ -457,6 +495,7 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     notes = []
     for run_id in (frame["run_id"].unique() if not frame.empty else []):
         notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in compare_paper(exp, frame, run_id)]
+        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in check_claims(exp, frame, run_id)]
     if frame.empty:
         notes += compare_paper(exp, frame)
     notes += skip_notes(rows, labels)
@@ -469,7 +508,7 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
                "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "
                "NVLink group with the paper's alpha, '+LAS' adds locality-aware sampling with s = MAXS = 8. "
                "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those "
-               f"(GPU rows are listed as skipped until the gather paths exist). Paper: {PAPER_HARDWARE}. "
+               f"(the measured rows are listed as skipped, with what is missing). Paper: {PAPER_HARDWARE}. "
                + caption_hardware(runs))
 
     fig = None

@@ -5,9 +5,10 @@ Every policy is a factory ``make(device=None, gpus=None, **options) -> Policy`` 
 GPUs) and, per GPU, ICS'22's ``dev_num`` / ``buf_pos`` lookup. The placement itself is CPU work
 (numpy); the GPUs only matter once the features are gathered (the `gather` interface).
 
-Modules: ``topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
+Modules: ``result`` (``Placement``: buffers, lookup, ``split_for_gather`` for a sharded store),
+``topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
 ``hotness`` (degree, pre-sampling, ICS'22 L-hop reach by SpMV), ``policies`` (the eight below),
-``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph``, ``cost`` (ICS'22 Eq. 3-6 and a
+``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph`` (with its time cap), ``cost`` (ICS'22 Eq. 3-6 and a
 per-link model), ``sampling`` (node-wise and layer-wise samplers, locality-aware sampling with
 ICS'22 Algorithm 2), ``simulate`` (replay of mini-batch id streams against a placement).
 """
@@ -22,42 +23,42 @@ _CPU_OR_GPU = Needs(devices=("cpu", "cuda"))
 
 @register_impl("placement", "naive", needs=_CPU_OR_GPU,
                summary="ICS'22 NAIVE: contiguous id ranges, hottest of each part buffered")
-def make_naive(device=None, gpus=None, **_):
+def make_naive(device=None, gpus=None, buffer_fill: str | None = None, **_):
     from .policies import Naive
 
-    return Naive()
+    return Naive(buffer_fill)
 
 
 @register_impl("placement", "random", needs=_CPU_OR_GPU,
                summary="ICS'22 RAND: random permutation then contiguous parts")
-def make_random(device=None, gpus=None, **_):
+def make_random(device=None, gpus=None, buffer_fill: str | None = None, **_):
     from .policies import RandomPartition
 
-    return RandomPartition()
+    return RandomPartition(buffer_fill)
 
 
 @register_impl("placement", "metis", needs=Needs(devices=("cpu", "cuda"), packages=("pymetis",)),
                summary="METIS k-way parts (pymetis), DGL-style local training nodes")
-def make_metis(device=None, gpus=None, **_):
+def make_metis(device=None, gpus=None, buffer_fill: str | None = None, **_):
     from .policies import Metis
 
-    return Metis()
+    return Metis(buffer_fill)
 
 
 @register_impl("placement", "pagraph", needs=_CPU_OR_GPU,
                summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads")
-def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, **_):
+def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str = "hottest", **_):
     from .policies import PaGraph
 
-    return PaGraph(time_cap_s)
+    return PaGraph(time_cap_s, buffer_fill)
 
 
 @register_impl("placement", "hash_modulo", needs=_CPU_OR_GPU,
                summary="WholeGraph: node v on GPU v mod n")
-def make_hash_modulo(device=None, gpus=None, **_):
+def make_hash_modulo(device=None, gpus=None, buffer_fill: str | None = None, **_):
     from .policies import HashModulo
 
-    return HashModulo()
+    return HashModulo(buffer_fill)
 
 
 @register_impl("placement", "clique", needs=_CPU_OR_GPU,
@@ -87,8 +88,19 @@ def make_xgnn_solver(device=None, gpus=None, **_):
 POLICIES = ("naive", "random", "metis", "pagraph", "hash_modulo", "clique", "clique_opt", "xgnn_solver")
 
 
-def make_policy(name: str, **options):
-    """The registered policy ``name`` built with ``options`` (e.g. ``alpha``, ``time_cap_s``)."""
-    from harness import registry
+_FACTORIES = {"naive": make_naive, "random": make_random, "metis": make_metis, "pagraph": make_pagraph,
+              "hash_modulo": make_hash_modulo, "clique": make_clique, "clique_opt": make_clique_opt,
+              "xgnn_solver": make_xgnn_solver}
 
-    return registry.get_impl("placement", name).factory(**options)
+
+def make_policy(name: str, **options):
+    """Policy ``name`` built with ``options`` (e.g. ``alpha``, ``time_cap_s``, ``buffer_fill``).
+
+    The same factories the registry holds, looked up here directly so that using a policy does
+    not import every other implementation of the project.
+    """
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise KeyError(f"unknown placement policy '{name}' (known: {', '.join(POLICIES)})") from None
+    return factory(**options)

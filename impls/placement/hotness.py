@@ -93,6 +93,6 @@ def presample_hotness(indptr, indices, train_idx, sampler, batch_size: int, epoc
     for _ in range(epochs):
         order = rng.permutation(train)
         for start in range(0, len(order), batch_size):
-            sample = sampler.sample(indptr, indices, order[start:start + batch_size], rng)
+            sample = sampler.sample(indptr, indices, order[start:start + batch_size], rng, edges=False)
             counts[sample.input_nodes] += 1
     return counts

@@ -35,19 +35,26 @@ class PlacementTimeout(Exception):
                          f"{done:,} of {total:,} training nodes (projected total {projected:,.0f} s)")
 
 
-def lhop_neighborhood(indptr, indices, node: int, hops: int) -> np.ndarray:
-    """Every node within ``hops`` CSR steps of ``node``, itself included (sorted)."""
-    reached = np.array([node], dtype=np.int64)
-    frontier = reached
+def lhop_neighborhood(indptr, indices, node: int, hops: int, scratch: np.ndarray | None = None) -> np.ndarray:
+    """Every node within ``hops`` CSR steps of ``node``, itself included (BFS order).
+
+    ``scratch``: an all-False boolean array of one entry per node, reused across calls (it is
+    left all-False again), which saves allocating and sorting per call.
+    """
+    visited = np.zeros(len(indptr) - 1, dtype=bool) if scratch is None else scratch
+    frontier = np.array([node], dtype=np.int64)
+    visited[node] = True
+    found = [frontier]
     for _ in range(hops):
         _, nbr = expand(indptr, indices, frontier)
+        nbr = nbr[~visited[nbr]]
         if len(nbr) == 0:
             break
-        nbr = np.unique(nbr)
-        frontier = np.setdiff1d(nbr, reached, assume_unique=True)
-        if len(frontier) == 0:
-            break
-        reached = np.union1d(reached, frontier)
+        visited[nbr] = True                 # duplicates in nbr set the same flag
+        frontier = np.flatnonzero(np.bincount(nbr - nbr.min())) + nbr.min() if len(nbr) > 64 else np.unique(nbr)
+        found.append(frontier)
+    reached = np.concatenate(found)
+    visited[reached] = False
     return reached
 
 
@@ -67,13 +74,14 @@ def pagraph_partition(indptr, indices, train_idx, num_parts: int, hops: int,
     in_part = np.zeros((num_parts, n), dtype=bool)        # PV_i membership
     tv_size = np.zeros(num_parts, dtype=np.int64)
     pv_size = np.zeros(num_parts, dtype=np.int64)
+    scratch = np.zeros(n, dtype=bool)
     start = time.perf_counter()
     for done, v in enumerate(train):
         if time_cap_s is not None and done % check_every == 0 and done:
             elapsed = time.perf_counter() - start
             if elapsed > time_cap_s:
                 raise PlacementTimeout("PaGraph", time_cap_s, done, len(train), elapsed)
-        neighborhood = lhop_neighborhood(indptr, indices, int(v), hops)
+        neighborhood = lhop_neighborhood(indptr, indices, int(v), hops, scratch)
         # connections to the training nodes of previous iterations, per partition
         shared = np.bincount(train_part[neighborhood] + 1, minlength=num_parts + 1)[1:]
         score = shared * (tv_avg - tv_size) / np.maximum(pv_size, 1)

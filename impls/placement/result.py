@@ -119,6 +119,35 @@ class Placement:
             self._lookups[gpu] = fn(self, gpu)
         return self._lookups[gpu]
 
+    def split_for_gather(self, gpu: int, nodes: np.ndarray) -> "GatherSplit":
+        """What ``gpu`` gathers for ``nodes``, in the ids a sharded feature store understands.
+
+        GPU buffers form one table of ``num_gpus * buffer_size`` rows split contiguously (GPU d
+        owns rows d * buffer_size + slot, the RowPartition of ``impls.gather``), so local and
+        peer reads are one gather over ``store_rows``; the rest are host rows (node ids).
+        """
+        lookup = self.lookup(gpu)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        dev = lookup.dev_num[nodes].astype(np.int64)
+        on_gpu = dev >= 0
+        store_pos = np.flatnonzero(on_gpu)
+        host_pos = np.flatnonzero(~on_gpu)
+        store_rows = dev[on_gpu] * self.buffer_size + lookup.buf_pos[nodes[on_gpu]]
+        return GatherSplit(store_rows, store_pos, nodes[host_pos], host_pos, dev[on_gpu])
+
+
+@dataclass(frozen=True)
+class GatherSplit:
+    """Rows to read from the GPU store (``store_rows``) and from the host (``host_ids``), and
+    where each lands in the mini-batch (``store_pos``, ``host_pos``); ``store_device`` names the
+    GPU each store row lives on (== the gathering GPU for local reads)."""
+
+    store_rows: np.ndarray
+    store_pos: np.ndarray
+    host_ids: np.ndarray
+    host_pos: np.ndarray
+    store_device: np.ndarray
+
 
 def default_lookup(placement: Placement, gpu: int) -> Lookup:
     """Local copy first, else a neighbor that holds the node, else the host.

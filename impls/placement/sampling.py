@@ -38,15 +38,12 @@ def expand(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> tuple[
     return owner, np.asarray(indices[np.repeat(starts, lens) + offsets], dtype=np.int64)
 
 
-def positions_in(ids: np.ndarray, universe: np.ndarray) -> np.ndarray:
-    """Index of each of ``ids`` in the (unsorted, duplicate-free) array ``universe``."""
-    sorter = np.argsort(universe, kind="stable")
-    return sorter[np.searchsorted(universe, ids, sorter=sorter)]
-
-
 @dataclass
-class Block:
+class SampledLayer:
     """One sampled layer: ``dst`` nodes aggregate from ``src`` nodes (``src[:len(dst)] == dst``).
+
+    (The project-wide ``impls.sampling.blocks.Block`` is the same thing as a torch CSR without
+    weights; :meth:`Sample.to_blocks` converts.)
 
     Edge e goes from ``src[edge_src[e]]`` to ``dst[edge_dst[e]]`` with ``weight[e]``: the
     per-edge factor of the neighbor-mean estimate (1 / (deg * q) for the layer-wise sampler,
@@ -63,22 +60,88 @@ class Block:
 
 @dataclass
 class Sample:
-    """Blocks from the output side (layer L) down to the input layer (layer 1)."""
+    """Sampled layers from the output side (layer L) down to the input layer (layer 1)."""
 
     seeds: np.ndarray
-    blocks: list[Block]
+    blocks: list[SampledLayer]
 
     @property
     def input_nodes(self) -> np.ndarray:
         """The nodes whose input features a GPU loads for this mini-batch."""
         return self.blocks[-1].src if self.blocks else self.seeds
 
+    def to_blocks(self):
+        """The project's shared format (``impls.sampling.blocks.Block``, input layer first) and,
+        per block, the edge weights in its CSR order (the shared format has no weights; LAS's
+        unbiased estimate needs them)."""
+        import torch
 
-def _make_block(layer, targets, owner, nbr, keep, weight) -> Block:
+        from impls.sampling.blocks import Block as SharedBlock
+
+        out, weights = [], []
+        for block in reversed(self.blocks):
+            # edges come grouped by dst already (expand walks the targets in order); keep it stable
+            order = np.argsort(block.edge_dst, kind="stable")
+            counts = np.bincount(block.edge_dst, minlength=len(block.dst))
+            indptr = np.concatenate([[0], np.cumsum(counts)])
+            out.append(SharedBlock(torch.from_numpy(indptr.astype(np.int64)),
+                                   torch.from_numpy(block.edge_src[order].astype(np.int64)),
+                                   torch.from_numpy(block.src.astype(np.int64)), len(block.dst)))
+            weights.append(torch.from_numpy(block.weight[order]))
+        return out, weights
+
+
+class IdTable:
+    """De-duplication and id -> position maps without sorting, over a reusable table of N slots.
+
+    A mini-batch touches few nodes of a large graph, so large inputs use the table (O(ids) plus
+    one O(N) scan of a flag array) and small ones fall back to numpy's sort-based unique.
+    """
+
+    def __init__(self, num_nodes: int):
+        self.slot = np.full(num_nodes, -1, dtype=np.int64)
+        self.flag = np.zeros(num_nodes, dtype=bool)
+
+    def unique(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted distinct ids and, for each input id, its index among them."""
+        if len(ids) * 16 < len(self.flag):
+            return np.unique(ids, return_inverse=True)
+        self.flag[ids] = True
+        uniq = np.flatnonzero(self.flag)
+        self.flag[uniq] = False
+        self.slot[uniq] = np.arange(len(uniq))
+        inverse = self.slot[ids]
+        self.slot[uniq] = -1
+        return uniq, inverse
+
+    def extend(self, front: np.ndarray, more: np.ndarray, positions: bool = True):
+        """``front`` followed by the ids of ``more`` not in it, and each of ``more``'s position."""
+        self.slot[front] = np.arange(len(front))
+        fresh = more[self.slot[more] < 0]
+        if len(fresh):
+            fresh = self.unique(fresh)[0]
+        src = np.concatenate([front, fresh])
+        self.slot[fresh] = np.arange(len(front), len(src))
+        where = self.slot[more] if positions else None
+        self.slot[src] = -1
+        return src, where
+
+
+def _table(sampler, indptr) -> IdTable:
+    n = len(indptr) - 1
+    table = getattr(sampler, "_ids", None)
+    if table is None or len(table.flag) != n:
+        table = sampler._ids = IdTable(n)
+    return table
+
+
+def _make_block(table: IdTable, layer, targets, owner, nbr, keep, weight, edges: bool) -> SampledLayer:
     sampled = nbr[keep]
-    new = np.setdiff1d(np.unique(sampled), targets, assume_unique=False)
-    src = np.concatenate([targets, new])
-    return Block(layer, targets, src, owner[keep], positions_in(sampled, src), weight[keep])
+    src, where = table.extend(targets, sampled, positions=edges)
+    if not edges:
+        empty = np.empty(0, dtype=np.int64)
+        return SampledLayer(layer, targets, src, empty, empty, np.empty(0))
+    return SampledLayer(layer, targets, src, owner[keep], where, weight[keep])
 
 
 class NodeWiseSampler:
@@ -93,22 +156,27 @@ class NodeWiseSampler:
         self.fanouts = tuple(int(f) for f in fanouts)
         self.num_layers = len(self.fanouts)
 
-    def sample(self, indptr, indices, seeds, rng: np.random.Generator) -> Sample:
+    def sample(self, indptr, indices, seeds, rng: np.random.Generator, edges: bool = True) -> Sample:
+        """``edges=False`` skips the per-edge arrays (a replay needs only the node sets)."""
+        table = _table(self, indptr)
         targets = np.asarray(seeds, dtype=np.int64)
         blocks = []
         for hop, fanout in enumerate(self.fanouts):
             owner, nbr = expand(indptr, indices, targets)
-            if fanout < 0 or len(nbr) == 0:
-                keep = np.ones(len(nbr), dtype=bool)
-            else:
-                order = np.argsort(owner + rng.random(len(nbr)), kind="stable")
-                row_start = np.searchsorted(owner, np.arange(len(targets)))
-                rank = np.empty(len(nbr), dtype=np.int64)
-                rank[order] = np.arange(len(nbr)) - row_start[owner[order]]
-                keep = rank < fanout
-            counts = np.bincount(owner[keep], minlength=len(targets))
-            weight = 1.0 / np.maximum(counts[owner], 1)
-            blocks.append(_make_block(self.num_layers - hop, targets, owner, nbr, keep, weight))
+            keep = np.ones(len(nbr), dtype=bool)
+            degree = np.bincount(owner, minlength=len(targets))
+            if fanout >= 0 and np.any(degree > fanout):
+                # rows longer than the fanout: keep the `fanout` smallest random keys of each
+                big = np.flatnonzero(degree[owner] > fanout)
+                order = big[np.argsort(owner[big] + rng.random(len(big)), kind="stable")]
+                first = np.searchsorted(owner[order], owner[order], side="left")
+                keep[big] = False
+                keep[order[np.arange(len(order)) - first < fanout]] = True
+            weight = None
+            if edges:
+                counts = np.bincount(owner[keep], minlength=len(targets))
+                weight = 1.0 / np.maximum(counts[owner], 1)
+            blocks.append(_make_block(table, self.num_layers - hop, targets, owner, nbr, keep, weight, edges))
             targets = blocks[-1].src
         return Sample(np.asarray(seeds, dtype=np.int64), blocks)
 
@@ -245,24 +313,28 @@ class LayerWiseSampler:
         q = np.full(len(candidates), min(1.0, size / max(1, len(candidates))))
         return self.boost.adjust(q, candidates, layer) if self.boost is not None else q
 
-    def sample(self, indptr, indices, seeds, rng: np.random.Generator) -> Sample:
+    def sample(self, indptr, indices, seeds, rng: np.random.Generator, edges: bool = True) -> Sample:
+        """``edges=False`` skips the per-edge arrays (a replay needs only the node sets)."""
+        table = _table(self, indptr)
         targets = np.asarray(seeds, dtype=np.int64)
         blocks = []
         for step in range(self.num_layers):
             layer = self.num_layers - step              # ICS'22 numbering: 1 = input layer
             owner, nbr = expand(indptr, indices, targets)
-            candidates, inverse = np.unique(nbr, return_inverse=True)
+            candidates, inverse = table.unique(nbr)
             q = self.probabilities(candidates, layer, self.layer_nodes[step])
             drawn = rng.random(len(candidates)) < q
             keep = drawn[inverse]
-            degree = np.bincount(owner, minlength=len(targets)).astype(np.float64)
-            weight = 1.0 / (degree[owner] * q[inverse])
-            blocks.append(_make_block(layer, targets, owner, nbr, keep, weight))
+            weight = None
+            if edges:
+                degree = np.bincount(owner, minlength=len(targets)).astype(np.float64)
+                weight = 1.0 / (degree[owner] * q[inverse])
+            blocks.append(_make_block(table, layer, targets, owner, nbr, keep, weight, edges))
             targets = blocks[-1].src
         return Sample(np.asarray(seeds, dtype=np.int64), blocks)
 
 
-def aggregate_mean_estimate(block: Block, features: np.ndarray) -> np.ndarray:
+def aggregate_mean_estimate(block: SampledLayer, features: np.ndarray) -> np.ndarray:
     """sum_j w_ij x_j per dst node: the sampled estimate of each dst node's neighbor mean."""
     out = np.zeros((len(block.dst), features.shape[1]))
     np.add.at(out, block.edge_dst, features[block.src[block.edge_src]] * block.weight[:, None])

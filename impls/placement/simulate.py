@@ -90,7 +90,7 @@ def replay(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Ca
         for g, batches in enumerate(gpu_batches(train_idx, placement, batch_size, rng)):
             dev_num = placement.lookup(g).dev_num
             for batch in batches[:max_batches]:
-                nodes = samplers[g].sample(indptr, indices, batch, rng).input_nodes
+                nodes = samplers[g].sample(indptr, indices, batch, rng, edges=False).input_nodes
                 input_nodes += len(nodes)
                 # dev_num -1 (host) lands in the last column
                 per_gpu[g].append(np.bincount(np.where(dev_num[nodes] < 0, n, dev_num[nodes]),

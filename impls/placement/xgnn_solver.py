@@ -74,7 +74,7 @@ class SolverPlan:
 
 
 def _popcount(x: int) -> int:
-    return bin(x).count("1")
+    return x.bit_count()
 
 
 def solve(topology: Topology) -> SolverPlan:
@@ -137,12 +137,16 @@ def solve(topology: Topology) -> SolverPlan:
 
     search(0, 0, None)
     # R1 over whole plans first (cheap), then R3 only among the best-balanced ones
-    balance = {masks: (max(map(_popcount, masks)), sum(map(_popcount, masks))) for masks in results}
+    balance = {}
+    for masks in results:
+        sizes = [m.bit_count() for m in masks]
+        balance[masks] = (max(sizes), sum(sizes))
     fewest = min(balance.values())
     bandwidth = [[topology.bandwidth(g, w) for g in range(n)] for w in range(n)]
     best = None
+    memo: dict = {}
     for masks in (m for m, b in balance.items() if b == fewest):
-        source, counts, min_bw = _access_plan(bandwidth, masks, closed)
+        source, counts, min_bw = _access_plan(bandwidth, masks, closed, memo)
         if best is None or min_bw > best[3]:
             best = (masks, source, counts, min_bw)
     masks, source, counts, min_bw = best
@@ -152,26 +156,38 @@ def solve(topology: Topology) -> SolverPlan:
                       time.perf_counter() - start)
 
 
-def _access_plan(bandwidth: list[list[float]], masks, closed) -> tuple[list, list, float]:
+def _access_plan(bandwidth: list[list[float]], masks, closed, memo: dict | None = None) -> tuple[list, list, float]:
     """Which GPU each worker reads each partition from, AccessCnt, and MinBandwidth (R3).
 
-    ``bandwidth[w][g]``: GB/s for worker w reading GPU g (local bandwidth for g == w). Plain
-    lists: this runs once per candidate plan and numpy's per-element overhead would dominate.
+    ``bandwidth[w][g]``: GB/s for worker w reading GPU g (local bandwidth for g == w). A worker's
+    assignment depends only on what its closed neighborhood stores, which many candidate plans
+    share, so ``memo`` keeps it per (worker, neighborhood contents). Plain lists: numpy's
+    per-element overhead would dominate at this size.
     """
     n = len(masks)
     sources, counts = [], []
     min_bw = float("inf")
     for w in range(n):
-        row_bw = bandwidth[w]
-        holders_of = [[g for g in closed[w] if masks[g] >> p & 1] for p in range(n)]
-        source = [w if masks[w] >> p & 1 else -1 for p in range(n)]
-        count = [0] * n
-        count[w] = _popcount(masks[w])
-        for p in sorted((p for p in range(n) if source[p] < 0), key=lambda p: len(holders_of[p])):
-            best_g = max(holders_of[p], key=lambda g: row_bw[g] / (count[g] + 1))
-            source[p] = best_g
-            count[best_g] += 1
+        key = (w, tuple(masks[g] for g in closed[w]))
+        if memo is not None and key in memo:
+            source, count, worker_bw = memo[key]
+        else:
+            source, count, worker_bw = _worker_plan(bandwidth[w], masks, closed[w], w, n)
+            if memo is not None:
+                memo[key] = (source, count, worker_bw)
         sources.append(source)
         counts.append(count)
-        min_bw = min(min_bw, min(row_bw[g] / c for g, c in enumerate(count) if c))
+        min_bw = min(min_bw, worker_bw)
     return sources, counts, min_bw
+
+
+def _worker_plan(row_bw: list[float], masks, reachable: list[int], w: int, n: int):
+    holders_of = [[g for g in reachable if masks[g] >> p & 1] for p in range(n)]
+    source = [w if masks[w] >> p & 1 else -1 for p in range(n)]
+    count = [0] * n
+    count[w] = _popcount(masks[w])
+    for p in sorted((p for p in range(n) if source[p] < 0), key=lambda p: len(holders_of[p])):
+        best_g = max(holders_of[p], key=lambda g: row_bw[g] / (count[g] + 1))
+        source[p] = best_g
+        count[best_g] += 1
+    return source, count, min(row_bw[g] / c for g, c in enumerate(count) if c)

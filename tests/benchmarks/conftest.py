@@ -8,6 +8,17 @@ import torch.distributed as dist
 from harness.launcher import RankContext
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Benchmarks run single-threaded so their times do not depend on how many cores are free."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def cpu_rank(tmp_path_factory):
     """A one-rank gloo group in this process, so rank-based implementations run in-process."""
