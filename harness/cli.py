@@ -248,7 +248,9 @@ def cmd_bench(args) -> int:
         second = bench.run_suite(Path(tmp) / "second.json", select=flagged)
         changes, only_base, only_cur = bench.compare(base, bench.load(second))
         print(bench.format_report(changes, [], [], threshold))
-        confirmed = [c for c in changes if c.regressed(threshold)]
+        flagged_names = {c.name for c in bench.compare(base, bench.load(first))[0] if c.regressed(threshold)}
+        confirmed = [c for c in changes if c.regressed(threshold) and c.name in flagged_names]
+        print(f"confirmed regressions: {', '.join(c.name for c in confirmed) or 'none'}")
         return 1 if confirmed else 0
 
 

@@ -88,6 +88,10 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
     })
     backend = "nccl" if device == "cuda" else "gloo"
     ctx = RankContext(rank, world_size, rank, device, backend)
+    if device == "cpu":  # ranks share the cores: oversubscribed thread pools thrash
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     try:
         _init_group(ctx, f"tcp://127.0.0.1:{port}", timeout_s)
         value = fn(ctx, *args)
