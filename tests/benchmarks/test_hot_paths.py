@@ -76,3 +76,65 @@ def test_timing_stats(benchmark):
     benchmark.group = GROUP
     stats = benchmark(Stats.from_samples, samples)
     assert stats.repeats == 10_000
+
+
+@pytest.fixture(scope="module")
+def small_graph():
+    from harness import datasets
+
+    g = datasets.generate("ogbn-products", scale=0.004, seed=2)
+    return torch.from_numpy(np.asarray(g.indptr)), torch.from_numpy(np.asarray(g.indices)).long()
+
+
+@pytest.mark.parametrize("impl", ["path_doubling", "reservoir", "khop_batched"])
+def test_sampler_cpu(benchmark, small_graph, impl):
+    from harness import registry
+
+    indptr, indices = small_graph
+    sampler = registry.get_impl("sampling", impl).factory("cpu", indptr, indices)
+    seeds = torch.randint(0, indptr.numel() - 1, (2000,), generator=torch.Generator().manual_seed(3))
+    sampler.sample(seeds, 10, seed=1)  # compile outside the timing
+    benchmark.group = GROUP
+    offsets, neighbors = benchmark(sampler.sample, seeds, 10, seed=1)
+    assert offsets.numel() == seeds.numel() + 1 and neighbors.numel() == int(offsets[-1])
+
+
+def test_append_unique_cpu(benchmark):
+    from harness import registry
+
+    gen = torch.Generator().manual_seed(4)
+    targets = torch.randperm(200_000, generator=gen)[:512]
+    neighbors = torch.randint(0, 200_000, (512 * 30,), generator=gen)
+    unique = registry.get_impl("unique", "hash_append").factory("cpu")
+    unique.append_unique(targets, neighbors)
+    benchmark.group = GROUP
+    ids, local, _ = benchmark(unique.append_unique, targets, neighbors, False)
+    assert torch.equal(ids[:512], targets) and torch.equal(ids[local], neighbors)
+
+
+def test_placement_algorithm1(benchmark, small_graph):
+    from harness import registry
+    from impls.placement.hotness import degree_hotness
+    from impls.placement.policies import PlacementProblem
+    from impls.placement.topology import h200
+
+    indptr, indices = (t.numpy() for t in small_graph)
+    n = len(indptr) - 1
+    problem = PlacementProblem(indptr, indices, np.arange(0, n, 10), degree_hotness(indptr, indices),
+                               h200(4), buffer_size=n // 10)
+    policy = registry.get_impl("placement", "clique_opt").factory(alpha=0.3)
+    benchmark.group = GROUP
+    placement = benchmark(policy.place, problem)
+    assert all(len(b) <= problem.buffer_size for b in placement.buffers)
+
+
+def test_fullbatch_gcn_epoch(benchmark):
+    from harness import registry
+    from impls.fullbatch.model import ModelConfig
+    from impls.fullbatch.problem import random_graph
+
+    graph = random_graph(20_000, 10, 64, 8, seed=5)
+    trainer = registry.get_impl("fullbatch", "single_gpu").factory(graph, ModelConfig.parse("2x64", lr=0.01))
+    trainer.train_epoch()
+    benchmark.group = GROUP
+    benchmark(trainer.train_epoch)
