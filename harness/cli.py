@@ -10,43 +10,17 @@ import os
 import sys
 from pathlib import Path
 
+from .argtypes import nonneg_int as _nonneg_int
+from .argtypes import positive_int as _positive_int
+from .argtypes import scale as _scale
 from .errors import HarnessError
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage dump
-        raise HarnessError(f"{message} (see `python -m harness {self.prog.split()[-1]} --help`)"
-                           if " " in self.prog else f"{message} (see `python -m harness --help`)")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def _scale(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if not 0 < value <= 1024:
-        raise argparse.ArgumentTypeError(f"scale must be in (0, 1024], got {value}")
-    return value
+        sub = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        raise HarnessError(f"{message} (see `python -m harness {sub} --help`)" if sub
+                           else f"{message} (see `python -m harness --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:

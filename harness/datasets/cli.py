@@ -13,27 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..argtypes import nonneg_int as _nonneg
+from ..argtypes import scale as _scale
 from ..errors import HarnessError
-
-
-def _scale(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if not 0 < value <= 1024:
-        raise argparse.ArgumentTypeError(f"scale must be in (0, 1024], got {value}")
-    return value
-
-
-def _nonneg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
 
 
 def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:

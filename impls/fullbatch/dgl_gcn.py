@@ -8,11 +8,12 @@ skipped with that reason (the registry's Needs).
 
 from __future__ import annotations
 
+from .autograd_trainer import AutogradTrainer
 from .model import ModelConfig, init_weights
 from .problem import FullGraph, _edge_arrays
 
 
-class DglGCN:
+class DglGCN(AutogradTrainer):
     def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True):
         import dgl
@@ -52,29 +53,8 @@ class DglGCN:
                 h = self.torch.relu(h)
         return h
 
-    def loss(self, logits):
-        import torch.nn.functional as F
-
-        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels)
-
-    def train_epoch(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss(self.forward())
-        loss.backward()
-        self.optimizer.step()
-        self._loss = loss.detach()
-
-    def compute_gradients(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        logits = self.forward()
-        loss = self.loss(logits)
-        loss.backward()
-        self._loss = loss.detach()
-        return (float(loss.detach()), logits.detach().clone(),
-                [conv.weight.grad.detach().clone() for conv in self.convs])
-
-    def loss_value(self) -> float:
-        return float(self._loss)
+    def weight_grads(self) -> list:
+        return [conv.weight.grad for conv in self.convs]
 
     def close(self) -> None:
         self.convs = self.graph = self.X = None

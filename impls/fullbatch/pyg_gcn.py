@@ -11,13 +11,14 @@ GCNConv always multiplies by W before aggregating (no order rule).
 
 from __future__ import annotations
 
+from .autograd_trainer import AutogradTrainer
 from .model import ModelConfig, init_weights
 from .problem import FullGraph, aggregation_matrix
 
 ADJACENCY = ("edge_index", "sparse")
 
 
-class PygGCN:
+class PygGCN(AutogradTrainer):
     def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True, adjacency: str = "sparse"):
         import numpy as np
@@ -69,29 +70,8 @@ class PygGCN:
                 h = self.torch.relu(h)
         return h
 
-    def loss(self, logits):
-        import torch.nn.functional as F
-
-        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels)
-
-    def train_epoch(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss(self.forward())
-        loss.backward()
-        self.optimizer.step()
-        self._loss = loss.detach()
-
-    def compute_gradients(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        logits = self.forward()
-        loss = self.loss(logits)
-        loss.backward()
-        self._loss = loss.detach()
-        return (float(loss.detach()), logits.detach().clone(),
-                [conv.lin.weight.grad.detach().t().clone() for conv in self.convs])
-
-    def loss_value(self) -> float:
-        return float(self._loss)
+    def weight_grads(self) -> list:
+        return [conv.lin.weight.grad.t() for conv in self.convs]
 
     def close(self) -> None:
         self.convs = self.edge_index = self.edge_weight = self.X = None

@@ -8,6 +8,7 @@ stored B = F^T instead of transposing F on every call.
 
 from __future__ import annotations
 
+from .autograd_trainer import AutogradTrainer
 from .model import GEMM_FIRST, ModelConfig, init_weights, orders
 from .problem import FullGraph, rank_share
 
@@ -30,7 +31,7 @@ def _aggregate_function():
     return Aggregate
 
 
-class SingleDeviceGCN:
+class SingleDeviceGCN(AutogradTrainer):
     def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True, profile_ops: bool = False):
         import torch
@@ -65,28 +66,8 @@ class SingleDeviceGCN:
                 h = self.torch.relu(h)
         return h
 
-    def loss(self, logits):
-        import torch.nn.functional as F
-
-        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels)
-
-    def train_epoch(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss(self.forward())
-        loss.backward()
-        self.optimizer.step()
-        self._loss = loss.detach()
-
-    def compute_gradients(self):
-        self.optimizer.zero_grad(set_to_none=True)
-        logits = self.forward()
-        loss = self.loss(logits)
-        loss.backward()
-        self._loss = loss.detach()
-        return float(loss.detach()), logits.detach().clone(), [w.grad.detach().clone() for w in self.weights]
-
-    def loss_value(self) -> float:
-        return float(self._loss)
+    def weight_grads(self) -> list:
+        return [w.grad for w in self.weights]
 
     def close(self) -> None:
         self.forward_op = self.backward_op = self.X = None
