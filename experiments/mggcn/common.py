@@ -330,6 +330,18 @@ def gather(ctx, obj):
     return out
 
 
+def measure_epoch_time(exp, point, graph, cfg, ctx) -> list:
+    """The epoch-time measurement of one point (Table 3 and Fig. 9 share it)."""
+    from harness.experiment import Measurement
+
+    trainer = build_trainer(exp, point, graph, cfg, ctx)
+    try:
+        stats = time_epochs(trainer, cfg, ctx)
+    finally:
+        release(trainer)
+    return [Measurement("epoch_time", "s", stats, extra=graph_params(graph))]
+
+
 def graph_params(graph) -> dict:
     return {"nodes": int(graph.num_nodes), "edges": int(graph.num_edges),
             "standin": bool(graph.meta.get("is_standin", True))}

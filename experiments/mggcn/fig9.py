@@ -16,9 +16,8 @@ from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DGL_MODEL, SWEEP_FACTORS, build_trainer, common_parameters, dataset_scale,
-                     graph_params, limit_threads, load_graph, ok_rows, release, sweep_choice,
-                     time_epochs, world_sizes)
+from .common import (mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters, dataset_scale,
+                     limit_threads, load_graph, ok_rows, sweep_choice, world_sizes, measure_epoch_time)
 
 
 @register_experiment
@@ -74,12 +73,7 @@ class Fig9(Experiment):
     def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
         limit_threads(ctx)
         graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx)
-        try:
-            stats = time_epochs(trainer, cfg, ctx)
-        finally:
-            release(trainer)
-        return [Measurement("epoch_time", "s", stats, extra=graph_params(graph))]
+        return measure_epoch_time(self, point, graph, cfg, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:
         import matplotlib.pyplot as plt

@@ -15,9 +15,9 @@ from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_A100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     dataset_scale, graph_params, limit_threads, load_graph, model_list, ok_rows,
-                     release, resolve_model, scale_note, time_epochs, world_sizes)
+from .common import (mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list, dataset_scale,
+                     limit_threads, load_graph, model_list, ok_rows, resolve_model, scale_note,
+                     world_sizes, measure_epoch_time)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -89,12 +89,7 @@ class Table3(Experiment):
         limit_threads(ctx)
         choice = DATASETS[point.params["dataset"]]
         graph = load_graph(choice, point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx)
-        try:
-            stats = time_epochs(trainer, cfg, ctx)
-        finally:
-            release(trainer)
-        return [Measurement("epoch_time", "s", stats, extra=graph_params(graph))]
+        return measure_epoch_time(self, point, graph, cfg, ctx)
 
     # --- report --------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:

@@ -78,6 +78,14 @@ def _path_doubling_one(key, b, N, M, rounds, keys, skeys, chain, tmp, q, res):
 
 
 @njit(cache=True)
+def _take_all(indices, start, N, o, pos, out):
+    """Degree <= fanout: every neighbor, in CSR order (positions and ids)."""
+    for i in range(N):
+        pos[o + i] = start + i
+        out[o + i] = indices[start + i]
+
+
+@njit(cache=True)
 def path_doubling(indptr, indices, seeds, fanout, key, offsets, out, pos):
     n = seeds.shape[0]
     M = fanout
@@ -98,9 +106,7 @@ def path_doubling(indptr, indices, seeds, fanout, key, offsets, out, pos):
             N = indptr[v + 1] - start
             o = offsets[b]
             if N <= M:
-                for i in range(N):
-                    pos[o + i] = start + i
-                    out[o + i] = indices[start + i]
+                _take_all(indices, start, N, o, pos, out)
                 continue
             _path_doubling_one(key, b, N, M, rounds, keys, skeys, chain, tmp, q, res)
             for i in range(M):
@@ -152,9 +158,7 @@ def khop_batched(indptr, indices, seeds, fanout, G, H, key, offsets, out, pos):
             N = indptr[v + 1] - start
             o = offsets[b]
             if N <= M:
-                for k in range(N):
-                    pos[o + k] = start + k
-                    out[o + k] = indices[start + k]
+                _take_all(indices, start, N, o, pos, out)
                 continue
             table[:] = -1
             count = 0
