@@ -26,8 +26,10 @@ def test_gspmm_cuda_equals_cpu(impl, backward):
     r = torch.randn(block.num_dst, 4, 8, generator=gen)
     res = []
     for dev, kw in (("cpu", {}), ("cuda", dict(impl=impl, backward=backward))):
-        xx = x.to(dev).requires_grad_()
-        ww = w.to(dev).requires_grad_()
+        # detach: on CPU .to() returns x itself, and a leaf that requires grad would make
+        # the CUDA copy a non-leaf without .grad
+        xx = x.detach().to(dev).requires_grad_()
+        ww = w.detach().to(dev).requires_grad_()
         out = gspmm(BlockGraph(block.to(dev), **kw), xx, ww)
         (out * r.to(dev)).sum().backward()
         res.append([t.detach().cpu() for t in (out, xx.grad, ww.grad)])
