@@ -63,15 +63,41 @@ def register_experiment(cls):
     return cls
 
 
+BROKEN_MODULES: dict[str, str] = {}
+
+
 def discover() -> None:
     global _DISCOVERED
     if _DISCOVERED:
         return
     for pkg_name in ("impls", "experiments"):
         pkg = importlib.import_module(pkg_name)
-        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg_name}."):
-            importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg_name}.", onerror=_broken_package):
+            try:
+                importlib.import_module(info.name)
+            except Exception as exc:    # one broken module must not take every experiment down
+                _broken_module(info.name, exc)
     _DISCOVERED = True
+
+
+def _broken_package(name: str) -> None:
+    import sys
+
+    _broken_module(name, sys.exc_info()[1] or ImportError(name))
+
+
+def _broken_module(name: str, exc: BaseException) -> None:
+    import warnings
+
+    reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    BROKEN_MODULES[name] = reason
+    warnings.warn(f"harness: module {name} failed to import and is left out ({reason})", stacklevel=3)
+
+
+def broken_modules() -> dict[str, str]:
+    """Modules of impls/ and experiments/ that failed to import: name -> reason."""
+    discover()
+    return dict(BROKEN_MODULES)
 
 
 def impl_specs(interface: str | None = None) -> list[ImplSpec]:
@@ -129,6 +155,9 @@ def resolve(ids: list[str]) -> list["Experiment"]:
             near = difflib.get_close_matches(token, [e.id for e in everything], n=4, cutoff=0.6)
             near += [e.id for e in everything if e.id not in near and token == e.artifact.rstrip("0123456789")]
             hint = f"; did you mean {', '.join(near[:6])}?" if near else ""
+            if BROKEN_MODULES:
+                hint += "; modules that failed to import: " + "; ".join(
+                    f"{name} ({why})" for name, why in sorted(BROKEN_MODULES.items()))
             raise HarnessError(f"unknown experiment '{token}'{hint} (see `python -m harness list`)")
         for exp in matches:
             if exp not in chosen:

@@ -166,3 +166,28 @@ def test_register_impl_and_summary(registry_sandbox):
     registry.register_impl("zztest", "docimpl")(factory)
     with pytest.raises(RuntimeError, match="registered twice"):
         registry.register_impl("zztest", "docimpl")(lambda: None)
+
+
+def test_broken_module_is_left_out_and_named(monkeypatch, tmp_path):
+    """A module that fails to import is reported, and the other experiments still resolve."""
+    import sys
+
+    from harness import registry
+
+    pkg = tmp_path / "experiments_broken_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bad.py").write_text("raise RuntimeError('half-written module')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import experiments
+
+    monkeypatch.setattr(experiments, "__path__", list(experiments.__path__) + [str(pkg)])
+    monkeypatch.setattr(registry, "_DISCOVERED", False)
+    monkeypatch.setattr(registry, "BROKEN_MODULES", {})
+    with pytest.warns(UserWarning, match="half-written module"):
+        registry.discover()
+    assert any(name.endswith(".bad") and "half-written" in why for name, why in registry.BROKEN_MODULES.items())
+    assert registry.resolve(["wholegraph.table1"])[0].id == "wholegraph.table1"
+    with pytest.raises(HarnessError, match="failed to import"):
+        registry.resolve(["wholegraph.nosuch"])
+    sys.modules.pop("experiments.bad", None)

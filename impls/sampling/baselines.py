@@ -87,7 +87,14 @@ class PygSampler:
 
         torch.manual_seed(rng.resolve_seed(seed, generator, self._rng))   # PyG draws from torch's RNG
         seeds = torch.as_tensor(seeds).reshape(-1).to("cpu", torch.int64)
-        return seeds, self._sampler(fanouts).sample_from_nodes(NodeSamplerInput(input_id=None, node=seeds))
+        # One intra-op thread, as in a NeighborLoader worker (torch DataLoader workers run so): the sampler is
+        # serial, and idle OpenMP threads of a many-core process only slow it down.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return seeds, self._sampler(fanouts).sample_from_nodes(NodeSamplerInput(input_id=None, node=seeds))
+        finally:
+            torch.set_num_threads(threads)
 
     def sample(self, seeds, fanout, *, seed=None, generator=None, check=True):
         seeds, out = self._run(seeds, [fanout], seed, generator)
