@@ -46,9 +46,11 @@ class _Sampler:
 
     def __init__(self, where, indptr, indices, *, store: str = "local", engine: str = "auto",
                  count_remote: bool = False, count_world: int | None = None, count_rank: int | None = None,
-                 sector_bytes: int = 32, seed: int | None = 0, **_):
-        self.csr = SamplingCSR(where, indptr, indices, store=store, count_world=count_world,
-                               count_rank=count_rank, sector_bytes=sector_bytes)
+                 sector_bytes: int = 32, seed: int | None = 0, csr=None, **_):
+        # csr: a prebuilt CSR object with SamplingCSR's interface (impls/storage/tiered.TieredCSR)
+        self.csr = csr if csr is not None else SamplingCSR(where, indptr, indices, store=store,
+                                                           count_world=count_world, count_rank=count_rank,
+                                                           sector_bytes=sector_bytes)
         self.device = self.csr.device
         if engine == "auto":
             engine = "kernel" if self.device.type == "cuda" else "numba"
@@ -58,7 +60,7 @@ class _Sampler:
             raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
         if engine == "numba" and self.device.type != "cpu":
             raise HarnessError("the numba engine runs on the CPU device only")
-        if engine == "numba" and store == "sharded":
+        if engine == "numba" and (store == "sharded" or self.csr.indptr_np is None):
             raise HarnessError("the numba engine reads a local CSR")
         self.engine = engine
         self.count_remote = bool(count_remote)

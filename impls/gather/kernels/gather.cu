@@ -5,7 +5,8 @@
 // (coalesced), each thread keeps UNROLL independent loads in flight before storing, and
 // the grid strides over all items. Peer shards are read directly through NVLink.
 // Requirements checked on the host: every row offset is V-aligned (row_bytes % V == 0),
-// ids < 2^32, items per launch < 2^32, at most MAX_PARTS parts.
+// ids < 2^32, items per launch < 2^32, at most MAX_PARTS parts. Part p holds ids
+// [p * rows_per_part, (p + 1) * rows_per_part); the last part also every id past it.
 
 #define MAX_PARTS 16
 #define UNROLL 4
@@ -32,6 +33,7 @@ __device__ __forceinline__ void gather_rows(const u64* __restrict__ table, int n
                 unsigned v = item - row * vecs_per_row;
                 unsigned id = (unsigned)__ldg(ids + row);
                 unsigned part = id / rows_per_part;
+                if (part >= (unsigned)nparts) part = nparts - 1;   // a larger last part (host tier)
                 unsigned local = id - part * rows_per_part;
                 vals[k] = *(const V*)(parts[part] + (u64)local * row_bytes + (u64)v * sizeof(V));
             }

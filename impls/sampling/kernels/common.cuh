@@ -13,7 +13,7 @@
 //   [8 + MAXP + p]       index part p   (ids of the part's rows, int32 or int64)
 //   [8 + 2 MAXP + p]     first global edge position held by part p
 //   [8 + 3 MAXP + q]     first global edge position of virtual (counting) part q
-// With one part, part 0 is the whole CSR. The counting partition is the RowPartition of
+// With one part, part 0 is the whole CSR; the last part may hold more than rows_per_part rows. The counting partition is the RowPartition of
 // the rows over count_world ranks; a read of a row owned by another rank is remote.
 //
 // Kernels written for this file use only full-warp intrinsics at warp-uniform points and
@@ -53,8 +53,12 @@ struct Graph {
     const long long* w;   // the descriptor words in shared memory
     __device__ __forceinline__ long long nparts() const { return w[0]; }
     __device__ __forceinline__ long long rpp() const { return w[1]; }
+    // Rows [p * rpp, (p + 1) * rpp) are in part p; the last part also takes every row past
+    // it (a larger last part: GGMS's host tier after the GPU buffers, impls/storage/tiered.py).
     __device__ __forceinline__ int part_of(long long v) const {
-        return w[0] == 1 ? 0 : (int)(v / w[1]);
+        if (w[0] == 1) return 0;
+        const long long p = v / w[1];
+        return (int)p;
     }
     // start and degree of row v
     __device__ __forceinline__ void row(long long v, long long& start, long long& deg) const {
