@@ -58,7 +58,7 @@ struct Graph {
     __device__ __forceinline__ int part_of(long long v) const {
         if (w[0] == 1) return 0;
         const long long p = v / w[1];
-        return (int)p;
+        return (int)(p < w[0] - 1 ? p : w[0] - 1);
     }
     // start and degree of row v
     __device__ __forceinline__ void row(long long v, long long& start, long long& deg) const {
