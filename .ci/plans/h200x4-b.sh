@@ -7,7 +7,7 @@ D=.ci/device.sh
 C="--device cuda"
 $D --limit 60 -- xgnn.fig14 $C --label h200x4_xgnn.fig14
 $D --limit 150 -- wholegraph.sampling wholegraph.unique $C --param kinds=minibatch --label h200x4_sampling
-$D --limit 100 -- wholegraph.sampling $C --gpus 1 --label h200x4-1gpu_sampling
+$D --limit 90 -- wholegraph.sampling $C --gpus 1 --label h200x4-1gpu_sampling
 $D --limit 70 -- wholegraph.sampling $C --gpus 2 --param kinds=minibatch --param batches=512,6000 --label h200x4-2gpu_sampling
 $D --limit 25 -- wholegraph.fig8 $C --label h200x4_wholegraph.fig8
-$D --limit 80 --pack -- wholegraph.gather wholegraph.fig10 $C --label h200x4_wholegraph.gather-fig10
+$D --limit 75 --pack -- wholegraph.gather $C --label h200x4_wholegraph.gather
