@@ -48,3 +48,26 @@ def test_compile_error_is_detected(nvcc, tmp_path):
     proc = subprocess.run([nvcc, "-arch=sm_90", "--ptx", "-o", str(tmp_path / "bad.ptx"), str(bad)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
+
+
+# The CuPy kernels are compiled by NVRTC at run time; nvcc catches their syntax and type
+# errors here, before a GPU run does (the sources are inlined the way the host code does).
+RUNTIME_KERNELS = [
+    ("impls.sampling.gpu", "sampling.cu", ("row_counts", "path_doubling_i32", "reservoir_i64", "khop_batched_i32")),
+    ("impls.sampling.gpu", "unique.cu", ("au_insert", "au_assign", "au_lookup")),
+]
+
+
+@pytest.mark.parametrize("module,source,entries", RUNTIME_KERNELS, ids=[k[1] for k in RUNTIME_KERNELS])
+def test_runtime_kernels_compile(nvcc, tmp_path, module, source, entries):
+    import importlib
+
+    text = importlib.import_module(module).source_text(source)
+    src = tmp_path / source
+    src.write_text(text)
+    ptx = tmp_path / (source + ".ptx")
+    proc = subprocess.run([nvcc, "-arch=sm_90", "--ptx", "-std=c++17", "-o", str(ptx), str(src)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = set(re.findall(r"\.entry\s+(\w+)\s*\(", ptx.read_text()))
+    assert set(entries) <= found, sorted(found)
