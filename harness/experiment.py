@@ -129,6 +129,9 @@ class Experiment:
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()
     spawn_ranks: bool = False    # True: points run in one process per rank (launcher)
+    # experiments whose stored rows this one's report also reads (a view of another run's data,
+    # e.g. a breakdown figure of the training runs of a table); its own rows are read too
+    derives_from: tuple[str, ...] = ()
 
     # --- configuration -----------------------------------------------------------
     def default_scale(self, cfg: "RunConfig") -> float:

@@ -158,17 +158,25 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         raise HarnessError("the given runs hold no rows")
     infos = [RunInfo.from_stored(r) for r in runs]
     written: list[Path] = []
-    for exp_id in sorted(frame["experiment"].unique()):
+    present = set(frame["experiment"].unique())
+    for exp_id in sorted(present | set(derived_ids(present))):
         if only and exp_id not in only:
             continue
         exp = registry.get_experiment(exp_id)
-        rows = frame[frame["experiment"] == exp_id].reset_index(drop=True)
+        sources = (exp_id,) + tuple(exp.derives_from)
+        rows = frame[frame["experiment"].isin(sources)].reset_index(drop=True)
         run_ids = set(rows["run_id"])
         artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
         written += write_artifact(artifact, Path(out_dir) / exp.paper, f"tab:{exp.id}")
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)
     return written
+
+
+def derived_ids(present: set[str]) -> list[str]:
+    """Experiments not in ``present`` whose report reads rows of one that is (``derives_from``)."""
+    return [e.id for e in registry.experiments()
+            if e.id not in present and set(e.derives_from) & set(present)]
 
 
 def report_all(results_root: Path, out_dir: Path) -> list[Path]:
@@ -185,6 +193,10 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
     for path in runs:
         for exp_id in {r["experiment"] for r in load_run(path).rows}:
             by_exp.setdefault(exp_id, []).append(path)
+    for exp in registry.experiments():   # views of other experiments' runs (derives_from)
+        extra = [p for src in exp.derives_from for p in by_exp.get(src, [])]
+        if extra:
+            by_exp[exp.id] = sorted(set(by_exp.get(exp.id, [])) | set(extra))
     artifacts: dict = {}
     written: list[Path] = []
     for exp_id, paths in sorted(by_exp.items()):

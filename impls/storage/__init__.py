@@ -3,5 +3,17 @@
 Addressing modes (WholeGraph blog): ``continuous`` (one address space), ``chunked`` (a
 pointer per rank, chunk picked from the global offset) and ``distributed`` (no mapping:
 reached through communication). Rows are split contiguously: rank r owns
-``[r * rows_per_rank, (r + 1) * rows_per_rank)``.
+``[r * rows_per_rank, (r + 1) * rows_per_rank)`` (layout.py, shards.py, host_table.py).
+
+Tiered graph stores (topology + features over the GPUs and pinned host memory, per-tier byte
+counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache``,
+``storage.quiver``, built per rank by ``make(rank, graph, **options)``, collective):
+
+- tiers.py: ``TierLayout`` (which hot-ordered rows live on which GPU, modulo partitions, copies;
+  XGNN Fig. 5's forwarding ``locate`` / ``physical``), reorder.py: hotness reordering;
+- tiered.py: ``TieredStore`` (``num_neighbors``, ``neighbors``, ``features``, ``sampler()``,
+  ``hit_rates()``, ``memory()``), on symmetric memory + registered host memory (CUDA) or
+  /dev/shm (CPU ranks);
+- ggms.py (XGNN, placement solver), dgl_cache.py (DGL+C), quiver.py (Quiver);
+- budget.py: per-GPU memory budgets, the largest ratios that fit, ``OutOfMemoryBudget``.
 """

@@ -1,0 +1,93 @@
+"""WholeGraph Fig. 12: GPU utilization over time while training, PyG / DGL / WholeGraph.
+
+The paper plots the utilization of one GPU of the 8 during training on ogbn-papers100M: PyG and
+DGL fluctuate and sometimes drop to zero (the GPU waits for data from the host), WholeGraph stays
+at 95% and above. Here rank 0's GPU is sampled through NVML in a side thread during the measured
+epochs of every training point (``utilization`` rows; summary and trace in their extra). On CPU
+ranks the same rows hold the training process's CPU utilization, labelled so (there is no GPU to
+watch). A table5 run gives these rows (``derives_from``); run alone this trains papers100M with
+GraphSAGE.
+"""
+
+from __future__ import annotations
+
+from harness.registry import register_experiment
+from harness.report import ReportArtifact
+from harness.tables import caption_hardware, skip_notes
+
+from . import PAPER_HARDWARE
+from .table5 import default_backend
+from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
+                       datasets_caption, machine_labels)
+
+
+@register_experiment
+class Fig12(TrainingExperiment):
+    id = "wholegraph.fig12"
+    artifact = "fig12"
+    title = "WholeGraph Fig. 12: GPU utilization over time during training"
+    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
+    metric, unit, better = "utilization", "%", "higher"
+    derives_from = ("wholegraph.table5",)
+    parameters = common_parameters(datasets=("ogbn-papers100M",), models=("sage",))
+
+    def report(self, rows, runs) -> ReportArtifact:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        labels = machine_labels(rows, runs)
+        records = [r for r in collect(rows, prefer=self.id) if default_backend(r) and "utilization" in r["extra"]]
+        preferred = [r for r in records if r["key"]["dataset"] == "ogbn-papers100M"]
+        records = preferred or records
+        out, traces, kinds = [], [], set()
+        for rec in records:
+            k = rec["key"]
+            u = rec["extra"]["utilization"]["utilization"]
+            kinds.add(u.get("kind"))
+            name = PIPELINE_NAMES.get(k["impl"], k["impl"])
+            out.append({"Machine": labels.get(k["run_id"], k["run_id"]), "Pipeline": name,
+                        "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
+                        "Signal": u.get("kind"), "mean %": u.get("mean"), "p10 %": u.get("p10"),
+                        "median %": u.get("p50"), "p90 %": u.get("p90"),
+                        ">= 90% of time": u.get("share_ge_90"), "at 0% of time": u.get("share_zero"),
+                        "samples": u.get("samples"), "interval ms": u.get("interval_ms")})
+            traces.append((f"{name} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}",
+                           u.get("trace_s", []), u.get("trace", [])))
+        table = pd.DataFrame.from_records(out)
+        notes, headline, status = [], "", "measured"
+        if not table.empty:
+            if table["Machine"].nunique() == 1:
+                table = table.drop(columns=["Machine"])
+            ours = table[(table["Pipeline"] == PIPELINE_NAMES["wholegraph"]) & table["Signal"].astype(str).str.startswith("gpu")]
+            if not ours.empty:
+                headline = (f"ours: GPU busy {ours['mean %'].min():.0f}-{ours['mean %'].max():.0f}% on average "
+                            "(paper: 95% and above; PyG/DGL fluctuate, sometimes 0)")
+                hosts = table[table["Pipeline"].isin([PIPELINE_NAMES["pyg_host"], PIPELINE_NAMES["dgl_host"]])
+                              & table["Signal"].astype(str).str.startswith("gpu")]
+                good = (ours["mean %"] >= 90).all()
+                status = ("reproduced" if good and (hosts.empty or (hosts["mean %"] < ours["mean %"].min()).all())
+                          else "partly")
+        else:
+            table = pd.DataFrame({"note": ["no utilization rows"]})
+        if "cpu_process" in kinds:
+            notes.append("Signal cpu_process: CPU ranks, no GPU to watch; the training process's CPU utilization "
+                         "(percent of one core, psutil), not the paper's quantity.")
+        notes.append("GPU signal: NVML utilization.gpu of rank 0's GPU, polled every 'interval ms' during the measured "
+                     "epochs (evaluation excluded). NVML averages over its own sample period (1/6 s to 1 s), so the "
+                     "trace is as smooth as nvidia-smi's.")
+        notes += skip_notes(rows, labels)
+        fig, ax = plt.subplots(figsize=(8, 3.8))
+        for label, t, v in traces:
+            ax.plot(t, v, label=label, linewidth=1)
+        ax.set_xlabel("seconds into the measured epochs")
+        ax.set_ylabel("utilization %")
+        ax.grid(True, alpha=0.3)
+        if traces:
+            ax.legend(fontsize=7)
+        ax.set_title("WholeGraph Fig. 12: utilization over time")
+        fig.tight_layout()
+        caption = (f"Utilization of rank 0's device over the measured training epochs, per pipeline. Datasets: "
+                   f"{datasets_caption(records)}. Paper: one GPU of {PAPER_HARDWARE}, ogbn-papers100M. "
+                   + caption_hardware(runs))
+        return ReportArtifact("fig12", "WholeGraph Fig. 12: utilization over time", caption, table, notes, fig,
+                              headline=headline, status=status)

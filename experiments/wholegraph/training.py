@@ -1,0 +1,519 @@
+"""End-to-end training experiments of WholeGraph (Table III, IV, V; Figs. 7, 9, 11, 12): shared parts.
+
+Every point trains one pipeline (``impls/pipelines``: ``pyg_host``, ``dgl_host``, ``wholegraph``,
+``wholegraph_lib``) on one dataset with one model, on every rank (one process per GPU, DDP),
+and stores the same rows whatever the experiment:
+
+- ``epoch_time`` (s): the average epoch. Timing (param ``timing``): with ``both`` (default) the
+  first measured epoch is synchronized between stages (it gives the breakdown) and later ones run
+  without extra synchronization (they give the epoch time; with one epoch the synced one is
+  used); ``synced`` / ``free`` make every epoch one kind. An epoch capped by ``max_batches`` (or
+  ``host_max_batches`` for the host pipelines) is extrapolated to the full epoch from its time
+  per batch (``extra.extrapolated``). ``warmup_batches`` mini-batches run first, untimed (kernel
+  compilation, caches, DDP buckets; they are training steps too). The slowest rank's epoch counts.
+- ``sample_time``, ``gather_time``, ``train_time`` (s per epoch, synced epochs, mean over ranks).
+- ``val_accuracy``, ``test_accuracy``: after the last epoch, on at most ``eval_nodes`` labelled
+  nodes per split, all ranks together; the per-epoch validation curve is in the epoch_time
+  row's extra (``val_acc_per_epoch``).
+- ``memory_<category>`` (GiB per GPU, the largest over ranks): graph_structure, node_features,
+  cache, labels, training, total (impls/pipelines/base.py says how each is measured); the
+  device's own used-memory figure (nvidia-smi's view) is in ``memory_total``'s extra.
+- ``utilization`` (%): mean GPU utilization of rank 0's GPU over the measured epochs (NVML,
+  every ``util_interval_ms``; on CPU ranks the process's CPU utilization, labelled); the summary
+  and the trace are in its extra.
+
+A point that fails on one rank ends the rank group (``RankFailed``) instead of leaving the other
+ranks in a collective until the timeout; the runner then records the group's remaining points as
+errors.
+
+``wholegraph.table5`` runs the whole grid; ``fig9``, ``table3``, ``fig7``, ``fig12``, ``table4`` and
+``fig11`` read its rows too (``derives_from``), so one GPU run of table5 gives every view, and
+each also trains its own smaller grid when run alone.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from harness.errors import HarnessError, SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point, PaperValue, positive_float, positive_int
+from harness.timing import Stats
+
+from . import PAPER_HARDWARE
+
+PIPELINES = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
+HOST_PIPELINES = ("pyg_host", "dgl_host")
+MODELS = ("gcn", "sage", "gat")
+DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
+SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M", "friendster": "Friendster",
+         "uk-2007-05": "UK_domain"}
+MODEL_NAMES = {"gcn": "GCN", "sage": "GraphSAGE", "gat": "GAT", "pinsage": "PinSAGE"}
+PIPELINE_NAMES = {"pyg_host": "PyG", "dgl_host": "DGL", "wholegraph": "WholeGraph (ours)",
+                  "wholegraph_lib": "WholeGraph (pylibwholegraph)"}
+GIB = 2 ** 30
+MEMORY = ("graph_structure", "node_features", "cache", "labels", "training", "total")
+
+# WholeGraph Table V: average epoch time (s), DGX-A100 (8 GPUs): {dataset: {model: (PyG, DGL, ours)}}
+TABLE5 = {
+    "ogbn-products": {"gcn": (225.97, 26.05, 0.93), "sage": (228.96, 30.8, 0.99), "gat": (246.81, 29.21, 3.28)},
+    "ogbn-papers100M": {"gcn": (358.58, 220.28, 5.7), "sage": (314.88, 273.67, 6.0), "gat": (404.66, 269.7, 24.25)},
+    "friendster": {"gcn": (286.78, 159.48, 2.79), "sage": (262.45, 167.96, 2.93), "gat": (287.76, 154.56, 12.83)},
+    "uk-2007-05": {"gcn": (122.61, 77.1, 2.77), "sage": (127.48, 77.38, 3.01), "gat": (153.71, 85.1, 10.85)},
+}
+# WholeGraph Table III: (valid %, test %) after about 24 epochs: {dataset: {model: {framework: (v, t)}}}
+TABLE3 = {
+    "ogbn-products": {
+        "gcn": {"dgl_host": (91.09, 78.02), "pyg_host": (91.41, 76.86), "wholegraph": (91.51, 78.46)},
+        "sage": {"dgl_host": (91.30, 77.73), "pyg_host": (92.33, 78.29), "wholegraph": (92.02, 78.25)},
+        "gat": {"dgl_host": (89.97, 77.55), "pyg_host": (90.77, 78.72), "wholegraph": (90.58, 78.16)},
+    },
+    "ogbn-papers100M": {
+        "gcn": {"dgl_host": (66.17, 63.73), "pyg_host": (65.55, 63.19), "wholegraph": (65.98, 63.41)},
+        "sage": {"dgl_host": (68.28, 65.25), "pyg_host": (68.28, 65.16), "wholegraph": (68.14, 64.94)},
+        "gat": {"dgl_host": (67.79, 64.71), "pyg_host": (68.33, 65.10), "wholegraph": (68.21, 65.21)},
+    },
+}
+# WholeGraph Table IV (ogbn-papers100M, 8x A100): GB per GPU measured, theoretical total GB
+TABLE4 = {"graph_structure": (3.1, 24.0), "node_features": (6.7, 53.0), "training": (20.4, None)}
+
+
+def table5_paper_values() -> tuple[PaperValue, ...]:
+    out = []
+    for ds, per_model in TABLE5.items():
+        for model, values in per_model.items():
+            for impl, value in zip(("pyg_host", "dgl_host", "wholegraph"), values):
+                out.append(PaperValue("Table V", impl, {"dataset": ds, "model": model}, "epoch_time", value, "s"))
+    return tuple(out)
+
+
+def table3_paper_values() -> tuple[PaperValue, ...]:
+    out = []
+    for ds, per_model in TABLE3.items():
+        for model, per_fw in per_model.items():
+            for impl, (val, test) in per_fw.items():
+                params = {"dataset": ds, "model": model}
+                out.append(PaperValue("Table III", impl, params, "val_accuracy", val / 100, ""))
+                out.append(PaperValue("Table III", impl, params, "test_accuracy", test / 100, ""))
+    return tuple(out)
+
+
+def table4_paper_values() -> tuple[PaperValue, ...]:
+    return tuple(PaperValue("Table IV", "wholegraph", {"dataset": "ogbn-papers100M"}, f"memory_{cat}", measured, "GB",
+                            note=f"theoretical total {total} GB" if total else "")
+                 for cat, (measured, total) in TABLE4.items())
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def name_list(text: str) -> tuple[str, ...]:
+    from harness import datasets
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise HarnessError("expected at least one dataset name")
+    return tuple(datasets.get(n).name for n in names)
+
+
+def model_list(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [n for n in names if n not in MODEL_NAMES]
+    if bad or not names:
+        raise HarnessError(f"models are {', '.join(MODEL_NAMES)}, not '{text}'")
+    return names
+
+
+def backend_list(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names or any(n not in ("native", "pyg", "default") for n in names):
+        raise HarnessError(f"backends are native, pyg (or default), not '{text}'")
+    return names
+
+
+def fanout_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.replace("-", ",").split(",") if x.strip())
+    except ValueError:
+        raise HarnessError(f"fanouts take integers like 30,30,30, not '{text}'") from None
+    if not values or min(values) < 1:
+        raise HarnessError(f"fanouts take positive integers like 30,30,30, not '{text}'")
+    return values
+
+
+def choice(*allowed):
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise HarnessError(f"expected one of {', '.join(allowed)}, not '{text}'")
+        return text
+    return parse
+
+
+def optional_int(text: str) -> int:
+    """A positive integer, or 0 for none/all (no cap)."""
+    if text.strip().lower() in ("none", "all", "0", ""):
+        return 0
+    return positive_int(text)
+
+
+def cap(value):
+    """A cap parameter's value: None (no cap) for 0 / None."""
+    return value or None
+
+
+def nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise HarnessError(f"expected an integer, got '{text}'") from None
+    if value < 0:
+        raise HarnessError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise HarnessError(f"expected a number, got '{text}'") from None
+    if not 0 <= value < 1:
+        raise HarnessError(f"expected a number in [0, 1), got {value}")
+    return value
+
+
+def workers_param(text: str):
+    return "auto" if text == "auto" else nonneg_int(text)
+
+
+# Defaults by device: (cuda, cuda --quick, cpu, cpu --quick). The CPU ones are toy settings that
+# finish table5 in about a minute on 2 cores; the CUDA ones are the paper's (Sec. IV).
+DEFAULTS = {
+    "max_edges": (1.3e8, 3e7, 1.3e6, 1.3e6),
+    "hidden": (256, 256, 64, 32),
+    "fanouts": ((30, 30, 30), (30, 30, 30), (5, 5, 5), (5, 5, 5)),
+    "batch_size": (512, 512, 64, 64),
+    "lr": (0.003, 0.003, 0.01, 0.01),
+    "epochs": (2, 1, 2, 1),
+    "warmup_batches": (3, 2, 1, 1),
+    "max_batches": (None, 20, None, 6),
+    "eval_nodes": (10000, 4096, 1024, 256),
+    "eval_batch_size": (1024, 1024, 256, 256),
+}
+
+
+def device_default(name: str, cfg):
+    cuda, cuda_quick, cpu, cpu_quick = DEFAULTS[name]
+    if cfg.device == "cuda":
+        return cuda_quick if cfg.quick else cuda
+    return cpu_quick if cfg.quick else cpu
+
+
+def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -> dict[str, Param]:
+    return {
+        "datasets": Param(datasets, name_list, "datasets (stand-ins unless the real one is under the data root)"),
+        "models": Param(models, model_list, "models: gcn, sage, gat (pinsage)"),
+        "backends": Param(backends, backend_list,
+                          "layer backends: default (pyg for pyg_host, native otherwise), native, pyg"),
+        "max_edges": Param(None, positive_float, "largest stand-in (stored edges); bigger graphs run at the scale "
+                                                 "that fits (default: CUDA 1.3e8 = products at 1.0, CPU 1.3e6)"),
+        "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU default 64)"),
+        "layers": Param(3, positive_int, "layers (paper: 3)"),
+        "heads": Param(4, positive_int, "GAT heads (paper: 4)"),
+        "fanouts": Param(None, fanout_list, "fanout per hop, seeds first (paper: 30,30,30; CPU default 5,5,5)"),
+        "batch_size": Param(None, positive_int, "seeds per GPU per mini-batch (paper: 512; CPU default 64)"),
+        "lr": Param(None, positive_float, "Adam learning rate (default 0.003; CPU 0.01)"),
+        "dropout": Param(0.0, unit_float, "dropout between layers"),
+        "epochs": Param(None, positive_int, "measured epochs (default 2; --quick 1 / CPU --quick 1)"),
+        "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
+        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (every pipeline; none = no cap); capped "
+                                                 "epochs are extrapolated (default none; --quick 20, CPU --quick 6)"),
+        "host_max_batches": Param(None, optional_int, "cap on mini-batches per epoch for pyg_host / dgl_host only"),
+        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split, all ranks together (all = every "
+                                                "one; default CUDA 10000, CPU 1024)"),
+        "eval_batch_size": Param(None, positive_int, "seeds per evaluation mini-batch"),
+        "workers": Param("auto", workers_param, "loader worker processes per rank for pyg_host / dgl_host "
+                                                "(auto: 0 on CPU, cores per rank - 1 on GPUs, <= 8)"),
+        "timing": Param("both", choice("both", "synced", "free"),
+                        "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
+        "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
+    }
+
+
+def setting(exp, cfg, name):
+    value = exp.param(cfg, name)
+    return device_default(name, cfg) if value is None and name in DEFAULTS else value
+
+
+# ----------------------------------------------------------------------------- the experiment base
+
+class TrainingExperiment(Experiment):
+    """Base of every training experiment: grid = pipelines x datasets x models x backends."""
+
+    paper = "wholegraph"
+    interface = "pipelines"
+    impls = PIPELINES
+    metric, unit, better = "epoch_time", "s", "lower"
+    paper_hardware = PAPER_HARDWARE
+    spawn_ranks = True
+    parameters = common_parameters()
+
+    def world(self, cfg) -> int:
+        from harness.launcher import default_world_size
+
+        return default_world_size(cfg)
+
+    def scale_for(self, name: str, cfg) -> float:
+        from harness import datasets
+
+        if cfg.scale is not None:
+            return cfg.scale
+        spec = datasets.get(name)
+        stored = spec.standin.stored_edges if spec.standin else spec.edges
+        return float(f"{min(1.0, setting(self, cfg, 'max_edges') / max(stored, 1)):.2g}")
+
+    def backends_for(self, impl: str, cfg) -> list[str]:
+        out = []
+        for b in self.param(cfg, "backends"):
+            b = ("pyg" if impl == "pyg_host" else "native") if b == "default" else b
+            if b not in out:
+                out.append(b)
+        return out
+
+    def points(self, cfg):
+        world = self.world(cfg)
+        fanouts = list(setting(self, cfg, "fanouts"))
+        layers = self.param(cfg, "layers")
+        if "fanouts" not in cfg.params and len(fanouts) != layers:
+            fanouts = (fanouts * layers)[:layers]
+        if len(fanouts) != layers:
+            raise HarnessError(f"{layers} layers need {layers} fanouts, got {fanouts}")
+        common = {"layers": layers, "hidden": setting(self, cfg, "hidden"), "fanouts": fanouts,
+                  "batch_size": setting(self, cfg, "batch_size"), "epochs": setting(self, cfg, "epochs")}
+        for name in self.param(cfg, "datasets"):
+            scale = self.scale_for(name, cfg)
+            for model in self.param(cfg, "models"):
+                for impl in self.impls:
+                    for backend in self.backends_for(impl, cfg):
+                        params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
+                        if model == "gat":
+                            params["heads"] = self.param(cfg, "heads")
+                        cap = self.batch_cap(impl, cfg)
+                        if cap is not None:
+                            params["max_batches"] = cap
+                        yield Point(impl, params, world)
+
+    def batch_cap(self, impl: str, cfg):
+        caps = [cap(setting(self, cfg, "max_batches"))]
+        if impl in HOST_PIPELINES:
+            caps.append(cap(self.param(cfg, "host_max_batches")))
+        caps = [c for c in caps if c is not None]
+        return min(caps) if caps else None
+
+    def skip_reason(self, point, cfg):
+        from harness.needs import detect
+        from impls import models
+        from impls.pipelines import unavailable
+
+        problem = models.needs_for(point.params.get("backend", "native")).unmet(detect())
+        if problem:
+            return f"{point.params.get('backend')} layers: {problem}"
+        return unavailable(point.impl, cfg.device)
+
+    def run_point(self, point, cfg, rank):
+        return train_point(self, point, cfg, rank)
+
+
+def pipeline_config(exp, point, cfg):
+    from impls.pipelines.base import PipelineConfig
+
+    p = point.params
+    workers = exp.param(cfg, "workers")
+    return PipelineConfig(
+        dataset=p["dataset"], scale=p["scale"], data_root=str(cfg.data_root) if cfg.data_root else None,
+        model=p["model"], backend=p["backend"], num_layers=p["layers"], hidden=p["hidden"],
+        heads=p.get("heads", exp.param(cfg, "heads")), fanouts=tuple(p["fanouts"]), batch_size=p["batch_size"],
+        lr=setting(exp, cfg, "lr"), dropout=exp.param(cfg, "dropout"), seed=cfg.seed, epochs=p["epochs"],
+        max_batches_per_epoch=p.get("max_batches"), eval_batch_size=setting(exp, cfg, "eval_batch_size"),
+        eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
+        options={"num_workers": None if workers == "auto" else workers})
+
+
+def _progress(rank, text: str) -> None:
+    if rank.is_main:
+        print(text, file=sys.stderr, flush=True)
+
+
+def _max_over_ranks(values: list[float], device) -> list[float]:
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [float(v) for v in t]
+
+
+class RankFailed(BaseException):
+    """A training point failed on this rank: not an Exception, so the runner does not turn it into a
+    row and go on to the next point's collectives while the other ranks are still in this one."""
+
+
+def train_point(exp, point, cfg, rank) -> list[Measurement]:
+    from harness import registry
+    from impls.pipelines.base import MEMORY_CATEGORIES
+    from impls.pipelines.monitor import UtilizationMonitor
+
+    p = point.params
+    config = pipeline_config(exp, point, cfg)
+    timing = exp.param(cfg, "timing")
+    label = f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}"
+    pipe = registry.get_impl("pipelines", point.impl).factory(rank, config)
+    failed = False
+    try:
+        started = time.perf_counter()
+        pipe.setup()
+        setup_s = time.perf_counter() - started
+        _progress(rank, f"  {label}: setup {setup_s:.3g} s ({rank.world_size} ranks)")
+        warm = setting(exp, cfg, "warmup_batches")
+        if warm:
+            pipe.train_epoch(-1, breakdown=False, max_batches=warm)
+        monitor = UtilizationMonitor(rank.torch_device(), exp.param(cfg, "util_interval_ms") / 1e3) \
+            if rank.is_main else None
+        if monitor is not None:
+            monitor.start()
+        stats, val_curve = [], []
+        try:
+            for e in range(config.epochs):
+                breakdown = timing == "synced" or (timing == "both" and e == 0)
+                st = pipe.train_epoch(e, breakdown=breakdown)
+                stats.append(st)
+                val_curve.append(pipe.evaluate("val"))
+                parts = (f" (sample {st.sample_s:.3g}, gather {st.gather_s:.3g}, train {st.train_s:.3g} s)"
+                         if st.breakdown else " (free-running)")
+                capped = f", {st.batches}/{st.batches_full} batches" if st.capped else f", {st.batches} batches"
+                _progress(rank, f"  {label}: epoch {e + 1}/{config.epochs} {st.epoch_s:.3g} s{parts}{capped}, "
+                                f"loss {st.loss:.4g}, val acc {val_curve[-1]:.4f}")
+        finally:
+            util = monitor.stop() if monitor is not None else {}
+        val = val_curve[-1]
+        test = pipe.evaluate("test")
+        mem = pipe.memory()
+        report = pipe.memory_report()
+        mem_max = dict(zip(MEMORY_CATEGORIES + ("total",),
+                           _max_over_ranks([mem[k] for k in MEMORY_CATEGORIES + ("total",)], rank.torch_device())))
+        used = _max_over_ranks([report.get("device_used_bytes", 0)], rank.torch_device())[0]
+        describe = pipe.describe()
+        locations = pipe.store_locations()
+        g = pipe.graph
+        graph_info = {"nodes": int(g.num_nodes), "edges": int(g.num_edges), "feature_dim": int(g.feature_dim),
+                      "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
+                      "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
+                      "standin": bool(g.is_standin)}
+    except SkipPoint:
+        raise                          # every rank skips together (the reasons are collective)
+    except Exception as exc:
+        # a failure on one rank leaves the others inside a collective: closing the stores (collective
+        # too) would pair with the wrong call and hang until the group's timeout. End this rank
+        # instead; the launcher then stops the others and the runner records the points as errors.
+        failed = True
+        raise RankFailed(f"{label} failed on rank {rank.rank}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if not failed:
+            pipe.close()
+    free = [s for s in stats if not s.breakdown]
+    synced = [s for s in stats if s.breakdown]
+    timed = free or synced
+    extrapolated = any(s.capped for s in stats)
+    epoch_extra = {
+        "epochs": len(stats), "setup_s": setup_s, "warmup_batches": warm, "timing": ["synced" if s.breakdown else "free" for s in stats],
+        "epoch_s_measured": [s.epoch_s for s in stats], "batches_run": stats[0].batches,
+        "batches_full": stats[0].batches_full, "extrapolated": extrapolated,
+        "loss_per_epoch": [s.loss for s in stats], "val_acc_per_epoch": val_curve,
+        "sampled_edges_per_epoch": [s.sampled_edges for s in stats],
+        "gathered_gb_per_epoch": [s.gathered_bytes / 1e9 for s in stats],
+        "lr": config.lr, "dropout": config.dropout, "eval_nodes": config.eval_max_nodes,
+        "graph": graph_info, "components": describe, "workers": getattr(pipe, "workers", None),
+    }
+    out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
+    for stage in ("sample", "gather", "train"):
+        values = [s.full_epoch_s(getattr(s, f"{stage}_s")) for s in synced]
+        if values:
+            out.append(Measurement(f"{stage}_time", "s", Stats.from_samples(values)))
+    out.append(Measurement("val_accuracy", "", value=val, better="higher"))
+    out.append(Measurement("test_accuracy", "", value=test, better="higher"))
+    for cat in MEMORY_CATEGORIES + ("total",):
+        extra = {}
+        if cat == "total":
+            extra = {"bytes_max_over_ranks": {k: int(v) for k, v in mem_max.items()},
+                     "device_used_gib": used / GIB if used else None, "locations": locations,
+                     "training_measure": report.get("training_measure")}
+        out.append(Measurement(f"memory_{cat}", "GiB", value=mem_max[cat] / GIB, extra=extra))
+    if util.get("samples"):
+        out.append(Measurement("utilization", "%", value=util["mean"], better="higher", extra={"utilization": util}))
+    return out
+
+
+# ----------------------------------------------------------------------------- reading rows back
+
+KEY = ("run_id", "impl", "dataset", "model", "backend", "world_size")
+
+
+def collect(rows, prefer: str | None = None) -> list[dict]:
+    """One record per trained point: ``{"key": ..., "metrics": {metric: value}, "extra": {metric:
+    extra}, "params": ..., "device": ...}`` from the ok rows of any training experiment (rows of
+    the experiment ``prefer`` first when several experiments trained the same point)."""
+    ok = rows[rows["status"] == "ok"]
+    if prefer is not None and not ok.empty:
+        ok = ok.assign(_order=(ok["experiment"] != prefer).astype(int)).sort_values("_order", kind="stable")
+    records: dict = {}
+    taken: dict = {}
+    for _, r in ok.iterrows():
+        params = r["params"] if isinstance(r["params"], dict) else {}
+        if "dataset" not in params or "model" not in params:
+            continue
+        key = (r["run_id"], r["impl"], params["dataset"], params["model"], params.get("backend", "native"),
+               int(r["world_size"]))
+        owner = taken.setdefault(key, r["experiment"])
+        if owner != r["experiment"]:
+            continue                     # the same point trained by another experiment
+        rec = records.setdefault(key, {"key": dict(zip(KEY, key)), "metrics": {}, "extra": {}, "params": params,
+                                       "device": r.get("device"), "experiment": r["experiment"]})
+        rec["metrics"][r["metric"]] = r["value"]
+        extra = r.get("extra")
+        if isinstance(extra, dict):
+            rec["extra"][r["metric"]] = extra
+    return list(records.values())
+
+
+def fmt_scale(params: dict) -> str:
+    return f"{SHORT.get(params['dataset'], params['dataset'])} x{params['scale']:g}"
+
+
+def datasets_caption(records: list[dict]) -> str:
+    seen = {}
+    for rec in records:
+        g = rec["extra"].get("epoch_time", {}).get("graph", {})
+        name = rec["key"]["dataset"]
+        if name not in seen:
+            kind = "stand-in" if g.get("standin", True) else "real"
+            nodes = f", {g['nodes']:,} nodes, {g['edges']:,} edges" if g else ""
+            seen[name] = f"{SHORT.get(name, name)} ({kind} at scale {rec['params']['scale']:g}{nodes})"
+    return "; ".join(seen.values())
+
+
+def settings_caption(records: list[dict]) -> str:
+    combos = sorted({(rec["params"].get("layers"), rec["params"].get("hidden"),
+                      "-".join(map(str, rec["params"].get("fanouts", []))), rec["params"].get("batch_size"))
+                     for rec in records}, key=str)
+    parts = [f"{l} layers, hidden {h}, fanouts {f}, batch {b}" for l, h, f, b in combos]
+    return "; ".join(parts)
+
+
+def machine_labels(rows, runs):
+    from harness.tables import run_labels
+
+    return run_labels(rows, runs)
+
+
+def finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))

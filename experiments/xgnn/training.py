@@ -1,0 +1,661 @@
+"""XGNN's training experiments (Tables 1, 4, 5; Figs. 10, 11, 12, 15): shared parts.
+
+Every point trains one *system* (a column of the paper's tables) on one dataset with one model,
+data-parallel on every rank (one process per GPU, DDP), through the tiered-store pipelines
+(``impls/pipelines``: ``xgnn``, ``dgl_cache``, ``quiver``) or the WholeGraph pipeline, with
+XGNN's model settings (section 6.1, ``impls.models.PAPER_MODELS["xgnn"]``: GCN 3 layers with
+fanouts 15, 10, 5; GraphSAGE 2 layers with 10, 25; hidden 256). A system is a pipeline plus
+options (:data:`SYSTEMS`): XGNN's "DGL" is DGL+C's placement without a feature cache, "DGL-Host"
+is Quiver's without one (topology and features in host memory), XGNN-G / XGNN-F prioritize the
+topology / the features, and Fig. 10's steps switch GGMS, the batched KHop and the solver on one
+by one. Rows are the same whatever the experiment:
+
+- ``epoch_time`` (s): E2E, the average free-running epoch (sampling pipelined with training on a
+  sampler thread: the paper's footnote 1). ``sample_time``, ``gather_time`` (Table 4's E: feature
+  extraction) and ``train_time`` (T) come from the first measured epoch, run with the device
+  synchronized between stages and without prefetching, so each stage is timed alone (the paper
+  times its Sampler and Trainer stages apart). Capped epochs are extrapolated to the full epoch.
+- ``feature_hit_rate`` (H: share of feature rows read from GPU memory, local or peer),
+  ``topology_hit_rate``, ``feat_ratio`` (R: share of feature rows on the GPUs), ``graph_ratio``.
+- ``memory_total_gpus`` / ``memory_topology_gpus`` / ``memory_features_gpus`` (GiB summed over
+  the GPUs: Table 5's Mem., Fig. 12) and ``memory_per_gpu`` (the largest GPU's total).
+- ``val_accuracy``, ``test_accuracy`` (the per-epoch curve and the epoch times in the
+  epoch_time row's extra, for Fig. 15b).
+
+The GPU memory budget (param ``budget``)
+---------------------------------------
+The paper trains on 16 GB V100s, where the topology of UK or CF does not fit next to the training
+workspace (Table 4's OOM cells) while TW's and PA's do. The stand-ins are much smaller than the
+real graphs and our GPUs much larger, so the budget is a model of the paper's GPU, scaled like the
+graph. Default rule ``v100``: per GPU, the room the V100 leaves for the stores,
+``16 GiB - W(model)``, as a multiple of the dataset's topology as in the paper:
+
+    budget = (16 GiB - W(model)) / Volume_G(dataset, XGNN Table 3) x topology bytes of the stand-in
+
+with W = 6 GiB for GCN (and PinSAGE), 4 GiB for GraphSAGE: the training workspace implied by
+DGL+C's cells of Table 4 (topology + R x features + W = 16 GB gives W = 5.4-6.8 for GCN and
+3.8-4.0 for GraphSAGE), so the stores get the whole budget (``reserve_bytes=0``). The rule puts
+the TW topology at 0.56x (GCN) / 0.47x (GraphSAGE) of the budget, PA's at 0.64x / 0.53x, UK's at
+1.13x / 0.94x and CF's at 1.37x / 1.14x: DGL and DGL+C (topology replicated on every GPU) OOM on
+CF and on UK with GCN, as in Table 4, and XGNN fits everywhere on several GPUs (on one, CF's
+topology does not fit: Fig. 15a); DGL+C's cache ratio comes out near the paper's (TW GraphSAGE
+17% vs 16%, UK GraphSAGE 1% vs 1%). Being relative to the topology, the rule also holds for the PA
+stand-in, which is symmetrized (twice Table 3's 6.4 GB at scale 1). Other rules: ``none``
+(everything on the GPUs; Table 5's A100s), ``topo:X`` (X times the stand-in's topology bytes,
+no reserve) or a size (``512MiB``, ``2GiB``: a real per-GPU budget, the pipelines estimate the
+training workspace). WholeGraph keeps everything on the GPUs: a point whose share (topology and
+features over the GPUs) exceeds the budget is an OOM row (Table 1's "x" on one GPU).
+
+Stand-ins and batches: each dataset runs at the scale whose stand-in stores ``max_edges`` edges
+(CUDA 6e7, quick 2e7; CPU 6e5, quick 3e5; the four stand-ins are shared by every experiment); the
+batch is the paper's 6000 seeds per GPU or fewer, so that every GPU runs at least ``min_batches``
+(4) mini-batches per epoch: the stand-ins have about ``scale`` x 1M training nodes (17k-41k at the
+CUDA default) where the paper's epochs are 21 mini-batches of 6000 per GPU on 8 GPUs. The batch is
+the same for every GPU count of an experiment (computed for its largest): on 4 GPUs at the CUDA
+default 1.1k (CF) to 2.6k (TW) seeds.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+
+from harness.errors import HarnessError, SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
+from harness.timing import Stats
+
+from . import PAPER_HARDWARE
+
+GIB = 1 << 30
+PAPER_GPU_GIB = 16.0                                # V100 SXM2 16 GB
+WORKSPACE_GIB = {"gcn": 6.0, "sage": 4.0, "pinsage": 6.0}
+# XGNN Table 3: Volume_G and Volume_F (GB as printed; they match GiB of int32 CSRs)
+VOLUME_G = {"twitter-2010": 5.6, "ogbn-papers100M": 6.4, "uk-2006-05": 11.3, "com-friendster": 13.7}
+VOLUME_F = {"twitter-2010": 40.0, "ogbn-papers100M": 53.0, "uk-2006-05": 74.0, "com-friendster": 34.0}
+DATASETS = ("twitter-2010", "ogbn-papers100M", "uk-2006-05", "com-friendster")
+SHORT = {"twitter-2010": "TW", "ogbn-papers100M": "PA", "uk-2006-05": "UK", "com-friendster": "CF"}
+MODELS = ("gcn", "sage", "pinsage")
+MODEL_NAMES = {"gcn": "GCN", "sage": "GraphSAGE", "pinsage": "PinSAGE"}
+MODEL_SHORT = {"gcn": "GCN", "sage": "GSG", "pinsage": "PSG"}
+TIERED = ("xgnn", "dgl_cache", "quiver")
+
+
+@dataclass(frozen=True)
+class System:
+    """A column of the paper: the pipeline that runs it and its options (None: not runnable here)."""
+
+    impl: str
+    label: str
+    options: dict = field(default_factory=dict)
+    note: str = ""
+    unavailable: str | None = None
+
+
+_FIG10_BASE = {"graph_store": "replicated", "feat_store": "replicated", "sampler_variant": "original",
+               "placement": "clique", "graph_ratio": 1.0}
+SYSTEMS: dict[str, System] = {
+    "dgl": System("dgl_cache", "DGL", {"cache_ratio": 0.0},
+                  "XGNN's DGL (6.1): topology on every GPU, features read from host memory, no feature cache; "
+                  "DGL+C's pipeline with R = 0 (DGL itself is not installed)"),
+    "quiver": System("quiver", "Quiver", {},
+                     "topology in pinned host memory (UVA sampling), hottest features over each NVLink clique"),
+    "dgl_cache": System("dgl_cache", "DGL+C", {},
+                        "topology replicated on every GPU, hottest features cached on every GPU, reservoir KHop"),
+    "xgnn": System("xgnn", "XGNN", {}, "GGMS (solver placement), batched KHop, pipelined sampler"),
+    "dgl_host": System("quiver", "DGL-Host", {"feat_ratio": 0.0},
+                       "topology and features in host memory, GPU sampling by UVA (Quiver's pipeline with R = 0)"),
+    "xgnn_g": System("xgnn", "XGNN-G", {"priority": "graph"}, "GGMS with topology first"),
+    "xgnn_f": System("xgnn", "XGNN-F", {"priority": "feat"}, "GGMS with features first"),
+    "wholegraph": System("wholegraph", "WholeGraph", {},
+                         "the harness's WholeGraph pipeline: CSR and features sharded over the GPUs"),
+    "gnnlab": System("dgl_cache", "GNNLab", None, unavailable=(
+        "GNNLab (factored design: dedicated sampler GPUs and trainer GPUs with a feature cache) is not "
+        "implemented in this harness")),
+    # XGNN Fig. 10: the optimizations switched on one by one
+    "base": System("xgnn", "BASE", dict(_FIG10_BASE), "DGL+C's settings: both stores replicated, reservoir KHop"),
+    "msg": System("xgnn", "+MSG", {**_FIG10_BASE, "graph_store": "ggms", "graph_ratio": None},
+                  "topology in GGMS"),
+    "msf": System("xgnn", "+MSF", {**_FIG10_BASE, "graph_store": "ggms", "graph_ratio": None, "feat_store": "ggms"},
+                  "features in GGMS too"),
+    "oga": System("xgnn", "+OGA", {"placement": "clique", "sampler_variant": "batched"}, "batched KHop"),
+    "psa": System("xgnn", "+PSA", {"placement": "solver"}, "placement solver"),
+}
+FIG10_STEPS = ("base", "msg", "msf", "oga", "psa")
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def name_list(text: str) -> tuple[str, ...]:
+    from harness import datasets
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise HarnessError("expected at least one dataset name")
+    return tuple(datasets.get(n).name for n in names)
+
+
+def model_list(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [n for n in names if n not in MODEL_NAMES]
+    if bad or not names:
+        raise HarnessError(f"models are {', '.join(MODEL_NAMES)}, not '{text}'")
+    return names
+
+
+def system_list(*allowed: str):
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(x.strip() for x in text.split(",") if x.strip())
+        bad = [n for n in names if n not in allowed]
+        if bad or not names:
+            raise HarnessError(f"systems are {', '.join(allowed)}, not '{text}'")
+        return names
+    return parse
+
+
+def combo_list(text: str) -> tuple[tuple[str, str], ...]:
+    """``gcn:twitter-2010,sage:uk-2006-05`` -> ((model, dataset), ...)."""
+    out = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        model, sep, ds = item.partition(":")
+        if not sep:
+            raise HarnessError(f"combos take model:dataset pairs like gcn:TW,sage:UK, not '{item}'")
+        out.append((model_list(model)[0], name_list(ds)[0]))
+    if not out:
+        raise HarnessError("expected at least one model:dataset pair")
+    return tuple(out)
+
+
+def budget_rule(text: str) -> str:
+    """``v100`` | ``none`` | ``topo:X`` | a size (checked here, resolved per point)."""
+    from impls.storage.budget import parse_bytes
+
+    t = text.strip()
+    if t in ("v100", "none"):
+        return t
+    if t.startswith("topo:"):
+        positive_float(t[5:])
+        return t
+    try:
+        parse_bytes(t)
+    except ValueError as exc:
+        raise HarnessError(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
+    return t
+
+
+def optional_int(text: str):
+    if text.strip().lower() in ("none", "all", "0", ""):
+        return None
+    return positive_int(text)
+
+
+def nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise HarnessError(f"expected an integer, got '{text}'") from None
+    if value < 0:
+        raise HarnessError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def batch_param(text: str):
+    return "auto" if text.strip() == "auto" else positive_int(text)
+
+
+# (cuda, cuda --quick, cpu, cpu --quick)
+DEFAULTS = {
+    "max_edges": (6e7, 2e7, 6e5, 3e5),
+    "hidden": (256, 256, 64, 32),
+    "min_batches": (4, 4, 4, 4),
+    "epochs": (3, 2, 2, 2),
+    "warmup_batches": (2, 1, 1, 1),
+    "max_batches": (None, None, None, 3),
+    "eval_nodes": (4096, 2048, 256, 128),
+    "lr": (0.003, 0.003, 0.01, 0.01),
+}
+
+
+def device_default(name: str, cfg):
+    cuda, cuda_quick, cpu, cpu_quick = DEFAULTS[name]
+    if cfg.device == "cuda":
+        return cuda_quick if cfg.quick else cuda
+    return cpu_quick if cfg.quick else cpu
+
+
+def common_parameters(**defaults) -> dict[str, Param]:
+    """The parameters every XGNN training experiment takes; ``defaults`` adds or replaces entries."""
+    params = {
+        "budget": Param("v100", budget_rule, "GPU memory budget per GPU: v100 (the paper's 16 GB V100 scaled like "
+                                             "the graph, module doc), none, topo:X (X x topology bytes) or a size"),
+        "max_edges": Param(None, positive_float, "stand-in size: the scale whose stand-in stores this many edges "
+                                                 "(CUDA 6e7, quick 2e7; CPU 6e5, quick 3e5)"),
+        "batch_size": Param("auto", batch_param, "seeds per GPU per mini-batch (auto: 6000 or fewer so that every "
+                                                 "GPU runs min_batches per epoch)"),
+        "min_batches": Param(None, positive_int, "mini-batches per GPU per epoch the auto batch keeps (default 4)"),
+        "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU 64, quick 32)"),
+        "epochs": Param(None, positive_int, "measured epochs: the first synchronized (S/E/T), the rest free-running "
+                                            "(E2E) (CUDA 3, quick 2; CPU 2)"),
+        "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
+        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
+        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split"),
+        "lr": Param(None, positive_float, "Adam learning rate (CUDA 0.003, CPU 0.01)"),
+    }
+    params.update(defaults)
+    return params
+
+
+def setting(exp, cfg, name):
+    value = exp.param(cfg, name)
+    return device_default(name, cfg) if value is None and name in DEFAULTS else value
+
+
+def gpu_counts(exp, cfg, requested: tuple[int, ...]) -> list[int]:
+    """The GPU counts of a scaling experiment that this machine can run (CPU: ranks, at most 2
+    by default); ``--gpus N`` keeps the counts <= N."""
+    from harness.launcher import default_world_size
+
+    limit = default_world_size(cfg)
+    keep = [g for g in requested if g <= limit]
+    return keep or [limit]
+
+
+# ----------------------------------------------------------------------------- the budget
+
+def topology_bytes(graph) -> int:
+    """One copy of the stand-in's topology as a GPU stores it (int64 offsets, the ids)."""
+    from impls.storage.budget import topology_gpu_bytes
+
+    id_bytes = 4 if graph.num_nodes < 2 ** 31 else 8
+    return topology_gpu_bytes(int(graph.num_nodes), [int(graph.num_edges)], id_bytes, False)[0]
+
+
+def volume_g(dataset: str) -> float:
+    """XGNN Table 3's topology volume (GB) or, for other datasets, the real graph's int32 CSR."""
+    if dataset in VOLUME_G:
+        return VOLUME_G[dataset]
+    from harness import datasets
+
+    spec = datasets.get(dataset)
+    edges = spec.standin.stored_edges if spec.standin else spec.edges
+    return (spec.nodes + 1 + edges) * 4 / GIB
+
+
+def budget_bytes(rule: str, dataset: str, model: str, topo_bytes: int) -> int | None:
+    """Per-GPU budget of a point (module doc)."""
+    from impls.storage.budget import parse_bytes
+
+    if rule == "none":
+        return None
+    if rule == "v100":
+        room = PAPER_GPU_GIB - WORKSPACE_GIB.get(model, 6.0)
+        return int(room / volume_g(dataset) * topo_bytes)
+    if rule.startswith("topo:"):
+        return int(float(rule[5:]) * topo_bytes)
+    return parse_bytes(rule)
+
+
+def folds_workspace(rule: str) -> bool:
+    """True when the rule's budget is for the stores only (the workspace is modelled in it)."""
+    return rule == "v100" or rule.startswith("topo:")
+
+
+def wholegraph_need(graph, world: int) -> int:
+    """Per-GPU bytes of the WholeGraph pipeline's stores: ceil(N / W) rows of features and of the CSR."""
+    rows = -(-int(graph.num_nodes) // world)
+    row_bytes = int(graph.feature_dim) * 4
+    id_bytes = 4 if graph.num_nodes < 2 ** 31 else 8
+    return rows * row_bytes + (rows + 1) * 8 + -(-int(graph.num_edges) // world) * id_bytes
+
+
+# ----------------------------------------------------------------------------- the experiment base
+
+class XGNNTraining(Experiment):
+    """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
+
+    paper = "xgnn"
+    interface = "pipelines"
+    impls = ("xgnn", "dgl_cache", "quiver", "wholegraph")
+    metric, unit, better = "epoch_time", "s", "lower"
+    paper_hardware = PAPER_HARDWARE
+    spawn_ranks = True
+    parameters = common_parameters()
+    timing = "both"              # both | free (Fig. 15b: every epoch free-running)
+    eval_every_epoch = True
+
+    def world(self, cfg) -> int:
+        from harness.launcher import default_world_size
+
+        return default_world_size(cfg)
+
+    def scale_for(self, name: str, cfg) -> float:
+        from harness import datasets
+        from harness.datasets.plan import MIN_COMMUNITY
+
+        if cfg.scale is not None:
+            return cfg.scale
+        spec = datasets.get(name)
+        stored = spec.standin.stored_edges if spec.standin else spec.edges
+        scale = min(1.0, setting(self, cfg, "max_edges") / max(stored, 1))
+        if spec.standin:        # enough nodes for the stand-in's communities
+            scale = max(scale, 1.05 * MIN_COMMUNITY * spec.standin.num_classes / spec.nodes)
+        return float(f"{scale:.2g}")
+
+    def batch_for(self, name: str, scale: float, model: str, ref_world: int, cfg) -> int:
+        from harness import datasets
+        from impls.models import PAPER_MODELS
+
+        given = self.param(cfg, "batch_size")
+        if given != "auto":
+            return given
+        paper = PAPER_MODELS["xgnn"][model]["batch_size"]
+        spec = datasets.get(name)
+        n = int(round(spec.nodes * scale))
+        train = spec.split.counts(n, spec.nodes)[0]
+        return max(1, min(paper, train // (ref_world * setting(self, cfg, "min_batches"))))
+
+    def point(self, system: str, dataset: str, model: str, world: int, cfg, *, ref_world: int | None = None,
+              budget: str | None = None, **extra) -> Point:
+        from impls.models import PAPER_MODELS
+
+        scale = self.scale_for(dataset, cfg)
+        paper = PAPER_MODELS["xgnn"][model]
+        params = {"system": system, "dataset": dataset, "scale": scale, "model": model,
+                  "layers": paper["num_layers"], "fanouts": list(paper["fanouts"]),
+                  "hidden": setting(self, cfg, "hidden"),
+                  "batch_size": self.batch_for(dataset, scale, model, ref_world or world, cfg),
+                  "budget": budget or self.param(cfg, "budget"), "epochs": setting(self, cfg, "epochs")}
+        cap = setting(self, cfg, "max_batches")
+        if cap is not None:
+            params["max_batches"] = cap
+        params.update(extra)
+        return Point(SYSTEMS[system].impl, params, world)
+
+    def skip_reason(self, point, cfg):
+        from impls.pipelines import unavailable
+
+        system = SYSTEMS[point.params["system"]]
+        if system.unavailable:
+            return system.unavailable
+        if point.params["model"] == "pinsage":
+            return ("PinSAGE samples by random walks (visit counts as edge weights); the tiered-store and "
+                    "WholeGraph pipelines sample KHop neighbours only")
+        return unavailable(point.impl, cfg.device)
+
+    def run_point(self, point, cfg, rank):
+        return train_system(self, point, cfg, rank)
+
+
+# ----------------------------------------------------------------------------- one training point
+
+class RankFailed(BaseException):
+    """A training point failed on this rank (not an Exception: the runner must not go on to the
+    next point's collectives while the other ranks are still in this one's)."""
+
+
+def _progress(rank, text: str) -> None:
+    if rank.is_main:
+        print(text, file=sys.stderr, flush=True)
+
+
+def _reduce(values: list[float], device, op: str) -> list[float]:
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+    return [float(v) for v in t]
+
+
+def train_system(exp, point, cfg, rank) -> list[Measurement]:
+    from harness import registry
+    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, load_graph
+    from impls.pipelines.xgnn import xgnn_config
+    from impls.storage.budget import OutOfMemoryBudget
+
+    p = point.params
+    system = SYSTEMS[p["system"]]
+    data_root = str(cfg.data_root) if cfg.data_root else None
+    graph = load_graph(rank, PipelineConfig(dataset=p["dataset"], scale=p["scale"], data_root=data_root,
+                                            seed=cfg.seed))
+    topo = topology_bytes(graph)
+    budget = budget_bytes(p["budget"], p["dataset"], p["model"], topo)
+    options = {k: v for k, v in system.options.items() if v is not None}
+    if p.get("topology") and system.impl in ("xgnn", "quiver"):
+        options["topology"] = p["topology"]           # a named GPU topology (placement.topology.by_name)
+    if budget is not None and folds_workspace(p["budget"]) and system.impl in TIERED:
+        options.setdefault("reserve_bytes", 0)
+    if system.impl == "wholegraph" and budget is not None:
+        need = wholegraph_need(graph, rank.world_size)
+        if need > budget:
+            raise OutOfMemoryBudget(f"WholeGraph's topology and features (everything on {rank.world_size} "
+                                    f"GPU{'s' if rank.world_size > 1 else ''})", need, budget)
+    config = xgnn_config(p["model"], graph=graph, dataset=p["dataset"], scale=p["scale"], data_root=data_root,
+                         hidden=p["hidden"], batch_size=p["batch_size"], lr=setting(exp, cfg, "lr"), seed=cfg.seed,
+                         epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
+                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=setting(exp, cfg, "eval_nodes"),
+                         memory_budget_bytes=budget, options=options)
+    label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
+    pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
+    tiered = system.impl in TIERED
+    failed = False
+    warm = setting(exp, cfg, "warmup_batches")
+    try:
+        pipe.setup()
+        if warm:
+            pipe.train_epoch(-1, breakdown=False, max_batches=warm)
+        stats, val_curve = [], []
+        for e in range(config.epochs):
+            synced = exp.timing == "both" and e == 0
+            saved = config.options.get("prefetch")
+            if synced and tiered:
+                config.options["prefetch"] = 0          # stages timed alone, not overlapped
+            try:
+                st = pipe.train_epoch(e, breakdown=synced)
+            finally:
+                if synced and tiered:
+                    if saved is None:
+                        config.options.pop("prefetch", None)
+                    else:
+                        config.options["prefetch"] = saved
+            stats.append(st)
+            if exp.eval_every_epoch or e == config.epochs - 1:
+                val_curve.append(pipe.evaluate("val"))
+            parts = (f" (S {st.sample_s:.3g}, E {st.gather_s:.3g}, T {st.train_s:.3g} s)" if st.breakdown
+                     else " (pipelined)")
+            hit = st.extra.get("feature_hit_rate")
+            _progress(rank, f"  {label}: epoch {e + 1}/{config.epochs} {st.full_epoch_s():.3g} s{parts}, "
+                            f"{st.batches}/{st.batches_full} batches, loss {st.loss:.4g}"
+                            + (f", H {100 * hit:.0f}%" if hit is not None else "")
+                            + (f", val acc {val_curve[-1]:.3f}" if val_curve else ""))
+        test = pipe.evaluate("test")
+        mem = pipe.memory()
+        used = pipe.memory_report().get("device_used_bytes", 0)
+        describe = pipe.describe()
+        store = getattr(pipe, "store", None)
+        store_memory = store.memory() if store is not None else None
+    except SkipPoint:
+        raise                          # every rank skips together (the reasons are collective)
+    except Exception as exc:
+        failed = True
+        raise RankFailed(f"{label} failed on rank {rank.rank}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if not failed:
+            pipe.close()
+    device = rank.torch_device()
+    cats = MEMORY_CATEGORIES + ("total",)
+    summed = dict(zip(cats, _reduce([mem[k] for k in cats], device, "sum")))
+    largest = dict(zip(cats, _reduce([mem[k] for k in cats], device, "max")))
+    used_sum = _reduce([used or 0], device, "sum")[0]
+    return measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
+                        store_memory, warm, rank.world_size)
+
+
+def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
+                 store_memory, warm, world) -> list[Measurement]:
+    synced = [s for s in stats if s.breakdown]
+    free = [s for s in stats if not s.breakdown]
+    timed = free or synced
+    last = stats[-1].extra
+    store = last.get("store")
+    graph_info = {"nodes": int(graph.num_nodes), "edges": int(graph.num_edges),
+                  "feature_dim": int(graph.feature_dim), "classes": int(graph.num_classes),
+                  "train_nodes": int(len(graph.train_idx)), "standin": bool(graph.is_standin)}
+    epoch_extra = {
+        "epochs": len(stats), "warmup_batches": warm,
+        "timing": ["synced" if s.breakdown else "pipelined" for s in stats],
+        "epoch_s_per_epoch": [s.full_epoch_s() for s in stats], "batches_run": stats[0].batches,
+        "batches_full": stats[0].batches_full, "extrapolated": any(s.capped for s in stats),
+        "loss_per_epoch": [s.loss for s in stats], "val_acc_per_epoch": val_curve,
+        "budget_bytes": budget, "topology_bytes": int(topo), "graph": graph_info, "components": describe,
+        "store": store, "tiers": last.get("tiers"), "world_size": world,
+    }
+    out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
+    for stage in ("sample", "gather", "train"):
+        values = [s.full_epoch_s(getattr(s, f"{stage}_s")) for s in synced]
+        if values:
+            out.append(Measurement(f"{stage}_time", "s", Stats.from_samples(values)))
+    hits = [s.extra.get("feature_hit_rate") for s in stats if s.extra.get("feature_hit_rate") is not None]
+    if hits:
+        out.append(Measurement("feature_hit_rate", "", value=sum(hits) / len(hits), better="higher"))
+    topo_hits = [s.extra.get("topology_hit_rate") for s in stats if s.extra.get("topology_hit_rate") is not None]
+    if topo_hits:
+        out.append(Measurement("topology_hit_rate", "", value=sum(topo_hits) / len(topo_hits), better="higher"))
+    if store:
+        out.append(Measurement("feat_ratio", "", value=store["feat_ratio"] or 0.0, better="higher"))
+        out.append(Measurement("graph_ratio", "", value=store["graph_ratio"] or 0.0, better="higher"))
+    elif p["system"] == "wholegraph":
+        out.append(Measurement("feat_ratio", "", value=1.0, better="higher"))
+        out.append(Measurement("graph_ratio", "", value=1.0, better="higher"))
+    out.append(Measurement("val_accuracy", "", value=val_curve[-1], better="higher"))
+    out.append(Measurement("test_accuracy", "", value=test, better="higher"))
+    if store_memory is not None:
+        topo_gpus, feat_gpus = store_memory["gpu_topology_bytes"], store_memory["gpu_feature_bytes"]
+    else:
+        topo_gpus, feat_gpus = summed["graph_structure"], summed["node_features"] + summed["cache"]
+    out.append(Measurement("memory_topology_gpus", "GiB", value=topo_gpus / GIB))
+    out.append(Measurement("memory_features_gpus", "GiB", value=feat_gpus / GIB))
+    out.append(Measurement("memory_total_gpus", "GiB", value=summed["total"] / GIB,
+                           extra={"bytes_summed": {k: int(v) for k, v in summed.items()},
+                                  "device_used_gib_summed": used_sum / GIB if used_sum else None}))
+    out.append(Measurement("memory_per_gpu", "GiB", value=largest["total"] / GIB,
+                           extra={"bytes_largest": {k: int(v) for k, v in largest.items()}}))
+    return out
+
+
+# ----------------------------------------------------------------------------- reading rows back
+
+def _params(r) -> dict:
+    return r["params"] if isinstance(r["params"], dict) else {}
+
+
+def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("system", "dataset", "model")):
+    """One record per point: ``{"run_id", "world", "params", "status", "reason", "metrics": {...},
+    "extra": {metric: extra}, "experiment"}``; rows of the experiment ``prefer`` first when several
+    experiments trained the same point. Skipped and failed points are records too."""
+    ordered = rows
+    if prefer is not None and not rows.empty:
+        ordered = rows.assign(_order=(rows["experiment"] != prefer).astype(int)).sort_values("_order", kind="stable")
+    records: dict = {}
+    owner: dict = {}
+    for _, r in ordered.iterrows():
+        params = _params(r)
+        if not all(k in params for k in key_params):
+            continue
+        key = (r["run_id"], int(r["world_size"])) + tuple(str(params[k]) for k in key_params)
+        if owner.setdefault(key, r["experiment"]) != r["experiment"]:
+            continue
+        rec = records.setdefault(key, {"run_id": r["run_id"], "world": int(r["world_size"]), "params": params,
+                                       "status": r["status"], "reason": None, "metrics": {}, "extra": {},
+                                       "experiment": r["experiment"], "device": r.get("device")})
+        if r["status"] != "ok":
+            rec["status"], rec["reason"] = r["status"], r.get("reason")
+            continue
+        rec["metrics"][r["metric"]] = r["value"]
+        extra = r.get("extra")
+        if isinstance(extra, dict):
+            rec["extra"][r["metric"]] = extra
+    return list(records.values())
+
+
+def is_oom(rec) -> bool:
+    from impls.storage.budget import is_oom_reason
+
+    return rec["status"] == "skipped" and is_oom_reason(rec.get("reason"))
+
+
+def cell(rec, metric: str):
+    """A table cell: the value, "OOM" (over the budget), "x" (cannot run here) or "error"."""
+    if rec is None:
+        return None
+    if rec["status"] == "ok":
+        return rec["metrics"].get(metric)
+    if is_oom(rec):
+        return "OOM"
+    return "x" if rec["status"] == "skipped" else "error"
+
+
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
+
+
+def ratio(a, b):
+    return a / b if finite(a) and finite(b) and b > 0 else None
+
+
+def datasets_caption(records) -> str:
+    seen = {}
+    for rec in sorted(records, key=lambda r: r["status"] != "ok"):      # trained points first
+        ds = rec["params"].get("dataset")
+        if ds in seen:
+            continue
+        g = rec["extra"].get("epoch_time", {}).get("graph")
+        kind = "stand-in" if (g or {}).get("standin", True) else "real"
+        size = f", {g['nodes']:,} nodes, {g['edges']:,} edges, {g['train_nodes']:,} training nodes" if g else ""
+        seen[ds] = f"{SHORT.get(ds, ds)} ({kind} at scale {rec['params'].get('scale', 0):g}{size})"
+    return "; ".join(seen.values()) or "none trained"
+
+
+def settings_caption(records) -> str:
+    combos = sorted({(MODEL_NAMES.get(r["params"].get("model"), r["params"].get("model")), r["params"].get("layers"),
+                      "-".join(map(str, r["params"].get("fanouts", []))), r["params"].get("hidden"),
+                      r["params"].get("batch_size"))
+                     for r in records if r["status"] == "ok"}, key=str)
+    return "; ".join(f"{m} {l} layers, fanouts {f}, hidden {h}, batch {b}/GPU" for m, l, f, h, b in combos)
+
+
+def budget_caption(records) -> str:
+    rules = sorted({str(r["params"].get("budget")) for r in records})
+    text = {"v100": "the paper's 16 GB V100 scaled like the graph (stores get (16 GiB - W) / Volume_G x the "
+                    "stand-in's topology bytes per GPU, W = 6 GiB GCN / 4 GiB GraphSAGE; "
+                    "experiments/xgnn/training.py)",
+            "none": "no budget (everything on the GPUs)"}
+    return "; ".join(text.get(r, f"{r} per GPU") for r in rules)
+
+
+def budget_gib(rec):
+    b = rec["extra"].get("epoch_time", {}).get("budget_bytes")
+    return b / GIB if b else None
+
+
+def machine_labels(rows, runs):
+    from harness.tables import run_labels
+
+    return run_labels(rows, runs)
+
+
+def drop_single(table, columns=("Machine",)):
+    for c in columns:
+        if c in table and table[c].nunique() <= 1:
+            table = table.drop(columns=[c])
+    return table
+
+
+def fmt(x, digits: int = 3):
+    if isinstance(x, str) or x is None:
+        return x
+    return float(f"{x:.{digits}g}") if finite(x) else None
+
+
+__all__ = ["SYSTEMS", "FIG10_STEPS", "XGNNTraining", "common_parameters", "collect", "cell", "train_system"]

@@ -1,0 +1,466 @@
+"""What every training pipeline shares: configuration, the epoch loop, the DDP step, evaluation,
+memory accounting.
+
+A pipeline runs on every rank of the process group (one process per GPU, or CPU ranks under
+gloo). A subclass decides where the graph and the features live (``build_stores``) and how a
+mini-batch is made: ``sample(seeds) -> blocks`` (the :class:`impls.sampling.blocks.Block` list of
+one mini-batch, outermost hop first) and ``gather(blocks) -> x`` (features of
+``blocks[0].src_ids``, on the rank's device). Loader-driven pipelines (PyG, DGL: worker
+processes sample ahead of the training loop) override ``iterate(batches, training)`` instead of
+``sample``. Everything else lives here, so every pipeline is timed and trained the same way.
+
+The epoch (``train_epoch``)
+---------------------------
+Every rank shuffles the labelled training nodes with the generator of (seed, epoch), takes its
+own equal share ``perm[r * n // W : (r + 1) * n // W]`` (the ``n mod W`` nodes left over in that
+epoch's order are skipped) and cuts it into batches of ``batch_size`` (the last one may be
+smaller). Every rank therefore runs the same number of batches, which keeps the
+DistributedDataParallel all-reduces in lockstep. ``max_batches_per_epoch`` caps an epoch for
+quick runs (the stats say how many batches a full epoch has, so a capped epoch can be
+extrapolated). Per batch: ``sample`` -> ``gather`` + the labels of the seeds -> ``train_step``
+(model under DDP, Adam, cross-entropy).
+
+Timing: with ``breakdown=True`` (the default) the device is synchronized between the stages so
+sample / gather / train seconds are honest; ``breakdown=False`` puts no synchronization inside
+the epoch (only before and after it), so the epoch time is what an un-instrumented training
+loop takes, and the stage times are not measured (``None``). Both modes synchronize at the
+start and end of the epoch. For loader-driven pipelines the sample time is the time the
+training loop waits for the next mini-batch (plus moving its structure to the device).
+
+Cross-rank values: ``EpochStats.epoch_s`` is the slowest rank's epoch, the stage times and the
+loss are means over ranks, sampled edges and gathered bytes are sums over ranks (per epoch).
+
+Memory (``memory()``)
+---------------------
+Bytes on this rank's device by category: ``graph_structure`` and ``node_features`` (this rank's
+part of the stores, from their sizes; zero on the device for host-memory pipelines), ``cache``
+(device caches; none of the pipelines here has one), ``labels``, and ``training``: on CUDA
+``torch.cuda.max_memory_allocated`` during the training epochs minus what was allocated before
+the model was built (so it holds the model, gradients, optimizer state, DDP buckets, sampled
+blocks, gathered features and activations, and none of the stores, whichever allocator holds
+them); on CPU ranks parameters + gradients + Adam state + the largest mini-batch input (blocks
+and features; activations are not tracked on the host). ``total`` is the sum of the categories.
+``memory_report()`` adds what the device reports as used (nvidia-smi's view, CUDA context and
+NCCL buffers included) and where each store lives.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from harness.errors import HarnessError, SkipPoint
+from impls.sampling.blocks import Block
+
+MEMORY_CATEGORIES = ("graph_structure", "node_features", "cache", "labels", "training")
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class PipelineConfig:
+    """What to train and how. ``graph`` (a loaded :class:`harness.datasets.Graph`) overrides
+    ``dataset``/``scale``; ``backend`` None = the pipeline's default (``pyg`` for pyg_host,
+    ``native`` otherwise); ``options`` holds pipeline-specific settings (each module lists its
+    own, e.g. ``num_workers``, ``sampler``, ``mode``)."""
+
+    dataset: str = "ogbn-products"
+    scale: float = 1.0
+    graph: Any = None
+    data_root: str | None = None
+    model: str = "sage"                      # gcn | sage | gat | pinsage
+    backend: str | None = None               # native | pyg
+    num_layers: int = 3
+    hidden: int = 256
+    heads: int = 4
+    fanouts: tuple[int, ...] = (30, 30, 30)  # fanouts[0] applies to the seeds
+    batch_size: int = 512
+    lr: float = 0.003
+    dropout: float = 0.0
+    seed: int = 0
+    epochs: int = 1
+    max_batches_per_epoch: int | None = None
+    eval_batch_size: int = 1024
+    eval_max_nodes: int | None = None        # cap on labelled nodes evaluated per split
+    breakdown: bool = True                   # synchronize between stages (see module doc)
+    memory_budget_bytes: int | None = None   # for pipelines that place data under a budget
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.fanouts = tuple(int(f) for f in self.fanouts)
+        if len(self.fanouts) != self.num_layers:
+            raise HarnessError(f"{self.num_layers} layers need {self.num_layers} fanouts, got "
+                               f"{list(self.fanouts)}")
+        for name in ("batch_size", "eval_batch_size", "hidden", "num_layers", "heads"):
+            if int(getattr(self, name)) < 1:
+                raise HarnessError(f"{name} must be >= 1")
+
+
+@dataclass
+class EpochStats:
+    epoch: int
+    epoch_s: float                  # slowest rank
+    sample_s: float | None          # mean over ranks; None without breakdown
+    gather_s: float | None
+    train_s: float | None
+    batches: int                    # per rank (the same on every rank)
+    batches_full: int               # per rank in an uncapped epoch
+    loss: float                     # mean over batches and ranks
+    sampled_edges: int              # all ranks
+    gathered_bytes: int             # all ranks
+    breakdown: bool
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def capped(self) -> bool:
+        return self.batches < self.batches_full
+
+    def full_epoch_s(self, value: float | None = None) -> float | None:
+        """``value`` (default: the epoch time) scaled from the batches run to a full epoch."""
+        value = self.epoch_s if value is None else value
+        if value is None or self.batches == 0:
+            return value
+        return value * self.batches_full / self.batches
+
+
+def rank_share(n: int, world: int, rank: int) -> tuple[int, int]:
+    """[lo, hi) of rank's equal share of n items (the n mod world last ones are left out)."""
+    per = n // world
+    return rank * per, (rank + 1) * per
+
+
+def epoch_batches(train_ids: torch.Tensor, world: int, rank: int, seed: int, epoch: int,
+                  batch_size: int, max_batches: int | None = None) -> tuple[list[torch.Tensor], int]:
+    """(this rank's batches of seeds for ``epoch``, batches of a full epoch): every rank gets
+    the same number of batches (module doc)."""
+    n = int(train_ids.numel())
+    if n // world == 0:
+        raise HarnessError(f"{n} labelled training nodes cannot be shared by {world} ranks")
+    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch) + 17)
+    perm = torch.randperm(n, generator=gen)
+    lo, hi = rank_share(n, world, rank)
+    share = train_ids[perm[lo:hi]]
+    batches = list(share.split(batch_size))
+    full = len(batches)
+    if max_batches is not None:
+        batches = batches[:max_batches]
+    return batches, full
+
+
+def load_graph(rank, config: PipelineConfig):
+    """The dataset on every rank: rank 0 prepares (generates and caches) a stand-in first, the
+    others wait and then open the same cache (memory-mapped: one copy in the page cache)."""
+    if config.graph is not None:
+        return config.graph
+    from harness import datasets
+
+    problem = None
+    if rank.rank == 0:
+        try:
+            datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
+        except HarnessError as exc:
+            problem = str(exc)
+    flag = torch.tensor([0 if problem is None else 1], dtype=torch.int32, device=rank.torch_device())
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(flag)
+    if int(flag.item()):
+        raise SkipPoint(problem or "rank 0 could not prepare the dataset")
+    return datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
+
+
+def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int = 64 << 20) -> None:
+    """``dst[i] = src[start + i]`` in chunks (``src`` a host tensor, e.g. a memory map)."""
+    rows = dst.shape[0]
+    if rows == 0:
+        return
+    step = max(1, chunk_bytes // max(1, src[0].numel() * src.element_size()))
+    for lo in range(0, rows, step):
+        hi = min(rows, lo + step)
+        dst[lo:hi].copy_(src[start + lo:start + hi])
+
+
+def tensor_bytes(*tensors) -> int:
+    return sum(int(t.numel()) * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def block_bytes(blocks: list[Block]) -> int:
+    return sum(tensor_bytes(b.indptr, b.indices, b.src_ids, b.dup_count) for b in blocks)
+
+
+class Pipeline:
+    """Base class; subclasses implement ``build_stores``, ``sample`` (or ``iterate``),
+    ``gather`` and ``store_bytes``, and may extend ``describe`` and ``close``."""
+
+    name = ""
+    default_backend = "native"
+
+    def __init__(self, rank, config: PipelineConfig):
+        self.rank = rank
+        self.config = config
+        self.device = rank.torch_device()
+        self.backend = config.backend or self.default_backend
+        self.world, self.me = rank.world_size, rank.rank
+        # set by tests: called after every training step with a dict describing it
+        self.step_hook: Callable[[dict], None] | None = None
+        self.graph = None
+        self.model = None
+        self.ddp = None
+        self.optimizer = None
+        self._alloc_base = 0
+        self._train_peak = 0
+        self._batch_peak = 0
+        self._setup_done = False
+
+    # --- options ---------------------------------------------------------------------------
+    def option(self, name: str, default=None):
+        return self.config.options.get(name, default)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Collective: load the graph, build the stores, the labels and the model under DDP."""
+        self.graph = load_graph(self.rank, self.config)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()           # a stand-in generated on this GPU leaves cached blocks
+        g = self.graph
+        if g.labels is None or g.labels.ndim != 1:
+            raise SkipPoint(f"{g.name}: training needs single-label classes")
+        if g.features is None:
+            raise SkipPoint(f"{g.name}: training needs node features")
+        self.num_nodes = int(g.num_nodes)
+        self.num_classes = int(g.num_classes)
+        self.feature_dim = int(g.feature_dim)
+        labels = torch.from_numpy(g.labels)
+        self._split_ids = {}
+        for split, idx in (("train", g.train_idx), ("val", g.val_idx), ("test", g.test_idx)):
+            ids = torch.from_numpy(idx.astype("int64", copy=False))
+            self._split_ids[split] = ids[labels[ids] >= 0] if ids.numel() else ids
+        self.build_stores()
+        self.labels = labels.to(self.device)
+        self._sync()
+        if self.device.type == "cuda":
+            self._alloc_base = torch.cuda.memory_allocated(self.device)
+        self.build_model()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self._barrier()
+        self._setup_done = True
+
+    def build_stores(self) -> None:
+        raise NotImplementedError
+
+    def build_model(self) -> None:
+        from impls import models
+
+        c = self.config
+        torch.manual_seed(c.seed)
+        model_options = {k: v for k, v in c.options.items()
+                         if k in ("norm", "attn_dropout", "negative_slope", "head_dim", "activation",
+                                  "impl", "backward", "chunk_elems")}
+        self.model = models.build(c.model, self.feature_dim, c.hidden, self.num_classes, c.num_layers,
+                                  backend=self.backend, heads=c.heads, dropout=c.dropout,
+                                  **model_options).to(self.device)
+        if dist.is_available() and dist.is_initialized():
+            from torch.nn.parallel import DistributedDataParallel
+
+            # device_ids=None: inputs (Block lists) are already on the device and pass untouched
+            self.ddp = DistributedDataParallel(self.model, device_ids=None, gradient_as_bucket_view=True)
+        else:
+            self.ddp = self.model
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=c.lr)
+
+    def close(self) -> None:
+        """Collective: subclasses close their stores (and call this)."""
+        self.model = self.ddp = self.optimizer = None
+        self.step_hook = None
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.empty_cache()
+
+    # --- mini-batches ----------------------------------------------------------------------
+    def sample(self, seeds: torch.Tensor) -> list[Block]:
+        raise NotImplementedError
+
+    def gather(self, blocks: list[Block]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def iterate(self, batches: list[torch.Tensor], training: bool) -> Iterator[tuple[torch.Tensor, list[Block]]]:
+        """(seeds, blocks) of every batch, in order. Default: ``sample`` each batch on demand."""
+        for seeds in batches:
+            seeds = seeds.to(self.device)
+            yield seeds, self.sample(seeds)
+
+    def labels_of(self, seeds: torch.Tensor) -> torch.Tensor:
+        return self.labels[seeds.to(self.labels.device)]
+
+    def features(self, blocks: list[Block]) -> torch.Tensor:
+        x = self.gather(blocks)
+        return x if x.dtype == torch.float32 else x.float()
+
+    def split_ids(self, split: str) -> torch.Tensor:
+        if split not in SPLITS:
+            raise HarnessError(f"split must be one of {', '.join(SPLITS)}, not '{split}'")
+        return self._split_ids[split]
+
+    def epoch_batches(self, epoch: int, max_batches: int | None = None) -> tuple[list[torch.Tensor], int]:
+        return epoch_batches(self.split_ids("train"), self.world, self.me, self.config.seed, epoch,
+                             self.config.batch_size, max_batches)
+
+    # --- training --------------------------------------------------------------------------
+    def train_step(self, blocks: list[Block], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.ddp(blocks, x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _barrier(self) -> None:
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+
+    def train_epoch(self, epoch: int, *, breakdown: bool | None = None,
+                    max_batches: int | None = None) -> EpochStats:
+        """One epoch on every rank (collective); see the module doc for timing and reductions."""
+        if not self._setup_done:
+            raise HarnessError("call setup() before train_epoch()")
+        breakdown = self.config.breakdown if breakdown is None else bool(breakdown)
+        caps = [c for c in (max_batches, self.config.max_batches_per_epoch) if c is not None]
+        batches, full = self.epoch_batches(epoch, min(caps) if caps else None)
+        self.model.train()
+        sync = self._sync
+        if breakdown:
+            def tick():
+                sync()
+                return time.perf_counter()
+        else:
+            tick = time.perf_counter
+        sample_s = gather_s = train_s = 0.0
+        loss_sum = torch.zeros((), dtype=torch.float32, device=self.device)
+        edges = nbytes = done = 0
+        sync()
+        self._barrier()
+        start = time.perf_counter()
+        last = start
+        for seeds, blocks in self.iterate(batches, training=True):
+            t1 = tick()
+            x = self.features(blocks)
+            y = self.labels_of(seeds)
+            t2 = tick()
+            loss = self.train_step(blocks, x, y)
+            t3 = tick()
+            sample_s += t1 - last
+            gather_s += t2 - t1
+            train_s += t3 - t2
+            loss_sum += loss
+            edges += sum(b.num_edges for b in blocks)
+            nbytes += int(x.numel()) * x.element_size()
+            self._batch_peak = max(self._batch_peak, block_bytes(blocks) + tensor_bytes(x, y))
+            if self.step_hook is not None:
+                self.step_hook({"epoch": epoch, "batch": done, "seeds": seeds, "blocks": blocks, "x": x,
+                                "y": y, "loss": loss})
+                t3 = time.perf_counter()
+            done += 1
+            last = t3
+        sync()
+        end = time.perf_counter()
+        if done != len(batches):
+            raise RuntimeError(f"{self.name}: {done} mini-batches came back for {len(batches)} planned")
+        if self.device.type == "cuda":
+            self._train_peak = max(self._train_peak, torch.cuda.max_memory_allocated(self.device))
+        mine = torch.tensor([end - start, -(end - start), sample_s, gather_s, train_s,
+                             float(loss_sum) / max(done, 1), float(edges), float(nbytes)],
+                            dtype=torch.float64, device=self.device)
+        summed = mine.clone()
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(summed)
+            extremes = mine[:2].clone()
+            dist.all_reduce(extremes, op=dist.ReduceOp.MIN)
+        else:
+            extremes = mine[:2].clone()
+        w = self.world
+        stage = (lambda v: float(v) / w) if breakdown else (lambda v: None)
+        return EpochStats(
+            epoch=epoch, epoch_s=-float(extremes[1]), sample_s=stage(summed[2]), gather_s=stage(summed[3]),
+            train_s=stage(summed[4]), batches=done, batches_full=full, loss=float(summed[5]) / w,
+            sampled_edges=int(summed[6]), gathered_bytes=int(summed[7]), breakdown=breakdown,
+            extra={"epoch_s_fastest_rank": float(extremes[0])})
+
+    # --- evaluation ------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, split: str = "val", max_nodes: int | None = None) -> float:
+        """Accuracy on (a fixed subset of at most ``max_nodes`` of) the split's labelled nodes,
+        each rank classifying every W-th of them with the same sampler as training; all-reduced.
+        Collective only through the final all-reduce."""
+        ids = self.split_ids(split)
+        cap = max_nodes if max_nodes is not None else self.config.eval_max_nodes
+        if cap is not None and ids.numel() > cap:
+            gen = torch.Generator().manual_seed(self.config.seed * 7 + SPLITS.index(split))
+            ids = ids[torch.randperm(ids.numel(), generator=gen)[:cap]]
+        mine = ids[self.me::self.world]
+        batches = list(mine.split(self.config.eval_batch_size)) if mine.numel() else []
+        model = self.model
+        model.eval()
+        counts = torch.zeros(2, dtype=torch.float64, device=self.device)
+        try:
+            for seeds, blocks in self.iterate(batches, training=False):
+                x = self.features(blocks)
+                y = self.labels_of(seeds)
+                pred = model(blocks, x).argmax(dim=1)
+                counts[0] += (pred == y).sum()
+                counts[1] += y.numel()
+        finally:
+            model.train()
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(counts)
+        return float(counts[0] / counts[1]) if float(counts[1]) else float("nan")
+
+    # --- memory ----------------------------------------------------------------------------
+    def store_bytes(self) -> dict[str, int]:
+        """This rank's device bytes of ``graph_structure``, ``node_features`` and ``cache``."""
+        raise NotImplementedError
+
+    def store_locations(self) -> dict[str, str]:
+        """Where each store lives (for reports)."""
+        return {}
+
+    def memory(self) -> dict[str, int]:
+        """Bytes per category on this rank's device, plus ``total`` (their sum); module doc."""
+        stores = self.store_bytes()
+        out = {k: int(stores.get(k, 0)) for k in ("graph_structure", "node_features", "cache")}
+        out["labels"] = tensor_bytes(self.labels) if self.labels.device == self.device else 0
+        if self.device.type == "cuda":
+            peak = max(self._train_peak, torch.cuda.max_memory_allocated(self.device))
+            out["training"] = max(0, peak - self._alloc_base)
+        else:
+            params = [p for p in self.model.parameters()] if self.model is not None else []
+            state = 0
+            if self.optimizer is not None:
+                for s in self.optimizer.state.values():
+                    state += tensor_bytes(*[v for v in s.values() if isinstance(v, torch.Tensor)])
+            out["training"] = 2 * tensor_bytes(*params) + state + self._batch_peak
+        out["total"] = sum(out[k] for k in MEMORY_CATEGORIES)
+        return out
+
+    def memory_report(self) -> dict:
+        report = {"bytes": self.memory(), "locations": self.store_locations()}
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            report["device_used_bytes"] = int(total - free)
+            report["device_total_bytes"] = int(total)
+            report["training_measure"] = "torch.cuda.max_memory_allocated during training - allocated before the model"
+        else:
+            report["training_measure"] = "parameters + gradients + Adam state + largest mini-batch input (host)"
+        return report
+
+    # --- description -----------------------------------------------------------------------
+    def describe(self) -> dict[str, str]:
+        """Which component does what (shown in reports)."""
+        return {"model": f"{self.config.model} ({self.backend} layers) under DistributedDataParallel, Adam"}

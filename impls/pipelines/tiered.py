@@ -1,0 +1,189 @@
+"""What the pipelines over a tiered store share (``xgnn``, ``dgl_cache``, ``quiver``): XGNN's
+Table 4 systems on the harness's own stores and kernels (impls/storage/tiered.py).
+
+- Ids: the store reorders nodes by hotness once (XGNN 4.3), and the pipeline trains in those
+  hot-order ids throughout: the split ids and the labels are translated at setup, so a mini-batch
+  needs no id translation. Every rank gets the same seeds as the other pipelines, relabelled.
+- Sampling: the store's KHop sampler over the tiered topology (``batched`` for XGNN, the
+  reservoir ``original`` for DGL+C and Quiver) + ``hash_append`` through ``sample_blocks``.
+- Gather: the store's ``features`` (GPU-tier rows from the local or a peer GPU, host rows by
+  zero copy; one gather kernel over the part-pointer table).
+- Pipelining (option ``prefetch``, default 1): a sampler thread prepares the next mini-batches
+  (at most ``prefetch`` ahead) on a side CUDA stream while the training thread gathers and trains
+  the current one (XGNN pipelines its Sampler and Trainer: section 6.2 footnote); the training
+  stream waits on an event recorded after each batch's sampling, and the batch's tensors are
+  recorded on the training stream for the caching allocator. ``prefetch=0`` samples on demand.
+  With ``breakdown=True`` the base loop synchronizes the device between stages, so the sample
+  time is the wait for the next prefetched batch; ``breakdown=False`` overlaps for real.
+- Memory budget: ``config.memory_budget_bytes`` (bytes per GPU) sizes the GPU tiers (the store's
+  ratios left unset are the largest that fit after ``reserve_bytes`` for training, default
+  :func:`impls.storage.budget.estimate_workspace`); what does not fit raises
+  :class:`impls.storage.budget.OutOfMemoryBudget`, recorded by the runner as an "OOM" row.
+- Counters: each ``train_epoch`` resets the store's per-tier counters and reports them summed
+  over ranks in ``EpochStats.extra["tiers"]`` (hit rates: ``extra["feature_hit_rate"]``,
+  ``extra["topology_hit_rate"]``); the store's layout and memory in ``extra["store"]``.
+
+Common options: ``reserve_bytes``, ``hotness`` (degree | presample | none), ``sampler_variant``
+(batched | original), ``prefetch``; each pipeline adds its own.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+
+from harness import registry
+from impls.sampling.minibatch import sample_blocks
+
+from .base import Pipeline
+
+
+class TieredPipeline(Pipeline):
+    name = ""
+    store_category = "node_features"      # where the GPU feature rows are counted in memory()
+
+    # --- stores ------------------------------------------------------------------------------
+    def build_store(self, graph, budget, reserve: int):
+        raise NotImplementedError
+
+    def reserve_bytes(self) -> int:
+        option = self.option("reserve_bytes")
+        if option is not None:
+            return int(option)
+        if self.config.memory_budget_bytes is None:
+            return 0
+        from impls.storage.budget import estimate_workspace
+
+        c = self.config
+        return estimate_workspace(self.num_nodes, c.batch_size, c.fanouts, self.feature_dim, c.hidden,
+                                  self.num_classes, num_layers=c.num_layers)
+
+    def build_stores(self) -> None:
+        g = self.graph
+        self.store = self.build_store(g, self.config.memory_budget_bytes, self.reserve_bytes())
+        order = self.store.reordering
+        if not order.is_identity():
+            self._split_ids = {k: torch.from_numpy(order.rank[v.numpy()]) for k, v in self._split_ids.items()}
+            self._labels_hot = torch.from_numpy(np.asarray(g.labels)[order.order])
+        else:
+            self._labels_hot = None
+        variant = self.option("sampler_variant", self.store.sampler_variant)
+        self.sampler = self.store.sampler(variant, seed=self.config.seed * 1009 + self.me + 1)
+        self.unique = registry.get_impl("unique", "hash_append").factory(self.rank)
+        self._sync()
+        self._barrier()
+
+    def setup(self) -> None:
+        super().setup()
+        if self._labels_hot is not None:            # labels in hot order, replacing the original ones
+            self.labels = self._labels_hot.to(self.device)
+            self._labels_hot = None
+
+    # --- mini-batches ---------------------------------------------------------------------------
+    def sample(self, seeds):
+        return sample_blocks(self.sampler, self.unique, seeds, self.config.fanouts, check=False)
+
+    def gather(self, blocks):
+        return self.store.features(blocks[0].src_ids, check=False)
+
+    def iterate(self, batches, training):
+        depth = int(self.option("prefetch", 1))
+        if depth <= 0 or len(batches) <= 1:
+            yield from super().iterate(batches, training)
+            return
+        cuda = self.device.type == "cuda"
+        side = torch.cuda.Stream(self.device) if cuda else None
+        out: queue.Queue = queue.Queue(maxsize=depth)
+        stop = threading.Event()
+
+        def produce():
+            try:
+                if cuda:
+                    torch.cuda.set_device(self.device)
+                with torch.cuda.stream(side) if cuda else nullcontext():
+                    for seeds in batches:
+                        if stop.is_set():
+                            return
+                        seeds = seeds.to(self.device)
+                        blocks = self.sample(seeds)
+                        event = None
+                        if cuda:
+                            event = torch.cuda.Event()
+                            event.record(side)
+                        out.put((seeds, blocks, event))
+            except BaseException as exc:          # handed to the training thread
+                out.put(exc)
+
+        worker = threading.Thread(target=produce, name=f"{self.name}-sampler-r{self.me}", daemon=True)
+        worker.start()
+        try:
+            for _ in batches:
+                item = out.get()
+                if isinstance(item, BaseException):
+                    raise item
+                seeds, blocks, event = item
+                if event is not None:
+                    main = torch.cuda.current_stream(self.device)
+                    main.wait_event(event)
+                    for t in _batch_tensors(seeds, blocks):
+                        t.record_stream(main)
+                yield seeds, blocks
+        finally:
+            stop.set()
+            while worker.is_alive():
+                try:
+                    out.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            worker.join()
+
+    # --- epochs ---------------------------------------------------------------------------------
+    def train_epoch(self, epoch, **kwargs):
+        self.store.reset_counters()
+        stats = super().train_epoch(epoch, **kwargs)
+        self._sync()
+        tiers = self.store.hit_rates(all_ranks=True)
+        stats.extra.update({"tiers": tiers, "feature_hit_rate": tiers["features"]["hit_rate"],
+                            "topology_hit_rate": tiers["topology"]["hit_rate"],
+                            "store": self.store.summary()})
+        return stats
+
+    # --- memory and description -----------------------------------------------------------------
+    def store_bytes(self):
+        mine = self.store.memory()["per_gpu"][self.me]
+        out = {"graph_structure": mine["topology_bytes"], "node_features": 0, "cache": 0}
+        out[self.store_category] = mine["feature_bytes"]
+        return out
+
+    def store_locations(self):
+        s = self.store
+        return {"graph_structure": s.graph.describe(),
+                self.store_category: f"{s.feat_layout.describe()}; "
+                                     + ("GPU buffers + pinned host (zero copy)" if self.device.type == "cuda"
+                                        else "host shared memory standing in for GPU and host tiers")}
+
+    def describe(self):
+        return {**super().describe(), "store": self.store.describe(),
+                "sampling": self.sampler.describe() + "; " + self.unique.describe(),
+                "gather": "store.features: one gather kernel over GPU buffers (local, peers) and pinned host rows",
+                "pipelining": f"prefetch {int(self.option('prefetch', 1))} batch(es) on a sampler thread"}
+
+    def close(self):
+        store = getattr(self, "store", None)
+        if store is not None:
+            store.close()
+            self.store = None
+        self.sampler = None
+        super().close()
+
+
+def _batch_tensors(seeds, blocks):
+    yield seeds
+    for b in blocks:
+        for t in (b.indptr, b.indices, b.src_ids, b.dup_count):
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                yield t

@@ -1,0 +1,103 @@
+"""`wholegraph` (ours): WholeGraph's pipeline on the harness's own stores and kernels.
+
+- Graph structure: the sampling CSR split by rows over every rank's GPU in torch symmetric
+  memory (``SamplingCSR(store="sharded")``: every rank keeps ``ceil(N / W)`` rows and reads
+  peers' rows directly over NVLink). CPU ranks: ``store="local"``, the whole CSR as the
+  dataset's memory map (host memory shared by the ranks through the page cache), because the
+  sharded store needs CUDA ranks.
+- Node features: the ``p2p_shared`` gather's ShardedTable (chunked: a shard of ``ceil(N / W)``
+  rows per rank, peers mapped; host shared memory in /dev/shm on CPU ranks), filled with the
+  dataset's features.
+- Sampling: ``path_doubling`` (WholeGraph Algorithm 1) + ``hash_append`` (append-unique, Fig. 5)
+  through ``sample_blocks``; one multi-hop Block list per mini-batch.
+- Gather: the one-kernel ``p2p_shared`` global gather of ``blocks[0].src_ids``.
+- Model: native layers (or PyG's with ``backend="pyg"``, WholeGraph Fig. 11) under DDP.
+
+Options: ``sampler`` (path_doubling | reservoir | khop_batched), ``graph_store``
+(auto | local | sharded), ``feature_mode`` (chunked | continuous; continuous on CPU ranks only).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from harness import registry
+from harness.needs import Needs
+from harness.registry import register_impl
+from impls.sampling.minibatch import sample_blocks
+from impls.storage.layout import TableSpec
+
+from .base import Pipeline, copy_rows, tensor_bytes
+
+
+def csr_device_bytes(csr) -> int:
+    """Bytes of a SamplingCSR that live on its device (this rank's part when sharded)."""
+    if csr.store == "sharded":
+        return tensor_bytes(*[t for t in csr._keep if isinstance(t, torch.Tensor)])
+    if csr.device.type == "cuda":
+        return tensor_bytes(csr.indptr_t, csr.indices_t, *[t for t in csr._keep if isinstance(t, torch.Tensor)])
+    return int(csr.indptr_np.nbytes + csr.indices_np.nbytes)
+
+
+def feature_spec(graph) -> TableSpec:
+    dtype = graph.feature_dtype if graph.feature_dtype in ("float32", "float16", "bfloat16") else "float32"
+    return TableSpec(int(graph.num_nodes), int(graph.feature_dim), dtype)
+
+
+class WholeGraphPipeline(Pipeline):
+    name = "wholegraph"
+
+    def build_stores(self) -> None:
+        g, rank = self.graph, self.rank
+        store = self.option("graph_store", "auto")
+        if store == "auto":
+            store = "sharded" if self.device.type == "cuda" else "local"
+        sampler = self.option("sampler", "path_doubling")
+        self.sampler = registry.get_impl("sampling", sampler).factory(
+            rank, g.indptr, g.indices, store=store, seed=self.config.seed * 1009 + self.me + 1)
+        self.unique = registry.get_impl("unique", "hash_append").factory(rank)
+        spec = feature_spec(g)
+        self.gatherer = registry.get_impl("gather", "p2p_shared").factory(
+            rank, spec, mode=self.option("feature_mode", "chunked"))
+        table = self.gatherer.store
+        # the dataset's rows, not the closed form (a shard holds ceil(N / W) rows, the last one fewer)
+        copy_rows(table.local[: table.end - table.start], g.feature_tensor(), table.start)
+        self._sync()
+        self._barrier()
+        self.spec = spec
+
+    def sample(self, seeds):
+        return sample_blocks(self.sampler, self.unique, seeds, self.config.fanouts, check=False)
+
+    def gather(self, blocks):
+        return self.gatherer.gather(blocks[0].src_ids, check=False)
+
+    def store_bytes(self):
+        table = self.gatherer.store
+        rows = table.spec.num_rows if table.whole is not None else table.partition.rows_per_rank
+        return {"graph_structure": csr_device_bytes(self.sampler.csr),
+                "node_features": rows * self.spec.row_bytes, "cache": 0}
+
+    def store_locations(self):
+        return {"graph_structure": self.sampler.csr.describe(), "node_features": self.gatherer.describe()}
+
+    def describe(self):
+        return {**super().describe(), "sampling": self.sampler.describe() + "; " + self.unique.describe(),
+                "gather": self.gatherer.describe()}
+
+    def close(self):
+        for part in ("gatherer", "sampler"):
+            obj = getattr(self, part, None)
+            if obj is not None:
+                obj.close()
+                setattr(self, part, None)
+        super().close()
+
+
+@register_impl("pipelines", "wholegraph",
+               needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True,
+                           note="numba on CPU"),
+               summary="ours: CSR sharded over the GPUs, features in the shared store, path_doubling + "
+                       "hash_append, one-kernel p2p gather, DDP")
+def make(rank, config):
+    return WholeGraphPipeline(rank, config)

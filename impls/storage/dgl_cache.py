@@ -1,0 +1,45 @@
+"""DGL+C (XGNN's baseline, section 6.1 and Fig. 3a): topology replicated on every GPU, the hottest
+features cached on every GPU (the same rows on each: cache ratio R), misses read from pinned host
+memory by zero copy, sampled by the reservoir KHop ("XGNN without GGMS and sampling optimization").
+
+``build_dgl_cache(rank, graph, cache_ratio=R)`` (collective). With a ``budget`` the whole topology
+must fit on each GPU (else :class:`impls.storage.budget.OutOfMemoryBudget`, DGL+C's "OOM" cells of
+XGNN Table 4) and ``cache_ratio=None`` is the largest cache that fits in the rest; without a budget
+None caches every row. Hit rate: ``store.hit_rates()["features"]["hit_rate"]`` (all hits are local).
+"""
+
+from __future__ import annotations
+
+from harness.needs import Needs
+from harness.registry import register_impl
+
+from . import budget as _budget
+from .ggms import graph_arrays
+from .reorder import reorder
+from .tiered import TieredStore, row_bytes_of
+from .tiers import replicated_layout
+
+_NEEDS = Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), note="host shared memory on CPU ranks")
+
+
+def build_dgl_cache(rank, graph, *, cache_ratio: float | None = None, budget=None, reserve_bytes: int = 0,
+                    hotness="degree", fanouts=None, batch_size: int = 6000, counters: bool = True,
+                    reordering=None) -> TieredStore:
+    indptr, indices, features, train_idx = graph_arrays(graph)
+    world = rank.world_size
+    order = reordering or reorder(indptr, indices, hotness, train_idx=train_idx, fanouts=fanouts,
+                                  batch_size=batch_size)
+    row_bytes = row_bytes_of(features)
+    fit = _budget.fit_dgl_cache(_budget.StoreSizes.of(indptr, order.order, row_bytes), world, budget,
+                                reserve_bytes=reserve_bytes, cache_ratio=cache_ratio)
+    n = order.num_nodes
+    return TieredStore(rank, "dgl_cache", indptr, indices, features, order, replicated_layout(n, n, world),
+                       replicated_layout(n, fit.feat_rows, world), fit=fit, counters=counters,
+                       sampler_variant="original")
+
+
+@register_impl("storage", "dgl_cache", needs=_NEEDS,
+               summary="DGL+C: topology replicated on every GPU, hottest features cached on every GPU, "
+                       "misses read from pinned host memory (zero copy)")
+def make_dgl_cache(rank, graph, **options):
+    return build_dgl_cache(rank, graph, **options)

@@ -1,0 +1,96 @@
+"""Checks of the tiered-store pipelines' results (tests/xgnn/targets.train_steps) against a
+single-process reference; shared by the CPU tests and the GPU tests (tests/gpu)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from impls import models
+from impls.storage.budget import is_oom_reason
+
+from .targets import block_of, config, small_graph
+
+CASES = [
+    ("xgnn", {"graph_ratio": 0.5, "feat_ratio": 0.3}, {}),
+    ("xgnn", {"graph_ratio": 0.5, "feat_ratio": 0.3, "prefetch": 0}, {}),
+    ("dgl_cache", {"cache_ratio": 0.2}, {}),
+    ("quiver", {"feat_ratio": 0.4}, {"model": "sage", "num_layers": 2, "fanouts": (10, 25)}),
+    ("xgnn", {"reserve_bytes": 0, "priority": "feat"}, {"memory_budget_bytes": 9000}),
+    ("dgl_cache", {"reserve_bytes": 0}, {"memory_budget_bytes": 2000}),
+]
+
+
+def _reference_losses(graph, cfg, per_rank_steps):
+    """Losses of a single-process model fed the ranks' blocks, stepping with the mean gradient."""
+    torch.manual_seed(cfg.seed)
+    model = models.build(cfg.model, graph.feature_dim, cfg.hidden, graph.num_classes, cfg.num_layers)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    losses = []
+    for step in range(len(per_rank_steps[0])):
+        opt.zero_grad()
+        per_rank = [F.cross_entropy(model(s[step]["blocks"], s[step]["x_ref"]), s[step]["y_ref"])
+                    for s in per_rank_steps]
+        (sum(per_rank) / len(per_rank)).backward()
+        opt.step()
+        losses.append([float(v.detach()) for v in per_rank])
+    return losses
+
+
+def check_steps(results, rtol: float = 1e-4):
+    graph = small_graph()
+    feats = torch.from_numpy(graph.features)
+    labels = torch.from_numpy(graph.labels)
+    for key, (name, options, overrides) in enumerate(CASES):
+        if "memory_budget_bytes" in overrides and name == "dgl_cache":
+            continue
+        per_rank = []
+        for r in results:
+            rec = r[key]
+            order = torch.from_numpy(rec["order"])
+            assert len(rec["steps"]) == 2
+            for s in rec["steps"]:
+                s["blocks"] = [block_of(b) for b in s["blocks"]]
+                s["x"], s["y"], s["seeds"] = (torch.from_numpy(s[k]) for k in ("x", "y", "seeds"))
+                old_src = order[s["blocks"][0].src_ids]
+                s["x_ref"] = feats[old_src]
+                s["y_ref"] = labels[order[s["seeds"]]]
+                assert torch.equal(s["x"], s["x_ref"]), f"{name}: gathered rows differ from the dataset's"
+                assert torch.equal(s["y"], s["y_ref"])
+                for b in s["blocks"]:
+                    b.validate()
+                    src, dst = (order[t] for t in b.global_edges())
+                    ok = [int(u) in set(graph.neighbors(int(v)).tolist()) for u, v in zip(src[:300], dst[:300])]
+                    assert all(ok), f"{name}: a sampled edge is not in the graph"
+            per_rank.append(rec["steps"])
+        ref = _reference_losses(graph, config(graph, **overrides), per_rank)
+        got = [[float(per_rank[r][i]["loss"]) for r in range(2)] for i in range(2)]
+        assert np.allclose(got, ref, rtol=rtol, atol=rtol / 10), f"{name} {options}: {got} vs reference {ref}"
+    # prefetching changes nothing but the timing
+    a, b = results[0][0]["steps"], results[0][1]["steps"]
+    assert all(float(x["loss"]) == float(y["loss"]) for x, y in zip(a, b))
+
+
+def check_stats_memory_and_oom(results):
+    r0, r1 = results
+    for key, (name, _, overrides) in enumerate(CASES):
+        if name == "dgl_cache" and "memory_budget_bytes" in overrides:
+            assert is_oom_reason(r0[key]["skipped"]) and is_oom_reason(r1[key]["skipped"])
+            assert "DGL+C topology" in r0[key]["skipped"]
+            continue
+        rec = r0[key]
+        extra = rec["stats"]["extra"]
+        tiers = extra["tiers"]
+        assert tiers["features"]["accesses"] == sum(int(s["x"].shape[0]) for s in rec["steps"]) + \
+            sum(int(s["x"].shape[0]) for s in r1[key]["steps"])            # summed over both ranks
+        assert 0.0 <= extra["feature_hit_rate"] <= 1.0
+        assert rec["memory"]["graph_structure"] == rec["per_gpu"][0]["topology_bytes"]
+        feat_cat = "cache" if name == "dgl_cache" else "node_features"
+        assert rec["memory"][feat_cat] == rec["per_gpu"][0]["feature_bytes"] > 0
+        assert 0.0 <= rec["accuracy"] <= 1.0 and "prefetch" in rec["describe"]["pipelining"]
+    assert r0[2]["stats"]["extra"]["tiers"]["features"]["remote_gpu"]["accesses"] == 0      # DGL+C
+    assert r0[3]["per_gpu"][0]["topology_bytes"] == 0                                      # Quiver
+    assert r0[3]["stats"]["extra"]["topology_hit_rate"] == 0.0
+    fit = r0[4]["stats"]["extra"]["store"]["fit"]
+    assert fit["total_bytes"] <= 9000 and fit["feat_rows"] > 0
