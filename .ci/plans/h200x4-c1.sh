@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# 4 x H200, third session, first call (carry .wheels/pyg): MG-GCN on 4 GPUs (Table 3, memory,
-# Fig. 7 permutation) and PyG's NeighborLoader with workers on one GPU's host share (the
-# sampling target the earlier call ran out of time for).
+# 4 x H200, third session, first call (carry .wheels/pyg and .wheels/nvml): MG-GCN on 4 GPUs
+# (Table 3, memory, Fig. 7 permutation) and PyG's NeighborLoader with workers beside our
+# [30,30,30] x 512 mini-batch on one GPU (the sampling target the earlier call ran out of
+# time for).
 cd "$(dirname "$0")/../.."
 D=.ci/device.sh
 C="--device cuda"
