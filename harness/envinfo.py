@@ -46,14 +46,15 @@ def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 20.0) -> str 
 
 
 def git_state(repo: Path = REPO_ROOT) -> dict:
-    """Commit and dirty flag; a tree copied without .git (a lent GPU machine) takes them
-    from HARNESS_GIT_COMMIT / HARNESS_GIT_DIRTY, set by whoever copied it."""
-    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
-    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
-    if commit is None and os.environ.get("HARNESS_GIT_COMMIT"):
+    """Commit and dirty flag. HARNESS_GIT_COMMIT / HARNESS_GIT_DIRTY, set by whoever copied the
+    tree to another machine, win over the copy's own .git: a copied .git can be older than the
+    tree (the lent GPU machines carry the .git of the session's start)."""
+    if os.environ.get("HARNESS_GIT_COMMIT"):
         return {"commit": os.environ["HARNESS_GIT_COMMIT"],
                 "dirty": os.environ.get("HARNESS_GIT_DIRTY", "1") != "0",
-                "source": "environment (tree copied without .git)"}
+                "source": "environment (HARNESS_GIT_COMMIT, set by whoever copied the tree)"}
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
+    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
     return {
         "commit": commit.strip() if commit else None,
         "dirty": bool(status.strip()) if status is not None else None,

@@ -258,3 +258,17 @@ def test_concurrent_creation_gives_distinct_directories(tmp_path):
     assert sorted(s.read_manifest()["i"] for s in stores) == list(range(24))
     for s in stores:
         assert s.read_manifest()["run_id"] == s.path.name
+
+
+def test_git_state_prefers_the_commit_named_by_whoever_copied_the_tree(monkeypatch):
+    """A copied tree may carry an older .git; the commit given in the environment wins."""
+    from harness import envinfo
+
+    monkeypatch.setenv("HARNESS_GIT_COMMIT", "abc1234")
+    monkeypatch.setenv("HARNESS_GIT_DIRTY", "0")
+    state = envinfo.git_state()
+    assert state["commit"] == "abc1234" and state["dirty"] is False and "environment" in state["source"]
+    monkeypatch.delenv("HARNESS_GIT_DIRTY")
+    assert envinfo.git_state()["dirty"] is True       # unknown means dirty
+    monkeypatch.delenv("HARNESS_GIT_COMMIT")
+    assert envinfo.git_state().get("source") is None  # this checkout's own git

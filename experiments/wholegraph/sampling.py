@@ -176,11 +176,11 @@ def loader_point(ctx, graph, params, warmup: int, repeats: int, seed: int) -> li
             it = iter(loader)
             return next(it)
 
-    # The loader keeps up to workers x prefetch_factor batches in flight: drain twice that
+    # The loader keeps up to workers x prefetch_factor batches in flight: drain that many
     # before timing, so the timed batches come at the workers' production rate and not out
     # of a buffer filled while the warm-up ran.
     prefetch = 2 if workers > 0 else 0
-    for _ in range(warmup + 2 * workers * prefetch):
+    for _ in range(warmup + workers * prefetch):
         batch()
     times, edges = [], []
     last = time.perf_counter()
@@ -292,7 +292,7 @@ class SamplingTable(Experiment):
         if p["kind"] == "loader":
             if point.impl != "pyg":
                 raise SkipPoint("the loader point is PyG's NeighborLoader")
-            return loader_point(rank, graph, p, warmup, cfg.repeats_or(30, 5), cfg.seed)
+            return loader_point(rank, graph, p, warmup, cfg.repeats_or(12, 5), cfg.seed)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
         fn, where = make(point.impl, rank, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
