@@ -45,7 +45,9 @@ nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version --form
 nvidia-smi topo -m 2>/dev/null | head -12
 status=0
 if [ "$run_tests" = 1 ]; then
-  python3 -m pytest -q -m gpu tests "${pytest_args[@]}" -p no:cacheprovider 2>&1 | tee -a "$OUT/gpu-tests.log" | tail -25
+  where=(tests)
+  for a in "${pytest_args[@]}"; do case "$a" in tests/*) where=() ;; esac; done
+  python3 -m pytest -q -m gpu "${where[@]}" "${pytest_args[@]}" -p no:cacheprovider 2>&1 | tee -a "$OUT/gpu-tests.log" | tail -25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [ $# -gt 0 ]; then

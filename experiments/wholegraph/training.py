@@ -45,6 +45,8 @@ from . import PAPER_HARDWARE
 
 PIPELINES = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
 HOST_PIPELINES = ("pyg_host", "dgl_host")
+# Points run fastest first: a run stopped at its time limit keeps the GPU pipelines' rows.
+RUN_ORDER = ("wholegraph", "wholegraph_lib", "pyg_host", "dgl_host")
 MODELS = ("gcn", "sage", "gat")
 DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
 SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M", "friendster": "Friendster",
@@ -292,7 +294,7 @@ class TrainingExperiment(Experiment):
         for name in self.param(cfg, "datasets"):
             scale = self.scale_for(name, cfg)
             for model in self.param(cfg, "models"):
-                for impl in self.impls:
+                for impl in sorted(self.impls, key=lambda i: RUN_ORDER.index(i) if i in RUN_ORDER else len(RUN_ORDER)):
                     for backend in self.backends_for(impl, cfg):
                         params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
                         if model == "gat":
