@@ -30,7 +30,7 @@ ENV_VARS = (
 )
 
 PACKAGES = (
-    "torch", "numpy", "pandas", "matplotlib", "numba", "cupy-cuda13x", "cupy-cuda12x",
+    "torch", "numpy", "pandas", "matplotlib", "numba", "cupy-cuda13x", "cupy-cuda12x", "cuda-bindings",
     "triton", "torch-geometric", "torch-sparse", "torch-scatter", "pyg-lib", "dgl",
     "pylibwholegraph-cu13", "pylibwholegraph-cu12", "ogb", "pymetis", "nvidia-ml-py",
     "pytest-benchmark", "rich",

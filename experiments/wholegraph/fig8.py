@@ -1,7 +1,8 @@
 """WholeGraph Fig. 8: random-read bandwidth of the shared store vs contiguous segment size.
 
 Every rank gathers random segments (rows) of 4 B to 4 KB concurrently from a table
-spread across all GPUs, through the one-kernel shared-memory gather; real WholeGraph's
+spread across all GPUs, through the one-kernel shared-memory gather (chunked: a pointer per
+GPU; continuous: every shard mapped into one CUDA VMM range); real WholeGraph's
 embedding gather in the same run where it imports. AlgoBW = gathered bytes / time;
 BusBW = AlgoBW x (n-1)/n (the share crossing NVLink). The ceiling is measured in the
 same run with a one-way peer copy.
@@ -18,7 +19,8 @@ from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit, world_for
 
 SEGMENTS = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-VARIANTS = (("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"))
+VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("wholegraph_lib", "continuous"),
+            ("wholegraph_lib", "chunked"))
 
 
 @register_experiment

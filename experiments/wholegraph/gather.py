@@ -1,10 +1,11 @@
 """Gather bandwidth of every implementation, side by side with real WholeGraph (ours).
 
 Not a paper table: the comparison WholeGraph section IV-C-4 argues, made for every
-implementation here in one run: the one-kernel shared-memory gather (`p2p_shared`),
-the five-step NCCL alltoallv gather, the host paths of PyG/DGL (`host_copy`,
-`host_uva`) and real pylibwholegraph in its three addressing modes, with the link
-ceilings (one-way peer copy, raw alltoall) measured in the same run.
+implementation here in one run: the one-kernel shared-memory gather (`p2p_shared`: chunked
+over torch symmetric memory, CUDA IPC or our CUDA VMM range, and continuous over the VMM
+range, one pointer for the whole table), the five-step NCCL alltoallv gather, the host
+paths of PyG/DGL (`host_copy`, `host_uva`) and real pylibwholegraph in its three addressing
+modes, with the link ceilings (one-way peer copy, raw alltoall) measured in the same run.
 """
 
 from __future__ import annotations
@@ -20,17 +21,22 @@ from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, world_for
 
 # (impl, mode) in the order they appear in the table
-VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "continuous"),
-            ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"),
-            ("wholegraph_lib", "distributed"), ("host_uva", None), ("host_copy", None))
+VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "chunked-vmm"),
+            ("p2p_shared", "continuous"), ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"),
+            ("wholegraph_lib", "chunked"), ("wholegraph_lib", "distributed"), ("host_uva", None),
+            ("host_copy", None))
+# variants that differ from another only in how GPU memory is shared: GPU runs only
+GPU_ONLY = ("chunked-vmm",)
 
 
 def variant_params(mode: str | None) -> dict:
-    """'chunked-ipc' is the chunked store shared by legacy CUDA IPC instead of symmetric memory."""
+    """'chunked-ipc' / 'chunked-vmm': the chunked store shared by legacy CUDA IPC, or mapped in
+    our CUDA VMM range, instead of symmetric memory. Plain 'continuous' uses the VMM range."""
     if mode is None:
         return {}
-    if mode.endswith("-ipc"):
-        return {"mode": mode[:-4], "backend": "ipc"}
+    for backend in ("ipc", "vmm"):
+        if mode.endswith(f"-{backend}"):
+            return {"mode": mode[: -len(backend) - 1], "backend": backend}
     return {"mode": mode}
 
 
@@ -38,7 +44,8 @@ def variant_of(row) -> str | None:
     mode = row.get("p_mode")
     if not isinstance(mode, str):
         return None
-    return f"{mode}-ipc" if row.get("p_backend") == "ipc" else mode
+    backend = row.get("p_backend")
+    return f"{mode}-{backend}" if backend in ("ipc", "vmm") and mode == "chunked" else mode
 HOST_IMPLS = ("host_copy", "host_uva")
 
 
@@ -76,6 +83,8 @@ class GatherTable(Experiment):
         for row_bytes in self.param(cfg, "row_bytes"):
             num_rows = int(table_gb * 1e9 * world) // row_bytes
             for impl, mode in VARIANTS:
+                if mode in GPU_ONLY and cfg.device != "cuda":
+                    continue
                 params = {"row_bytes": row_bytes, "row_elems": row_bytes // 4, "dtype": "float32",
                           "num_rows": num_rows, "ids_per_rank": ids, **variant_params(mode)}
                 yield Point(impl, params, world)
@@ -119,6 +128,8 @@ class GatherTable(Experiment):
                     rec[f"{size} B GB/s"] = value
                     if ceiling and value and impl not in HOST_IMPLS:
                         rec[f"{size} B % ceiling"] = 100 * value / ceiling
+                if mode in GPU_ONLY and not any(rec.get(f"{size} B GB/s") for size in sizes):
+                    continue          # not measured in this run (CPU ranks, or an older run)
                 records.append(rec)
             for size in sizes:
                 def bw(impl, mode):
@@ -133,6 +144,9 @@ class GatherTable(Experiment):
                     parts.append(f"p2p_shared / nccl_alltoallv = {shared / nccl:.2f}x (paper: > 2x)")
                 if shared and wg_cont:
                     parts.append(f"p2p_shared / WholeGraph continuous = {shared / wg_cont:.2f}x")
+                cont = bw("p2p_shared", "continuous")
+                if cont and wg_cont:
+                    parts.append(f"p2p_shared continuous (CUDA VMM) / WholeGraph continuous = {cont / wg_cont:.2f}x")
                 if nccl and wg_dist:
                     parts.append(f"nccl_alltoallv / WholeGraph distributed = {nccl / wg_dist:.2f}x")
                 if parts:

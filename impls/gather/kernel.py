@@ -12,6 +12,11 @@ _kernels: dict = {}
 _sm_count: dict = {}
 
 
+def source_text(name: str = "gather.cu") -> str:
+    """The kernel source as NVRTC compiles it (tests compile-check it with nvcc)."""
+    return (SOURCE.parent / name).read_text()
+
+
 def _kernel(name: str):
     import cupy as cp
 
@@ -32,7 +37,8 @@ def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int,
                 row_bytes: int, blocks_per_sm: int = 8, threads: int = 256) -> torch.Tensor:
     """``out[i] = row ids[i]`` of the table whose part p starts at ``table_ptrs[p]``.
 
-    ``table_ptrs``: int64 device tensor of base addresses (local, peer or mapped host);
+    ``table_ptrs``: int64 device tensor of base addresses (local, peer or mapped host); one
+    entry = continuous addressing (row id at ``table_ptrs[0] + id * row_bytes``);
     ``ids``: int64 device tensor; ``out``: contiguous device tensor of len(ids) rows.
     """
     import cupy as cp

@@ -1,9 +1,11 @@
 """`p2p_shared`: WholeGraph's global gather as one kernel per rank over the shared store.
 
-GPU ranks: a single launch of kernels/gather.cu reads local and peer rows through the
-per-device pointer table (CUDA IPC mappings, NVLink P2P). CPU ranks: the same store in
-host shared memory, gathered with index operations on the mapped shards (chunked) or
-on the one shared table (continuous).
+GPU ranks: a single launch of kernels/gather.cu reads local and peer rows over NVLink P2P.
+``chunked`` (default backend ``symm``, or ``ipc``/``vmm``): through a pointer per rank, the
+kernel picks the part from the global id. ``continuous`` (backend ``vmm``): every shard is
+mapped into one virtual range, so the kernel gets ONE part and global row i is read at
+``base + i * row_bytes``. CPU ranks: the same store in host shared memory, gathered with index
+operations on the mapped shards (chunked) or on the one shared table (continuous).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from impls.storage.shards import ShardedTable
 
 
 class SharedMemoryGather:
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm"):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None):
         if mode not in ("chunked", "continuous"):
             raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
         self.spec = spec
@@ -25,7 +27,8 @@ class SharedMemoryGather:
         self.rows_per_rank = self.store.partition.rows_per_rank
         self.device = self.store.device
         if rank.device == "cuda":
-            self.table = torch.tensor(self.store.peer_ptrs, dtype=torch.int64, device=self.device)
+            parts, self.rows_per_part = self.store.kernel_parts()
+            self.table = torch.tensor(parts, dtype=torch.int64, device=self.device)
 
     def gather(self, ids: torch.Tensor, check: bool = True) -> torch.Tensor:
         if check:
@@ -35,7 +38,7 @@ class SharedMemoryGather:
         if self.device.type == "cuda":
             from .kernel import gather_into
 
-            return gather_into(out, self.table, self.rows_per_rank, ids, self.spec.row_bytes)
+            return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes)
         if self.store.whole is not None:
             return torch.index_select(self.store.whole, 0, ids, out=out)
         owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
@@ -47,8 +50,12 @@ class SharedMemoryGather:
         return out
 
     def describe(self) -> str:
-        kernel = "one CuPy kernel over the pointer table" if self.device.type == "cuda" else \
-            "index ops on mapped host shards"
+        if self.device.type != "cuda":
+            kernel = "index ops on mapped host shards"
+        elif self.table.numel() == 1:
+            kernel = "one CuPy kernel reading base + id * row_bytes"
+        else:
+            kernel = "one CuPy kernel over the pointer table"
         return f"{self.store.describe()}; {kernel}"
 
     def close(self) -> None:
@@ -57,6 +64,7 @@ class SharedMemoryGather:
 
 @register_impl("gather", "p2p_shared",
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
-               summary="one gather kernel per rank reading peer shards through a pointer table (CUDA IPC)")
-def make(rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm", **_):
+               summary="one gather kernel per rank reading peer shards: a pointer per rank (symmetric "
+                       "memory, CUDA IPC) or one CUDA VMM range (continuous)")
+def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, **_):
     return SharedMemoryGather(rank, spec, mode, backend)

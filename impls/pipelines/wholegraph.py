@@ -14,7 +14,8 @@
 - Model: native layers (or PyG's with ``backend="pyg"``, WholeGraph Fig. 11) under DDP.
 
 Options: ``sampler`` (path_doubling | reservoir | khop_batched), ``graph_store``
-(auto | local | sharded), ``feature_mode`` (chunked | continuous; continuous on CPU ranks only).
+(auto | local | sharded), ``feature_mode`` (chunked | continuous; on GPUs continuous maps every
+rank's shard into one CUDA VMM range, shards padded to whole allocation granules).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class WholeGraphPipeline(Pipeline):
         self.gatherer = registry.get_impl("gather", "p2p_shared").factory(
             rank, spec, mode=self.option("feature_mode", "chunked"))
         table = self.gatherer.store
-        # the dataset's rows, not the closed form (a shard holds ceil(N / W) rows, the last one fewer)
+        # the dataset's rows, not the closed form (a shard holds ceil(N / W) rows, the last one fewer;
+        # more, rounded up to whole granules, in a CUDA VMM range)
         copy_rows(table.local[: table.end - table.start], g.feature_tensor(), table.start)
         self._sync()
         self._barrier()
@@ -74,7 +76,9 @@ class WholeGraphPipeline(Pipeline):
 
     def store_bytes(self):
         table = self.gatherer.store
-        rows = table.spec.num_rows if table.whole is not None else table.partition.rows_per_rank
+        # CPU continuous: one shared file of the whole table; GPU continuous (VMM): a padded shard each
+        host_whole = table.whole is not None and table.base_ptr is None
+        rows = table.spec.num_rows if host_whole else table.partition.rows_per_rank
         return {"graph_structure": csr_device_bytes(self.sampler.csr),
                 "node_features": rows * self.spec.row_bytes, "cache": 0}
 

@@ -4,6 +4,9 @@ Addressing modes (WholeGraph blog): ``continuous`` (one address space), ``chunke
 pointer per rank, chunk picked from the global offset) and ``distributed`` (no mapping:
 reached through communication). Rows are split contiguously: rank r owns
 ``[r * rows_per_rank, (r + 1) * rows_per_rank)`` (layout.py, shards.py, host_table.py).
+Continuous addressing on GPUs maps every rank's shard into one virtual range with the CUDA
+driver's VMM API (vmm.py: cuMemCreate, fds over Unix sockets, cuMemMap), rows per rank padded
+to whole allocation granules.
 
 Tiered graph stores (topology + features over the GPUs and pinned host memory, per-tier byte
 counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache``,

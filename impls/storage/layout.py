@@ -43,14 +43,22 @@ class TableSpec:
 
 @dataclass(frozen=True)
 class RowPartition:
-    """Contiguous split of rows over ranks, the layout WholeMemory uses."""
+    """Contiguous split of rows over ranks, the layout WholeMemory uses.
+
+    ``align_rows``: rows per rank are rounded up to a multiple of it (1: ``ceil(N / W)``). The
+    CUDA VMM store pads every shard to the allocation granularity this way, so that rank r's
+    rows start exactly at ``r * rows_per_rank`` and a global row offset stays a plain pointer
+    offset (the last ranks may then hold fewer rows, or none).
+    """
 
     num_rows: int
     world_size: int
+    align_rows: int = 1
 
     @property
     def rows_per_rank(self) -> int:
-        return -(-self.num_rows // self.world_size)
+        even = -(-self.num_rows // self.world_size)
+        return -(-even // self.align_rows) * self.align_rows
 
     def bounds(self, rank: int) -> tuple[int, int]:
         start = min(rank * self.rows_per_rank, self.num_rows)

@@ -1,13 +1,21 @@
-"""A row table split over ranks: device memory shared by CUDA IPC, or host shared memory.
+"""A row table split over ranks: device memory shared between GPUs, or host shared memory.
 
 Each rank allocates its own shard (``rows_per_rank`` rows) and fills it with the
-closed-form content. ``chunked`` and ``continuous`` modes then map every peer's shard:
-on GPUs through CUDA IPC handles exchanged with an all-gather (cudaIpcGetMemHandle /
-cudaIpcOpenMemHandle, WholeGraph section III-B), on CPU ranks through files in
-/dev/shm that every rank maps. ``distributed`` maps nothing: peers are reached by
-communication only. On CPU ranks ``continuous`` is one shared file holding the whole
-table, i.e. a single address space; on GPUs continuous addressing needs CUDA virtual
-memory mapping, which this store does not do yet.
+closed-form content. ``chunked`` and ``continuous`` modes then map every peer's shard.
+On GPUs, by backend:
+
+- ``symm`` (chunked; the default there): torch symmetric memory, a pointer per rank;
+- ``ipc`` (chunked): CUDA IPC handles exchanged with an all-gather (cudaIpcGetMemHandle /
+  cudaIpcOpenMemHandle, WholeGraph section III-B), a pointer per rank;
+- ``vmm`` (continuous, its default; chunked too): every rank's shard mapped into ONE virtual
+  address range on every GPU with the CUDA driver's VMM API (vmm.py), so global row i lives at
+  ``base + i * row_bytes``; shards are padded to the allocation granularity by rounding the
+  rows per rank up (``partition.align_rows``), so rank r's rows start at ``r * rows_per_rank``.
+  Chunked over vmm uses ``base + r * shard_bytes`` per rank.
+
+On CPU ranks ``chunked`` maps every rank's file in /dev/shm and ``continuous`` is one shared
+file holding the whole table, i.e. a single address space (the backend does not apply).
+``distributed`` maps nothing: peers are reached by communication only.
 """
 
 from __future__ import annotations
@@ -25,10 +33,16 @@ from .layout import RowPartition, TableSpec, closed_form_rows
 
 MODES = ("continuous", "chunked", "distributed")
 # How GPU shards are shared: torch symmetric memory (CUDA VMM allocations exchanged by
-# torch) or legacy CUDA IPC handles (cudaIpcGetMemHandle / cudaIpcOpenMemHandle).
-BACKENDS = ("symm", "ipc")
+# torch), legacy CUDA IPC handles (cudaIpcGetMemHandle / cudaIpcOpenMemHandle), or our own
+# CUDA VMM range holding every shard (vmm.py; the only one offering continuous addressing).
+BACKENDS = ("symm", "ipc", "vmm")
 _IPC_LAZY_ENABLE_PEER_ACCESS = 1
 SHM_DIR = Path(os.environ.get("HARNESS_SHM_DIR", "/dev/shm"))
+
+
+def default_backend(mode: str) -> str:
+    """The GPU backend used when none is named: vmm for continuous, symm otherwise."""
+    return "vmm" if mode == "continuous" else "symm"
 
 
 def _fill(local: torch.Tensor, start: int, end: int, spec: TableSpec, chunk_rows: int = 1 << 20) -> None:
@@ -41,9 +55,10 @@ def _fill(local: torch.Tensor, start: int, end: int, spec: TableSpec, chunk_rows
 class ShardedTable:
     """Collective constructor: every rank of the current process group builds it together."""
 
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str = "symm"):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
+        backend = backend or default_backend(mode)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}")
         self.rank, self.spec, self.mode, self.backend = rank, spec, mode, backend
@@ -52,7 +67,9 @@ class ShardedTable:
         self.device = rank.torch_device()
         self.peers: list[torch.Tensor] = []     # per-rank shard views (mapped modes)
         self.peer_ptrs: list[int] = []
-        self.whole: torch.Tensor | None = None  # CPU continuous: the whole table
+        self.whole: torch.Tensor | None = None  # continuous: the whole table (a view)
+        self.base_ptr: int | None = None        # GPU vmm: the range's start, global row 0
+        self._vmm = None
         self._closers = []
         if rank.device == "cuda":
             self._build_device()
@@ -65,9 +82,13 @@ class ShardedTable:
         import cupy as cp
 
         spec, rpp = self.spec, self.partition.rows_per_rank
+        if self.backend == "vmm" and self.mode != "distributed":
+            self._build_vmm()
+            return
         if self.mode == "continuous":
-            raise SkipPoint("continuous addressing on GPUs needs CUDA VMM mapping of peer memory "
-                            "into one address range; this store offers chunked and distributed")
+            raise SkipPoint(f"continuous addressing on GPUs maps every shard into one address range "
+                            f"through CUDA VMM: backend {self.backend} gives a pointer per rank "
+                            f"(use backend vmm, the default for continuous)")
         if self.backend == "symm" and self.mode != "distributed":
             self._build_symmetric()
             return
@@ -115,6 +136,67 @@ class ShardedTable:
                       self._symm.get_buffer(r, (max(rpp, 1), spec.row_elems), spec.torch_dtype,
                                             offset // spec.elem_bytes)[:rpp]
                       for r in range(self.rank.world_size)]
+
+    def _build_vmm(self) -> None:
+        """Every shard in one CUDA VMM range (collective; all ranks raise together)."""
+        from .vmm import VmmRange
+
+        spec, world = self.spec, self.rank.world_size
+        self._vmm = VmmRange(self.rank, spec.num_rows, spec.row_bytes)
+        self._closers.append(self._release_vmm)
+        self.partition = self._vmm.layout.partition()      # rows per rank padded to granules
+        self.start, self.end = self.partition.bounds(self.rank.rank)
+        rpp = self.partition.rows_per_rank
+        self.base_ptr = self._vmm.base
+        self.peer_ptrs = [self._vmm.segment(r) for r in range(world)]
+        problem = None
+        try:
+            self.peers = [self._device_view(ptr, rpp) for ptr in self.peer_ptrs]
+            self.local = self.peers[self.rank.rank]
+            if self.mode == "continuous":
+                self.whole = self._device_view(self.base_ptr, spec.num_rows)
+            _fill(self.local, self.start, self.end, spec)
+            torch.cuda.synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001 - every rank must learn of it, or the others hang
+            problem = f"{type(exc).__name__}: {exc}"
+        problems: list = [None] * world
+        dist.all_gather_object(problems, problem)
+        failed = next(((r, p) for r, p in enumerate(problems) if p), None)
+        if failed:
+            self.peers, self.whole = [], None
+            torch.cuda.synchronize(self.device)
+            self._closers.remove(self._release_vmm)
+            self._release_vmm()
+            raise RuntimeError(f"continuous addressing (CUDA VMM), filling the shard on rank {failed[0]}: "
+                               f"{failed[1]}")
+
+    def _release_vmm(self) -> None:
+        self.local = None                       # views of memory about to be unmapped
+        problems = self._vmm.release()
+        if problems:
+            import warnings
+
+            warnings.warn("CUDA VMM teardown: " + "; ".join(problems), RuntimeWarning, stacklevel=2)
+
+    def _device_view(self, ptr: int, rows: int) -> torch.Tensor:
+        """A torch view of mapped device memory through DLPack (CuPy UnownedMemory), on this
+        rank's GPU whatever GPU holds the memory, and never a copy."""
+        import cupy as cp
+
+        nbytes = max(rows * self.spec.row_bytes, 1)
+        mem = cp.cuda.UnownedMemory(ptr, nbytes, self, device_id=self.rank.local_rank)
+        raw = cp.ndarray((nbytes,), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(mem, 0))
+        flat = torch.from_dlpack(raw)
+        if flat.device != self.device or flat.data_ptr() != ptr:
+            raise RuntimeError(f"DLPack view of 0x{ptr:x} came back as 0x{flat.data_ptr():x} on {flat.device}")
+        return flat[: rows * self.spec.row_bytes].view(self.spec.torch_dtype).view(rows, self.spec.row_elems)
+
+    def kernel_parts(self) -> tuple[list[int], int]:
+        """(part base addresses, rows per part) for kernels/gather.cu. Continuous on GPUs: ONE
+        part, the range's base (global row i at base + i * row_bytes); otherwise a part per rank."""
+        if self.mode == "continuous" and self.base_ptr is not None:
+            return [self.base_ptr], self.partition.rows_per_rank
+        return list(self.peer_ptrs), self.partition.rows_per_rank
 
     def _view(self, ptr: int, rows: int) -> torch.Tensor:
         """A torch view of raw device memory (no copy), through CuPy's array interface."""
@@ -166,6 +248,8 @@ class ShardedTable:
             where = "host shared memory (/dev/shm)"
         elif self.mode == "distributed":
             where = "device memory (cudaMalloc), not mapped by peers"
+        elif self._vmm is not None:
+            where = f"device memory in {self._vmm.describe()}"
         elif self.backend == "symm":
             where = "device memory shared as torch symmetric memory (CUDA VMM)"
         else:
@@ -174,6 +258,8 @@ class ShardedTable:
 
     def close(self) -> None:
         """Collective: peers unmap before owners free."""
+        if self.rank.device == "cuda":
+            torch.cuda.synchronize(self.device)   # this rank's reads of peer memory are done
         dist.barrier()
         self.peers.clear()
         self.whole = None

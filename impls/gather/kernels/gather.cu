@@ -1,4 +1,6 @@
-// One-kernel global gather over a pointer table (WholeGraph Fig. 4, right; blog "chunked").
+// One-kernel global gather over a pointer table (WholeGraph Fig. 4, right; blog "chunked"
+// with a part per rank, "continuous" with ONE part: every shard mapped into one virtual range,
+// so row id is read at table[0] + id * row_bytes with no part lookup).
 //
 // Work item = one V-sized vector of one output row: item -> (row = item / vecs_per_row,
 // v = item % vecs_per_row). Consecutive threads read consecutive vectors of a row
@@ -6,7 +8,8 @@
 // the grid strides over all items. Peer shards are read directly through NVLink.
 // Requirements checked on the host: every row offset is V-aligned (row_bytes % V == 0),
 // ids < 2^32, items per launch < 2^32, at most MAX_PARTS parts. Part p holds ids
-// [p * rows_per_part, (p + 1) * rows_per_part); the last part also every id past it.
+// [p * rows_per_part, (p + 1) * rows_per_part); the last part also every id past it (so with
+// one part, part 0 holds every id and rows_per_part is not used).
 
 #define MAX_PARTS 16
 #define UNROLL 4
@@ -32,7 +35,7 @@ __device__ __forceinline__ void gather_rows(const u64* __restrict__ table, int n
                 unsigned row = item / vecs_per_row;
                 unsigned v = item - row * vecs_per_row;
                 unsigned id = (unsigned)__ldg(ids + row);
-                unsigned part = id / rows_per_part;
+                unsigned part = nparts == 1 ? 0u : id / rows_per_part;   // uniform branch
                 if (part >= (unsigned)nparts) part = nparts - 1;   // a larger last part (host tier)
                 unsigned local = id - part * rows_per_part;
                 vals[k] = *(const V*)(parts[part] + (u64)local * row_bytes + (u64)v * sizeof(V));
