@@ -6,7 +6,8 @@
   sizes and topologies computes METIS / PaGraph partitions once.
 - :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
   per topology, buffer size and policy), simulated by replaying sampled mini-batches; the
-  measured-on-GPU half is a skipped row (GATHER_MISSING says what is missing).
+  measured half gathers the same batches on real ranks (impls/placement/measure.py: GPUs, or CPU
+  ranks at toy scale), skipped where the machine lacks the topology's GPUs or NVLinks.
 - paper-vs-measured comparison lines for the reports.
 """
 
@@ -35,10 +36,9 @@ LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
 PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
 QUICK_PAGRAPH_CAP_S = 5.0          # --quick: PaGraph's quadratic partitioning gets this long
 MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
-GATHER_MISSING = ("not measured yet: timing this placement on GPUs needs a spawned run that gathers every "
-                  "mini-batch through Placement.split_for_gather (local and peer rows from a store of BSIZE "
-                  "rows per GPU via impls/gather p2p_shared, the rest from pinned host memory); that wiring "
-                  "is still to be written, so the simulated row of the same point stands in")
+MEASURED_WHAT = ("measured: every rank (one per GPU of the topology) gathers the simulator's mini-batches "
+                 "through Placement.split_for_gather: local and peer rows from a p2p_shared store of BSIZE "
+                 "rows per GPU, the rest from host memory (impls/placement/measure.py)")
 
 
 def paper_alpha(topology: str) -> float:
@@ -248,7 +248,11 @@ class BreakdownExperiment(Experiment):
             "baseline_fill": Param("default", fill_param,
                                    "what partitioners buffer: default (see impls/placement/policies.py), "
                                    "hottest, partition_order"),
-            "measured": Param(True, bool_flag, "also list the measured-on-GPU points (skipped rows for now, with what is missing)"),
+            "measured": Param(MEASURABLE_TOPOLOGIES, measured_param,
+                              "topologies whose loading is also measured by gathering every replayed batch "
+                              "on real ranks (GPUs with --device cuda, CPU ranks at toy scale otherwise); "
+                              "true = " + ",".join(MEASURABLE_TOPOLOGIES) + ", false/none = nowhere"),
+            "check_batches": Param(2, int, "measured: batches per rank whose rows are checked (-1: all)"),
         }
 
     def default_scale(self, cfg) -> float:
@@ -279,22 +283,30 @@ class BreakdownExperiment(Experiment):
                     yield Point(impl, {**base, "las": False, "mode": "simulated"}, world)
                 if topology in las_tops:
                     yield Point("clique_opt", {**base, "las": True, "mode": "simulated"}, world)
-                if measured and topology in MEASURABLE_TOPOLOGIES:
+                if topology in measured:
                     for impl in self.impls:
                         yield Point(impl, {**base, "las": False, "mode": "measured"}, world)
 
     def skip_reason(self, point, cfg):
         if point.params.get("mode") == "measured":
-            if cfg.device != "cuda":
-                return "needs CUDA GPUs; " + GATHER_MISSING
-            return GATHER_MISSING
+            return measured_skip_reason(point.params["topology"], cfg)
         return None
 
     # --- one point --------------------------------------------------------------------------
     def run_point(self, point: Point, cfg) -> list[Measurement]:
+        if point.params.get("mode") == "measured":
+            return self.run_measured(point, cfg)
+        from impls.placement.simulate import replay
+
+        setup = self.setup(point, cfg)
+        return setup.measurements(replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx,
+                                         setup.placement, setup.sampler_for, setup.batch, epochs=1,
+                                         max_batches=setup.max_batches, seed=cfg.seed))
+
+    def setup(self, point: Point, cfg) -> "PointSetup":
+        """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
-        from impls.placement.simulate import replay
         from impls.placement.topology import by_name
 
         prm = point.params
@@ -329,33 +341,210 @@ class BreakdownExperiment(Experiment):
             return LayerWiseSampler(layer_nodes, NUM_LAYERS, boost)
 
         max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 8)
-        result = replay(graph.indptr, graph.indices, graph.train_idx, placement, sampler_for, batch,
-                        epochs=1, max_batches=max_batches, seed=cfg.seed)
         cost = cost_model(graph, topology, self.param(cfg, "c_gpu_us"), self.param(cfg, "c_cpu_us"))
-        per_gpu_batches = np.maximum(np.array(result.meta["batches"]), 1)
-        per_batch = result.modeled_time(cost) / per_gpu_batches          # seconds per batch, per GPU
+        return PointSetup(graph, topology, placement, options, batch, layer_nodes, sampler_for, max_batches,
+                          cost, las_scale if prm["las"] else None)
+
+    # --- measured points ------------------------------------------------------------------------
+    def run_measured(self, point: Point, cfg) -> list[Measurement]:
+        """Every policy of one (topology, buffer) is measured in ONE launch of ranks (the first of
+        its points launches it, the others take their results)."""
+        prm = point.params
+        key = (id(cfg), self.id, prm["topology"], prm["buffer"], prm["scale"])
+        if key not in _MEASURED:
+            _MEASURED.clear()                       # one group at a time: results hold batches
+            _MEASURED[key] = self._measure_group(point, cfg)
+        outcome = _MEASURED[key].get(point.impl)
+        if outcome is None:
+            raise HarnessError(f"{point.impl} was not measured with its group")
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _measure_group(self, point: Point, cfg) -> dict:
+        from harness.launcher import launch
+        from impls.placement.measure import MeasureJob, measure_jobs, portable
+        from impls.placement.simulate import replay
+
+        outcomes: dict = {}
+        jobs, sims = [], {}
+        from harness import registry
+        from harness.needs import detect
+
+        for impl in self.impls:
+            if not cfg.wants_impl(impl) or registry.get_impl(self.interface, impl).needs.unmet(
+                    detect(), cfg.device, point.world_size):
+                continue
+            try:
+                setup = self.setup(Point(impl, point.params, point.world_size), cfg)
+                sim = replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
+                             setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches,
+                             seed=cfg.seed, keep_batches=True)
+            except Exception as exc:  # noqa: BLE001 - this policy's row says it; the group goes on
+                outcomes[impl] = exc
+                continue
+            sims[impl] = (setup, sim)
+            jobs.append(MeasureJob(impl, portable(setup.placement), sim.meta["input_batches"],
+                                   row_elems=max(1, setup.graph.row_bytes // 4),
+                                   check_batches=self.param(cfg, "check_batches"),
+                                   warmup=1 if cfg.quick else 3))
+        if not jobs:
+            return outcomes
+        try:
+            per_rank = launch(measure_jobs, (jobs,), world_size=point.world_size, device=cfg.device,
+                              timeout_s=cfg.timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            return {**outcomes, **{impl: RuntimeError(f"measured run failed: {exc}") for impl in sims}}
+        for k, impl in enumerate(sims):
+            setup, sim = sims[impl]
+            results = [rank_results[k] for rank_results in per_rank]
+            outcomes[impl] = measured_rows(setup, sim, results, cfg)
+        return outcomes
+
+    # --- report -------------------------------------------------------------------------------
+    def report(self, rows, runs) -> ReportArtifact:
+        return breakdown_report(self, rows, runs)
+
+
+_MEASURED: dict = {}
+
+
+@dataclass
+class PointSetup:
+    graph: GraphData
+    topology: object
+    placement: object
+    options: dict
+    batch: int
+    layer_nodes: int
+    sampler_for: object
+    max_batches: int
+    cost: object
+    las_scale: float | None
+
+    def per_batch_model(self, result) -> np.ndarray:
+        """Eq. 3 seconds per batch, per GPU."""
+        return result.modeled_time(self.cost) / np.maximum(np.array(result.meta["batches"]), 1)
+
+    def extra(self, result) -> dict:
+        placement, graph, cost = self.placement, self.graph, self.cost
+        return {"batch_size": self.batch, "layer_nodes": self.layer_nodes, "alpha": self.options.get("alpha"),
+                "buffer_fill": placement.meta.get("buffer_fill"),
+                "cache_ratio": round(placement.unique_stored() / graph.num_nodes, 4),
+                "batches_replayed": int(sum(result.meta["batches"])), "c_gpu_us": cost.c_gpu * 1e6,
+                "c_cpu_us": cost.c_cpu * 1e6, "las_scale": self.las_scale,
+                "partition_s": round(placement.meta.get("partition_s", placement.meta.get("place_s", 0.0)), 4),
+                "standin": graph.is_standin}
+
+    def measurements(self, result) -> list[Measurement]:
+        per_batch = self.per_batch_model(result)
+        placement, graph, batch = self.placement, self.graph, self.batch
         full_batches = [math.ceil(len(p) / batch) for p in
-                        (placement.train_parts or np.array_split(graph.train_idx, topology.num_gpus))]
+                        (placement.train_parts or np.array_split(graph.train_idx, self.topology.num_gpus))]
         epoch = float(max(b * t for b, t in zip(full_batches, per_batch)))
         frac = result.fractions()
-        extra = {"batch_size": batch, "layer_nodes": layer_nodes, "alpha": options.get("alpha"),
-                 "buffer_fill": placement.meta.get("buffer_fill"),
-                 "cache_ratio": round(placement.unique_stored() / graph.num_nodes, 4),
-                 "batches_replayed": int(sum(result.meta["batches"])), "c_gpu_us": cost.c_gpu * 1e6,
-                 "c_cpu_us": cost.c_cpu * 1e6, "las_scale": las_scale if prm["las"] else None,
-                 "partition_s": round(placement.meta.get("partition_s", placement.meta.get("place_s", 0.0)), 4),
-                 "standin": graph.is_standin}
         return [
-            Measurement("loading_time", "ms/batch", value=float(per_batch.max()) * 1e3, extra=extra),
+            Measurement("loading_time", "ms/batch", value=float(per_batch.max()) * 1e3, extra=self.extra(result)),
             Measurement("epoch_loading_time", "s", value=epoch),
             Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
             Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
             Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),
         ]
 
-    # --- report -------------------------------------------------------------------------------
-    def report(self, rows, runs) -> ReportArtifact:
-        return breakdown_report(self, rows, runs)
+
+def measured_rows(setup: PointSetup, sim, results: list[dict], cfg) -> list[Measurement]:
+    """Rows of one measured point: measured loading time beside the modeled one of the same batches."""
+    from harness.timing import Stats
+
+    for g, res in enumerate(results):
+        if not np.array_equal(res["batch_reads"], sim.batch_reads[g]):
+            raise RuntimeError(f"GPU {g}: the measured gather read other tiers than the simulator counts "
+                               f"for the same batches ({res['batch_reads'].sum(axis=0).tolist()} vs "
+                               f"{sim.batch_reads[g].sum(axis=0).tolist()})")
+    device = results[0]["device"]
+    on = "cuda" if device == "cuda" else "cpu"
+    step_ms = [t * 1e3 for t in results[0]["step_max_s"]]
+    measured_ms = max(r["mean_s"] for r in results) * 1e3       # slowest GPU's mean, as the model
+    modeled_ms = float(setup.per_batch_model(sim).max()) * 1e3
+    extra = {**setup.extra(sim), "measured_on": on,
+             "measured_label": "GPU-measured" if on == "cuda" else "CPU-measured (toy scale, not GPU)",
+             "modeled_ms": modeled_ms, "row_bytes": max(1, setup.graph.row_bytes // 4) * 4,
+             "checked_batches": int(sum(r["checked"] for r in results)),
+             "per_gpu_ms": [round(r["mean_s"] * 1e3, 6) for r in results],
+             "store": results[0]["store"], "host": results[0]["host"], "counts_match_simulator": True}
+    stats = Stats.from_samples(step_ms) if step_ms else None
+    frac = sim.fractions()
+    return [
+        Measurement("loading_time", "ms/batch", stats=stats, value=measured_ms, extra=extra),
+        Measurement("modeled_loading_time", "ms/batch", value=modeled_ms),
+        Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
+        Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
+        Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),
+    ]
+
+
+def measured_param(text: str) -> tuple[str, ...]:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return MEASURABLE_TOPOLOGIES
+    if low in ("0", "false", "no", "off", "none"):
+        return ()
+    return str_list(text)
+
+
+def machine_nvlinks(count: int) -> tuple[np.ndarray, str]:
+    """(count x count) bool: which GPU pairs of this machine have NVLink (nvidia-smi topo -m 'NV#'),
+    else which can access each other (torch peer access), and which of the two it is."""
+    import torch
+
+    from harness import envinfo
+
+    links = np.zeros((count, count), dtype=bool)
+    try:
+        topo = envinfo.parse_topology(envinfo._run(["nvidia-smi", "topo", "-m"]) or "")
+    except Exception:  # noqa: BLE001
+        topo = None
+    if topo and len(topo["matrix"]) >= count:
+        for i in range(count):
+            for j in range(count):
+                cell = topo["matrix"][i][j] if j < len(topo["matrix"][i]) else ""
+                links[i, j] = i == j or cell.upper().startswith("NV")
+        return links, "NVLink (nvidia-smi topo -m)"
+    for i in range(count):
+        for j in range(count):
+            links[i, j] = i == j or torch.cuda.can_device_access_peer(i, j)
+    return links, "peer access (torch; NVLink not confirmed)"
+
+
+def measured_skip_reason(topology_name: str, cfg) -> str | None:
+    """Why a measured point cannot run here, or None. CPU ranks run it at toy scale; on CUDA the
+    machine needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
+    import importlib.util
+
+    from impls.placement.topology import by_name
+
+    topology = by_name(topology_name)
+    n = topology.num_gpus
+    if cfg.device != "cuda":
+        return None
+    from harness.needs import detect
+
+    caps = detect()
+    if cfg.world_size and cfg.world_size < n:
+        return f"measuring {topology_name} needs {n} GPUs; this run is limited to --gpus {cfg.world_size}"
+    if caps.gpu_count < n:
+        return (f"measuring {topology_name} needs {n} GPUs (one rank per GPU of the topology), "
+                f"{caps.gpu_count} visible")
+    if importlib.util.find_spec("cupy") is None:
+        return "measuring on GPUs needs CuPy (the p2p_shared and host_uva gather kernels)"
+    links, how = machine_nvlinks(n)
+    missing = [(i, j) for i in range(n) for j in range(i + 1, n) if topology.link_gbps[i, j] > 0 and not links[i, j]]
+    if missing:
+        pairs = ", ".join(f"GPU{i}-GPU{j}" for i, j in missing)
+        return (f"{topology_name} reads peers over NVLink between {pairs}, which this machine's GPUs 0-{n - 1} "
+                f"lack ({how}); measuring it here would time another link structure")
+    return None
+
 
 
 def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):
@@ -385,6 +574,38 @@ def _metric_frame(rows):
     wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
     extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha") if c in ok]]
     return wide.merge(extra, on=keys, how="left")
+
+
+def _measured_frame(rows):
+    """Measured ok loading-time rows: run, impl, topology, buffer, value, where measured."""
+    import pandas as pd
+
+    rows = expand_params(rows)
+    if "p_mode" not in rows:
+        return pd.DataFrame()
+    ok = rows[(rows["status"] == "ok") & (rows["p_mode"] == "measured") & (rows["metric"] == "loading_time")]
+    if ok.empty:
+        return pd.DataFrame()
+    ok = ok.assign(p_las=False, loading_time=ok["value"])
+    if "p_measured_on" not in ok:
+        ok = ok.assign(p_measured_on="?")
+    return ok[["run_id", "impl", "p_topology", "p_buffer", "p_las", "loading_time", "p_measured_on"]]
+
+
+def measured_speedups(measured, run_id, impl: str = "clique_opt") -> str | None:
+    """'RAND / impl' measured loading time over every measured configuration of a run."""
+    mine = measured[measured["run_id"] == run_id]
+    ratios = []
+    for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
+        ours, base = _find(mine, impl, topology, buffer), _find(mine, "random", topology, buffer)
+        if ours is not None and base is not None and ours["loading_time"] > 0:
+            ratios.append((base["loading_time"] / ours["loading_time"], topology, buffer))
+    if not ratios:
+        return None
+    lo, hi = min(ratios), max(ratios)
+    on = "GPU" if set(mine["p_measured_on"]) == {"cuda"} else "CPU ranks (toy scale, not GPU)"
+    return (f"measured on {on}: {policy_label(impl, False)} loads {lo[0]:.2f}x ({lo[1]} {lo[2]}) to "
+            f"{hi[0]:.2f}x ({hi[1]} {hi[2]}) faster than RAND")
 
 
 def _find(frame, impl, topology, buffer, las=False):
@@ -463,12 +684,28 @@ def check_claims(exp: BreakdownExperiment, frame, run_id) -> list[str]:
     return lines
 
 
+def _measured_cells(measured, r) -> dict:
+    """Measured loading time of a simulated row's point, its RAND ratio and where it ran."""
+    if measured.empty or r.get("p_las"):
+        return {}
+    scope = measured[measured["run_id"] == r["run_id"]]
+    hit = _find(scope, r["impl"], r["p_topology"], r["p_buffer"])
+    if hit is None:
+        return {}
+    base = _find(scope, "random", r["p_topology"], r["p_buffer"])
+    return {"Measured ms/batch": hit["loading_time"],
+            "RAND / this (measured)": (base["loading_time"] / hit["loading_time"]
+                                       if base is not None and hit["loading_time"] > 0 else None),
+            "Measured on": hit["p_measured_on"]}
+
+
 def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     import matplotlib.pyplot as plt
     import pandas as pd
 
     labels = run_labels(rows, runs)
     frame = _metric_frame(rows)
+    measured = _measured_frame(rows)
     records = []
     if not frame.empty:
         for _, r in frame.iterrows():
@@ -480,10 +717,11 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
                 "Peer %": 100 * r.get("peer_fraction", float("nan")),
                 "Host %": 100 * r.get("host_fraction", float("nan")),
                 "On GPUs %": 100 * r.get("p_cache_ratio", float("nan")),
-                "Load ms/batch": r.get("loading_time"),
-                "Load s/epoch": r.get("epoch_loading_time"),
-                "RAND / this": (base["loading_time"] / r["loading_time"]
-                                if base is not None and r.get("loading_time") else None)})
+                "Modeled ms/batch": r.get("loading_time"),
+                "Modeled s/epoch": r.get("epoch_loading_time"),
+                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
+                                if base is not None and r.get("loading_time") else None),
+                **_measured_cells(measured, r)})
     table = pd.DataFrame.from_records(records)
     if not table.empty:
         order = {t: i for i, t in enumerate(exp.topologies)}
@@ -496,6 +734,10 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     for run_id in (frame["run_id"].unique() if not frame.empty else []):
         notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in compare_paper(exp, frame, run_id)]
         notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in check_claims(exp, frame, run_id)]
+        if not measured.empty:
+            line = measured_speedups(measured, run_id)
+            if line:
+                notes.append(f"[{labels.get(run_id, run_id)}] {line}")
     if frame.empty:
         notes += compare_paper(exp, frame)
     notes += skip_notes(rows, labels)
@@ -507,8 +749,11 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
                "(ICS'22 dev_num lookup), and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over "
                "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "
                "NVLink group with the paper's alpha, '+LAS' adds locality-aware sampling with s = MAXS = 8. "
-               "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those "
-               f"(the measured rows are listed as skipped, with what is missing). Paper: {PAPER_HARDWARE}. "
+               "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those. "
+               "'Measured ms/batch': the same batches gathered for real by one rank per GPU (local and peer rows "
+               "through one p2p_shared gather over the GPU buffers, host rows zero-copy from pinned memory; "
+               "barrier-bracketed, slowest GPU's mean), with 'on' cuda or cpu (CPU ranks in host shared memory, "
+               f"toy scale: not GPU numbers). Paper: {PAPER_HARDWARE}. "
                + caption_hardware(runs))
 
     fig = None
@@ -522,7 +767,7 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
             bufs = list(dict.fromkeys(sub["Buffer"]))
             width = 0.8 / max(1, len(policies))
             for k, pol in enumerate(policies):
-                vals = [sub[(sub["Buffer"] == b) & (sub["Policy"] == pol)]["Load ms/batch"] for b in bufs]
+                vals = [sub[(sub["Buffer"] == b) & (sub["Policy"] == pol)]["Modeled ms/batch"] for b in bufs]
                 heights = [float(v.iloc[0]) if len(v) else 0.0 for v in vals]
                 ax.bar(np.arange(len(bufs)) + k * width, heights, width, label=pol)
             ax.set_xticks(np.arange(len(bufs)) + 0.4 - width / 2)

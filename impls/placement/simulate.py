@@ -78,23 +78,51 @@ def gpu_batches(train_idx: np.ndarray, placement: Placement, batch_size: int,
     return [[share[i:i + batch_size] for i in range(0, len(share), batch_size)] for share in shares]
 
 
-def replay(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Callable[[int], object],
-           batch_size: int, epochs: int = 1, max_batches: int | None = None, seed: int = 0) -> ReplayResult:
-    """Sample ``epochs`` epochs (at most ``max_batches`` batches per GPU and epoch) and count reads."""
+def replay_batches(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Callable[[int], object],
+                   batch_size: int, epochs: int = 1, max_batches: int | None = None, seed: int = 0):
+    """Yield ``(gpu, input_nodes)`` for every replayed mini-batch, in replay order.
+
+    The one source of replayed batches: :func:`replay` counts reads over them and the measured
+    path (``impls.placement.measure``) gathers their features on real ranks, so both see the
+    same batches for the same sampler and seed.
+    """
     n = placement.num_gpus
     rng = np.random.default_rng(seed)
     samplers = [sampler_for_gpu(g) for g in range(n)]
-    per_gpu: list[list[np.ndarray]] = [[] for _ in range(n)]
-    input_nodes = 0
     for _ in range(epochs):
         for g, batches in enumerate(gpu_batches(train_idx, placement, batch_size, rng)):
-            dev_num = placement.lookup(g).dev_num
             for batch in batches[:max_batches]:
-                nodes = samplers[g].sample(indptr, indices, batch, rng, edges=False).input_nodes
-                input_nodes += len(nodes)
-                # dev_num -1 (host) lands in the last column
-                per_gpu[g].append(np.bincount(np.where(dev_num[nodes] < 0, n, dev_num[nodes]),
-                                              minlength=n + 1))
+                yield g, samplers[g].sample(indptr, indices, batch, rng, edges=False).input_nodes
+
+
+def count_reads(placement: Placement, gpu: int, nodes: np.ndarray) -> np.ndarray:
+    """Rows ``gpu`` reads from every GPU (columns 0..n-1) and the host (column n) for one batch."""
+    n = placement.num_gpus
+    dev_num = placement.lookup(gpu).dev_num[nodes]
+    # dev_num -1 (host) lands in the last column
+    return np.bincount(np.where(dev_num < 0, n, dev_num), minlength=n + 1)
+
+
+def replay(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Callable[[int], object],
+           batch_size: int, epochs: int = 1, max_batches: int | None = None, seed: int = 0,
+           keep_batches: bool = False) -> ReplayResult:
+    """Sample ``epochs`` epochs (at most ``max_batches`` batches per GPU and epoch) and count reads.
+
+    ``keep_batches``: also keep every GPU's input nodes per batch in ``meta["input_batches"]``
+    (what the measured path gathers).
+    """
+    n = placement.num_gpus
+    per_gpu: list[list[np.ndarray]] = [[] for _ in range(n)]
+    kept: list[list[np.ndarray]] = [[] for _ in range(n)]
+    input_nodes = 0
+    for g, nodes in replay_batches(indptr, indices, train_idx, placement, sampler_for_gpu, batch_size,
+                                   epochs, max_batches, seed):
+        input_nodes += len(nodes)
+        per_gpu[g].append(count_reads(placement, g, nodes))
+        if keep_batches:
+            kept[g].append(np.asarray(nodes, dtype=np.int64))
     batch_reads = [np.stack(rows) if rows else np.zeros((0, n + 1), dtype=np.int64) for rows in per_gpu]
-    return ReplayResult(placement, batch_reads, epochs,
-                        {"input_nodes": input_nodes, "batches": [len(r) for r in batch_reads]})
+    meta = {"input_nodes": input_nodes, "batches": [len(r) for r in batch_reads]}
+    if keep_batches:
+        meta["input_batches"] = kept
+    return ReplayResult(placement, batch_reads, epochs, meta)

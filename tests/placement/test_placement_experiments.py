@@ -40,9 +40,9 @@ def ok_rows(rows, metric):
 
 def test_breakdown_figure(data_root, tmp_path):
     rows, outcome = run("placement.fig4", tmp_path, 0.005, topologies="2GPU,(2+2)GPU", buffers="0.1N",
-                        max_batches=2)
+                        max_batches=2, measured="2GPU")
     assert outcome.errors == 0
-    loading = ok_rows(rows, "loading_time")
+    loading = [r for r in ok_rows(rows, "loading_time") if r["params"]["mode"] == "simulated"]
     expected = {"naive", "random", "clique_opt"} | ({"metis"} if importlib.util.find_spec("pymetis") else set())
     assert {r["impl"] for r in loading} >= expected
     if "metis" not in expected:                                          # a skipped row says why
@@ -51,11 +51,22 @@ def test_breakdown_figure(data_root, tmp_path):
     for r in loading:                                                    # fractions of one point sum to 1
         same = [x for x in rows if x["status"] == "ok" and x["impl"] == r["impl"]
                 and x["params"].get("topology") == r["params"]["topology"] and x["params"].get("las") == r["params"]["las"]
-                and x["metric"].endswith("_fraction")]
+                and x["params"]["mode"] == "simulated" and x["metric"].endswith("_fraction")]
         assert sum(x["value"] for x in same) == pytest.approx(1.0)
+    # measured on 2 CPU ranks (one launch for every policy): labelled CPU, beside the modeled time
     measured = [r for r in rows if r["params"].get("mode") == "measured"]
-    assert measured and all(r["status"] == "skipped" for r in measured)
-    assert all("gather" in r["reason"] for r in measured if r["impl"] != "metis" or "metis" in expected)
+    assert {r["params"]["topology"] for r in measured} == {"2GPU"}
+    timed = [r for r in ok_rows(measured, "loading_time")]
+    assert {r["impl"] for r in timed} >= expected
+    simulated = {r["impl"]: r for r in loading if r["params"]["topology"] == "2GPU" and not r["params"]["las"]}
+    for r in timed:
+        assert r["value"] > 0 and r["extra"]["measured_on"] == "cpu" and r["extra"]["counts_match_simulator"]
+        assert r["extra"]["modeled_ms"] == pytest.approx(simulated[r["impl"]]["value"])
+        assert r["extra"]["checked_batches"] > 0
+    assert len(ok_rows(measured, "modeled_loading_time")) == len(timed)
+    report = (tmp_path / "reports").rglob("*.md")
+    text = "".join(p.read_text() for p in report)
+    assert "Measured ms/batch" in text and "measured on CPU ranks" in text
 
 
 def test_table2_times_every_method(data_root, tmp_path):

@@ -1,0 +1,178 @@
+"""Measured feature loading of a placement: every rank gathers its replayed mini-batches for real.
+
+Run on every rank of a spawned group (``harness.launcher.launch``; CUDA ranks with NCCL, or
+CPU ranks with gloo and host shared memory). One rank stands for one GPU of the placement's
+topology (rank g = GPU g). For each :class:`MeasureJob`:
+
+1. Store: the GPU buffers as one ``p2p_shared`` table (``impls.gather.p2p_shared``, chunked
+   mode) of ``num_gpus * buffer_size`` rows; rank d owns rows ``d * buffer_size + slot`` and
+   writes the features of ``placement.buffers[d][slot]`` there (the RowPartition that
+   ``Placement.split_for_gather`` addresses). Host: every node's row in host shared memory
+   (``impls.storage.host_table``), page-locked and read by the GPU kernel (``host_uva``) on
+   CUDA, indexed on CPU.
+2. Every replayed batch of this rank (the simulator's batches: ``simulate.replay_batches``):
+   ``Placement.split_for_gather`` splits the input nodes into store rows (local + peer) and
+   host ids outside the timed region (the dev_num lookup); the timed region is one
+   ``p2p_shared`` gather over the store rows, one host gather, and both scattered into the
+   batch's order. Each step is barrier-bracketed and timed by CUDA events (GPU) or
+   ``perf_counter`` (CPU); ranks past their last batch time an empty step.
+3. The first ``check_batches`` batches are compared with the features of their node ids
+   (closed form, ``impls.storage.layout.closed_form_rows``); a mismatch on any rank fails the
+   job on every rank.
+
+The feature content is the closed form of the node id, not the dataset's values: loading time
+depends on the row bytes only, and the closed form makes every gathered row checkable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .result import Placement
+
+
+@dataclass
+class MeasureJob:
+    """One placement to measure: ``batches[g]`` are GPU g's replayed input nodes, in order."""
+
+    key: str
+    placement: Placement
+    batches: list[list[np.ndarray]]
+    row_elems: int
+    dtype: str = "float32"
+    warmup: int = 2
+    check_batches: int = 2          # -1: every batch
+    meta: dict = field(default_factory=dict)
+
+
+def portable(placement: Placement) -> Placement:
+    """A copy of ``placement`` that pickles into spawned ranks: every GPU's lookup computed here
+    and a policy's own ``lookup_fn`` (often a closure) dropped."""
+    import copy
+
+    for g in range(placement.num_gpus):
+        placement.lookup(g)
+        placement.slots(g)
+    out = copy.copy(placement)
+    out.lookup_fn = None
+    out._lookups = dict(placement._lookups)
+    return out
+
+
+def measure_jobs(rank, jobs: list[MeasureJob]) -> list[dict]:
+    """Collective: every rank measures every job in order; returns this rank's results."""
+    return [measure_placement(rank, job) for job in jobs]
+
+
+def _zero_copy_host(rank, spec):
+    from impls.gather.host_paths import HostZeroCopyGather
+
+    return HostZeroCopyGather(rank, spec)
+
+
+def measure_placement(rank, job: MeasureJob) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    from harness.timing import CpuTimer, TorchCudaTimer, reduce_across_ranks
+    from impls.gather.p2p_shared import SharedMemoryGather
+    from impls.storage.host_table import HostTable
+    from impls.storage.layout import TableSpec, closed_form_rows
+
+    placement = job.placement
+    n_gpus, bsize = placement.num_gpus, placement.buffer_size
+    if rank.world_size != n_gpus:
+        raise ValueError(f"{placement.topology.name} has {n_gpus} GPUs, the group has {rank.world_size} ranks")
+    me = rank.rank
+    cuda = rank.device == "cuda"
+    device = rank.torch_device()
+    dtype_spec = TableSpec(1, job.row_elems, job.dtype)
+    tdtype = dtype_spec.torch_dtype
+
+    # --- the GPU buffers: one chunked p2p_shared store of BSIZE rows per rank -------------
+    store = SharedMemoryGather(rank, TableSpec(n_gpus * max(bsize, 1), job.row_elems, job.dtype), "chunked")
+    host = None
+    try:
+        if store.rows_per_rank != max(bsize, 1):
+            raise RuntimeError(f"store has {store.rows_per_rank} rows per rank, the placement {bsize}")
+        mine = placement.buffers[me]
+        if len(mine):
+            ids = torch.from_numpy(mine).to(device)
+            store.store.local[:len(mine)] = closed_form_rows(ids, job.row_elems, tdtype)
+        if cuda:
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        # --- the host copy: every node at its own id --------------------------------------
+        host_spec = TableSpec(placement.num_nodes, job.row_elems, job.dtype)
+        if cuda:
+            host = _zero_copy_host(rank, host_spec)
+            host_gather, host_rows = host.gather, None
+        else:
+            host = HostTable(rank, host_spec)
+            host_rows = host.rows
+            host_gather = lambda ids: torch.index_select(host_rows, 0, ids)  # noqa: E731
+
+        batches = job.batches[me]
+        steps = max(len(b) for b in job.batches)
+        n = n_gpus
+        reads = np.zeros((len(batches), n + 1), dtype=np.int64)
+        prepared = []
+        for i, nodes in enumerate(batches):
+            split = placement.split_for_gather(me, nodes)
+            reads[i, :n] = np.bincount(split.store_device, minlength=n)[:n]
+            reads[i, n] = len(split.host_ids)
+            prepared.append(tuple(torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in
+                                  (split.store_rows, split.store_pos, split.host_ids, split.host_pos))
+                            + (len(nodes),))
+        out_box: list = [None]
+
+        def load(item):
+            store_rows, store_pos, host_ids, host_pos, count = item
+            out = torch.empty((count, job.row_elems), dtype=tdtype, device=device)
+            if store_rows.numel():
+                out.index_copy_(0, store_pos, store.gather(store_rows, check=False))
+            if host_ids.numel():
+                out.index_copy_(0, host_pos, host_gather(host_ids))
+            out_box[0] = out
+
+        timer = TorchCudaTimer() if cuda else CpuTimer()
+        for w in range(min(job.warmup, len(prepared))):   # kernels, page-locking, caches
+            load(prepared[w])
+        if cuda:
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        mine_s, step_max_s = [], []
+        checked, bad = 0, []
+        limit = len(prepared) if job.check_batches < 0 else job.check_batches
+        for step in range(steps):
+            item = prepared[step] if step < len(prepared) else None
+            dist.barrier()
+            t = timer.time((lambda: load(item)) if item is not None else (lambda: None))
+            step_max_s.append(reduce_across_ranks(t).max)
+            if item is None:
+                continue
+            mine_s.append(t)
+            if step < limit:
+                nodes = torch.from_numpy(np.asarray(batches[step], dtype=np.int64)).to(device)
+                want = closed_form_rows(nodes, job.row_elems, tdtype)
+                checked += 1
+                if not torch.equal(out_box[0], want):
+                    bad.append(step)
+        # every rank learns whether any rank gathered wrong rows
+        flag = torch.tensor([len(bad)], dtype=torch.int64, device=device)
+        dist.all_reduce(flag)
+        if int(flag.item()):
+            raise RuntimeError(f"{job.key}: measured gather returned wrong rows ({int(flag.item())} batches "
+                               f"over all ranks; rank {me}: batches {bad[:5]})")
+        mean = float(np.mean(mine_s)) if mine_s else 0.0
+        spread = reduce_across_ranks(mean)
+        return {"key": job.key, "rank": me, "batch_reads": reads, "batch_s": mine_s,
+                "mean_s": mean, "max_mean_s": spread.max, "step_max_s": step_max_s, "checked": checked,
+                "store": store.describe(), "host": host.describe() if host is not None else "",
+                "device": rank.device}
+    finally:
+        if host is not None:
+            host.close()
+        store.close()
