@@ -60,6 +60,35 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise HarnessError(f"expected an integer, got '{text}'") from None
+    if value < 0:
+        raise HarnessError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def dataset_names(text: str) -> tuple[str, ...]:
+    """'products,PA' -> the registry's names of those datasets (aliases resolved)."""
+    from harness import datasets
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise HarnessError("expected at least one dataset name")
+    return tuple(datasets.get(n).name for n in names)
+
+
+def choice(*allowed):
+    """A parser accepting exactly one of ``allowed``."""
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise HarnessError(f"expected one of {', '.join(allowed)}, not '{text}'")
+        return text
+    return parse
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

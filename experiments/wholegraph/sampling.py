@@ -21,7 +21,8 @@ from __future__ import annotations
 import time
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, int_list, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point, choice, int_list, positive_int
+from harness.experiment import dataset_names as name_list
 from harness.needs import detect
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
@@ -38,15 +39,6 @@ SCALES = {"ogbn-products": (1.0, 0.25, 0.002), "ogbn-papers100M": (0.25, 0.05, 0
 SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M"}
 
 
-def name_list(text: str) -> tuple[str, ...]:
-    from harness import datasets
-
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise HarnessError("expected at least one dataset name")
-    return tuple(datasets.get(n).name for n in names)
-
-
 def fanout_sets(text: str) -> tuple[tuple[int, ...], ...]:
     """'30-30-30,15-10-5' -> ((30, 30, 30), (15, 10, 5))."""
     try:
@@ -56,14 +48,6 @@ def fanout_sets(text: str) -> tuple[tuple[int, ...], ...]:
     if not sets or any(not s or min(s) < 1 for s in sets):
         raise HarnessError(f"fanouts take sets of positive integers like 30-30-30,15-10-5, not '{text}'")
     return sets
-
-
-def choice(*allowed):
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise HarnessError(f"expected one of {', '.join(allowed)}, not '{text}'")
-        return text
-    return parse
 
 
 def kinds_list(text: str) -> tuple[str, ...]:

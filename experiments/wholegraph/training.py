@@ -38,7 +38,9 @@ import sys
 import time
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, PaperValue, positive_float, positive_int
+from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, nonneg_int, positive_float,
+                                positive_int)
+from harness.experiment import dataset_names as name_list
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -109,14 +111,6 @@ def table4_paper_values() -> tuple[PaperValue, ...]:
 
 # ----------------------------------------------------------------------------- parameters
 
-def name_list(text: str) -> tuple[str, ...]:
-    from harness import datasets
-
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise HarnessError("expected at least one dataset name")
-    return tuple(datasets.get(n).name for n in names)
-
 
 def model_list(text: str) -> tuple[str, ...]:
     names = tuple(x.strip() for x in text.split(",") if x.strip())
@@ -143,14 +137,6 @@ def fanout_list(text: str) -> tuple[int, ...]:
     return values
 
 
-def choice(*allowed):
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise HarnessError(f"expected one of {', '.join(allowed)}, not '{text}'")
-        return text
-    return parse
-
-
 def optional_int(text: str) -> int:
     """A positive integer, or 0 for none/all (no cap)."""
     if text.strip().lower() in ("none", "all", "0", ""):
@@ -161,16 +147,6 @@ def optional_int(text: str) -> int:
 def cap(value):
     """A cap parameter's value: None (no cap) for 0 / None."""
     return value or None
-
-
-def nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise HarnessError(f"expected an integer, got '{text}'") from None
-    if value < 0:
-        raise HarnessError(f"expected an integer >= 0, got {value}")
-    return value
 
 
 def unit_float(text: str) -> float:

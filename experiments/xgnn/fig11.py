@@ -18,7 +18,7 @@ from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, finite, fmt, gpu_counts, machine_labels,
+                       common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels,
                        ratio, settings_caption, system_list)
 
 SYSTEMS11 = ("dgl_cache", "xgnn")
@@ -36,12 +36,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 class ScalingExperiment(XGNNTraining):
     """Points on several GPU counts (the same batch per GPU for every count)."""
-
-    def gpu_list(self, cfg):
-        requested = self.param(cfg, "gpus")
-        if cfg.device == "cpu" and "gpus" not in cfg.params:
-            requested = (1, 2)
-        return gpu_counts(self, cfg, requested)
 
     def points(self, cfg):
         gpus = self.gpu_list(cfg)

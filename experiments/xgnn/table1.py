@@ -18,7 +18,7 @@ from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
-                       datasets_caption, drop_single, fmt, gpu_counts, machine_labels, model_list,
+                       datasets_caption, drop_single, fmt, machine_labels, model_list,
                        name_list, ratio, settings_caption, system_list)
 
 SYSTEMS1 = ("dgl", "gnnlab", "quiver", "wholegraph", "xgnn")
@@ -53,12 +53,6 @@ class Table1(XGNNTraining):
         datasets=Param(("twitter-2010",), name_list, "dataset (paper: TW)"),
         models=Param(("sage",), model_list, "model (paper: GraphSAGE)"),
     )
-
-    def gpu_list(self, cfg):
-        requested = self.param(cfg, "gpus")
-        if cfg.device == "cpu" and "gpus" not in cfg.params:
-            requested = (1, 2)
-        return gpu_counts(self, cfg, requested)
 
     def points(self, cfg):
         gpus = self.gpu_list(cfg)

@@ -62,7 +62,8 @@ import sys
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point, nonneg_int, positive_float, positive_int
+from harness.experiment import dataset_names as name_list
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -126,14 +127,6 @@ FIG10_STEPS = ("base", "msg", "msf", "oga", "psa")
 
 # ----------------------------------------------------------------------------- parameters
 
-def name_list(text: str) -> tuple[str, ...]:
-    from harness import datasets
-
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise HarnessError("expected at least one dataset name")
-    return tuple(datasets.get(n).name for n in names)
-
 
 def model_list(text: str) -> tuple[str, ...]:
     names = tuple(x.strip() for x in text.split(",") if x.strip())
@@ -187,16 +180,6 @@ def optional_int(text: str):
     if text.strip().lower() in ("none", "all", "0", ""):
         return None
     return positive_int(text)
-
-
-def nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise HarnessError(f"expected an integer, got '{text}'") from None
-    if value < 0:
-        raise HarnessError(f"expected an integer >= 0, got {value}")
-    return value
 
 
 def batch_param(text: str):
@@ -322,6 +305,13 @@ class XGNNTraining(Experiment):
     parameters = common_parameters()
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
     eval_every_epoch = True
+
+    def gpu_list(self, cfg):
+        """GPU counts of an experiment with a ``gpus`` parameter (CPU default: 1 and 2 ranks)."""
+        requested = self.param(cfg, "gpus")
+        if cfg.device == "cpu" and "gpus" not in cfg.params:
+            requested = (1, 2)
+        return gpu_counts(self, cfg, requested)
 
     def world(self, cfg) -> int:
         from harness.launcher import default_world_size

@@ -21,13 +21,13 @@ import torch
 from harness import registry
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.sampling.minibatch import sample_blocks
 
-from .base import Pipeline, copy_rows
-from .wholegraph import feature_spec
+from .base import copy_rows
+from .wholegraph import WholeGraphPipeline, feature_spec
 
 
-class WholeGraphLibPipeline(Pipeline):
+class WholeGraphLibPipeline(WholeGraphPipeline):
+    """Ours with the library's stores: sampling (sample_blocks), describe and close are inherited."""
     name = "wholegraph_lib"
 
     def build_stores(self) -> None:
@@ -48,9 +48,6 @@ class WholeGraphLibPipeline(Pipeline):
         self._sync()
         self.gatherer.comm.barrier()
 
-    def sample(self, seeds):
-        return sample_blocks(self.sampler, self.unique, seeds, self.config.fanouts, check=False)
-
     def gather(self, blocks):
         with torch.no_grad():                  # features are inputs, not trained embeddings
             return self.gatherer.gather(blocks[0].src_ids, check=False)
@@ -64,18 +61,6 @@ class WholeGraphLibPipeline(Pipeline):
 
     def store_locations(self):
         return {"graph_structure": self.sampler.describe(), "node_features": self.gatherer.describe()}
-
-    def describe(self):
-        return {**super().describe(), "sampling": self.sampler.describe() + "; " + self.unique.describe(),
-                "gather": self.gatherer.describe()}
-
-    def close(self):
-        for part in ("gatherer", "sampler"):
-            obj = getattr(self, part, None)
-            if obj is not None:
-                obj.close()
-                setattr(self, part, None)
-        super().close()
 
 
 @register_impl("pipelines", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
