@@ -245,9 +245,7 @@ class TrainingExperiment(Experiment):
 
         if cfg.scale is not None:
             return cfg.scale
-        spec = datasets.get(name)
-        stored = spec.standin.stored_edges if spec.standin else spec.edges
-        return float(f"{min(1.0, setting(self, cfg, 'max_edges') / max(stored, 1)):.2g}")
+        return float(f"{datasets.scale_for_edges(name, setting(self, cfg, 'max_edges')):.2g}")
 
     def backends_for(self, impl: str, cfg) -> list[str]:
         out = []

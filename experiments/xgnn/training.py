@@ -325,8 +325,7 @@ class XGNNTraining(Experiment):
         if cfg.scale is not None:
             return cfg.scale
         spec = datasets.get(name)
-        stored = spec.standin.stored_edges if spec.standin else spec.edges
-        scale = min(1.0, setting(self, cfg, "max_edges") / max(stored, 1))
+        scale = datasets.scale_for_edges(name, setting(self, cfg, "max_edges"))
         if spec.standin:        # enough nodes for the stand-in's communities
             scale = max(scale, 1.05 * MIN_COMMUNITY * spec.standin.num_classes / spec.nodes)
         return float(f"{scale:.2g}")

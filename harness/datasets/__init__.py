@@ -33,7 +33,7 @@ Progress = Callable[[str, float], None]
 __all__ = [
     "CacheWarning", "DatasetSpec", "Graph", "GENERATOR_VERSION", "compare_table", "data_root",
     "degree_stats", "generate", "get", "list_datasets", "load", "paper_table", "prepare",
-    "prepare_real", "registry_table", "resolve", "standin_path", "table_caption", "table_ids",
+    "prepare_real", "registry_table", "resolve", "scale_for_edges", "standin_path", "table_caption", "table_ids",
 ]
 
 
@@ -83,6 +83,13 @@ def prepare_real(name: str, data_root: str | os.PathLike | None = None, *,
                                     progress=progress)
 
     return _cache.get_or_build(directory, build, rebuild=rebuild)
+
+
+def scale_for_edges(name: str, max_edges: float) -> float:
+    """The largest scale <= 1 at which the stand-in of ``name`` stores at most ``max_edges`` edges."""
+    spec = get(name)
+    stored = spec.standin.stored_edges if spec.standin else spec.edges
+    return min(1.0, max_edges / max(stored, 1))
 
 
 def real_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
