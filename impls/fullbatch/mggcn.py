@@ -119,6 +119,7 @@ class MGGCN:
         self._saved_aggregate: list = [None] * self.layers   # AH of SpMM-first layers
         self._loss_sum = None
         self._received: list = []          # receive tiles of the running SpMM
+        self._spmm_widths: dict[str, set] = {"forward": set(), "backward": set()}
 
     def _check_group(self) -> None:
         import torch.distributed as dist
@@ -263,6 +264,7 @@ class MGGCN:
     def staged_spmm(self, tiles, local_rows, out, tag: str) -> None:
         """out = sum_j tiles[j] @ H^j, where H^j are rank j's rows (this rank's: ``local_rows``)."""
         self.spmm_log.append(tag)
+        self._spmm_widths["forward" if tiles is self.forward_tiles else "backward"].add(local_rows.shape[1])
         self._received = []
         with self.ops.op("spmm"):
             out.zero_()
@@ -370,6 +372,42 @@ class MGGCN:
         return MemoryReport(self.plan.count if self.arena.reuse else 0,
                             self.plan.total_bytes if self.arena.reuse else 0,
                             self.arena.peak_bytes, tiles + dense + labels, loss)
+
+    def measure_library_workspaces(self) -> dict[str, int]:
+        """Bytes cuSPARSE and cuBLAS take from the caching allocator beyond their operands (GPU only).
+
+        Neither library's workspace has a shape a buffer plan could name: cuSPARSE's SpMM takes a
+        transient one per call, cuBLAS keeps one per handle and stream once it has run a GEMM.
+        The probe runs every (tile, width) the last epochs multiplied, alone, and one GEMM after
+        dropping cuBLAS's workspaces, and returns the largest allocation of each.  It resets
+        the peak-memory counter, so call it after the peak of interest has been read.
+        """
+        torch = self.torch
+        if self.device.type != "cuda":
+            return {"cusparse": 0, "cublas": 0}
+
+        def transient(run, *operands) -> int:
+            torch.cuda.synchronize(self.device)
+            base = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            run(*operands)
+            torch.cuda.synchronize(self.device)
+            return torch.cuda.max_memory_allocated(self.device) - base
+
+        zeros = lambda r, c: torch.zeros(r, c, dtype=torch.float32, device=self.device)  # noqa: E731
+        cusparse = 0
+        for kind, tiles in (("forward", self.forward_tiles), ("backward", self.backward_tiles)):
+            for width in sorted(self._spmm_widths[kind]):
+                for stage, tile in enumerate(tiles):
+                    if tile._nnz():
+                        cusparse = max(cusparse, transient(lambda o, t, r: o.addmm_(t, r), zeros(self.rows, width),
+                                                           tile, zeros(self.part_rows[stage], width)))
+        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear is not None:
+            clear()
+        cublas = transient(lambda a, w, o: torch.mm(a, w, out=o), zeros(self.rows, self.dims[0]),
+                           zeros(self.dims[0], self.dims[1]), zeros(self.rows, self.dims[1]))
+        return {"cusparse": cusparse, "cublas": cublas}
 
     def collect_op_times(self) -> dict[str, float]:
         return self.ops.collect()
