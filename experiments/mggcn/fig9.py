@@ -98,7 +98,7 @@ class Fig9(Experiment):
         paper_threshold = {2: 32, 4: 32, 8: 64}     # Sec. 6.5: super-linear beyond these factors
         for run in table["run"].unique() if not table.empty else []:
             mine = table[table["run"] == run]
-            for col in [c for c in mine.columns if c.startswith("speedup ")]:
+            for col in [c for c in mine.columns if c.startswith("speedup ") and mine[c].notna().any()]:
                 gpus = int(col.split()[1])
                 above = mine[mine[col] > gpus]["density"].tolist()
                 paper = (f" (paper: beyond {paper_threshold[gpus]}x)" if gpus in paper_threshold else "")

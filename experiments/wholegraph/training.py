@@ -18,9 +18,11 @@ and stores the same rows whatever the experiment:
 - ``memory_<category>`` (GiB per GPU, the largest over ranks): graph_structure, node_features,
   cache, labels, training, total (impls/pipelines/base.py says how each is measured); the
   device's own used-memory figure (nvidia-smi's view) is in ``memory_total``'s extra.
-- ``utilization`` (%): mean GPU utilization of rank 0's GPU over the measured epochs (NVML,
-  every ``util_interval_ms``; on CPU ranks the process's CPU utilization, labelled); the summary
-  and the trace are in its extra.
+- ``utilization`` (%): mean GPU utilization of rank 0's GPU (NVML, every ``util_interval_ms``;
+  on CPU ranks the process's CPU utilization, labelled) while the free-running epochs train
+  (their first 0.2 s left out: NVML averages over its last sample period), or over all measured
+  epochs and evaluations when no epoch runs free; the whole trace and both summaries are in its
+  extra (``window`` says which one the value is).
 
 A point that fails on one rank ends the rank group (``RankFailed``) instead of leaving the other
 ranks in a collective until the timeout; the runner then records the group's remaining points as
@@ -211,6 +213,9 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "eval_batch_size": Param(None, positive_int, "seeds per evaluation mini-batch"),
         "workers": Param("auto", workers_param, "loader worker processes per rank for pyg_host / dgl_host "
                                                 "(auto: 0 on CPU, cores per rank - 1 on GPUs, <= 8)"),
+        "prefetch": Param("auto", choice("auto", "0", "1"),
+                          "next mini-batch sampled and gathered on a side stream while one trains (free-running "
+                          "epochs): auto = the pipeline's default (on for ours and pylibwholegraph on GPUs)"),
         "timing": Param("both", choice("both", "synced", "free"),
                         "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
         "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
@@ -273,6 +278,8 @@ class TrainingExperiment(Experiment):
                         params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
                         if model == "gat":
                             params["heads"] = self.param(cfg, "heads")
+                        if self.param(cfg, "prefetch") != "auto":
+                            params["prefetch"] = int(self.param(cfg, "prefetch"))
                         cap = self.batch_cap(impl, cfg)
                         if cap is not None:
                             params["max_batches"] = cap
@@ -311,7 +318,8 @@ def pipeline_config(exp, point, cfg):
         lr=setting(exp, cfg, "lr"), dropout=exp.param(cfg, "dropout"), seed=cfg.seed, epochs=p["epochs"],
         max_batches_per_epoch=p.get("max_batches"), eval_batch_size=setting(exp, cfg, "eval_batch_size"),
         eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
-        options={"num_workers": None if workers == "auto" else workers})
+        options={"num_workers": None if workers == "auto" else workers,
+                 **({} if exp.param(cfg, "prefetch") == "auto" else {"prefetch": exp.param(cfg, "prefetch")})})
 
 
 def _progress(rank, text: str) -> None:
@@ -357,11 +365,14 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
             if rank.is_main else None
         if monitor is not None:
             monitor.start()
-        stats, val_curve = [], []
+        stats, val_curve, free_windows = [], [], []
         try:
             for e in range(config.epochs):
                 breakdown = timing == "synced" or (timing == "both" and e == 0)
+                began = time.perf_counter()
                 st = pipe.train_epoch(e, breakdown=breakdown)
+                if not breakdown:
+                    free_windows.append((began, time.perf_counter()))
                 stats.append(st)
                 val_curve.append(pipe.evaluate("val"))
                 parts = (f" (sample {st.sample_s:.3g}, gather {st.gather_s:.3g}, train {st.train_s:.3g} s)"
@@ -371,6 +382,8 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
                                 f"loss {st.loss:.4g}, val acc {val_curve[-1]:.4f}")
         finally:
             util = monitor.stop() if monitor is not None else {}
+            if monitor is not None and free_windows:
+                util["training"] = monitor.window_summary(free_windows)
         val = val_curve[-1]
         test = pipe.evaluate("test")
         mem = pipe.memory()
@@ -425,7 +438,13 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
                      "training_measure": report.get("training_measure")}
         out.append(Measurement(f"memory_{cat}", "GiB", value=mem_max[cat] / GIB, extra=extra))
     if util.get("samples"):
-        out.append(Measurement("utilization", "%", value=util["mean"], better="higher", extra={"utilization": util}))
+        # the free-running epochs' training time when there are samples in it: the synced epoch waits
+        # between stages on purpose, and evaluation runs between epochs
+        training = util.get("training", {})
+        value, window = ((training["mean"], "free-running training epochs") if training.get("samples")
+                         else (util["mean"], "all measured epochs and evaluations"))
+        out.append(Measurement("utilization", "%", value=value, better="higher",
+                               extra={"utilization": util, "window": window}))
     return out
 
 

@@ -27,6 +27,16 @@ loop takes, and the stage times are not measured (``None``). Both modes synchron
 start and end of the epoch. For loader-driven pipelines the sample time is the time the
 training loop waits for the next mini-batch (plus moving its structure to the device).
 
+Prefetch (on GPUs for pipelines that set ``prefetch_default``; option ``prefetch``: 0 or 1, which
+also turns it on for CPU ranks, where only the thread remains): in an epoch
+without breakdown, a helper thread samples and gathers mini-batch i+1 on a side CUDA stream
+while the training thread trains mini-batch i, so the samplers' host-side work (kernel launches,
+the size read-backs between hops) no longer leaves the GPU idle. The batches, their order and
+every random draw are those of the sequential loop; the training stream waits on an event of
+the side stream before using a batch, and the batch's tensors are marked as used by the
+training stream (``record_stream``) so the allocator cannot hand their memory to the next batch
+early. Synced (breakdown) epochs stay sequential: their stage times are what Fig. 9 shows.
+
 Cross-rank values: ``EpochStats.epoch_s`` is the slowest rank's epoch, the stage times and the
 loss are means over ranks, sampled edges and gathered bytes are sums over ranks (per epoch).
 
@@ -47,7 +57,8 @@ NCCL buffers included) and where each store lives.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Iterator
 
 import torch
@@ -183,6 +194,21 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int
         dst[lo:hi].copy_(src[start + lo:start + hi])
 
 
+def _tensors(obj) -> Iterator[torch.Tensor]:
+    """Every tensor inside nested tuples, lists, dicts and dataclasses (a batch's Blocks)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _tensors(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors(item)
+    elif is_dataclass(obj) and not isinstance(obj, type):
+        for f in fields(obj):
+            yield from _tensors(getattr(obj, f.name))
+
+
 def tensor_bytes(*tensors) -> int:
     return sum(int(t.numel()) * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
@@ -197,6 +223,7 @@ class Pipeline:
 
     name = ""
     default_backend = "native"
+    prefetch_default = 0          # see "Prefetch" in the module doc
 
     def __init__(self, rank, config: PipelineConfig):
         self.rank = rank
@@ -293,6 +320,64 @@ class Pipeline:
             seeds = seeds.to(self.device)
             yield seeds, self.sample(seeds)
 
+    def prefetch_enabled(self) -> bool:
+        """Whether free-running epochs prepare the next mini-batch ahead (by default on GPUs only;
+        option ``prefetch=1`` also on CPU ranks, where the helper thread has no stream to use)."""
+        value = self.option("prefetch", None)
+        if value is None:
+            return bool(self.prefetch_default) and self.device.type == "cuda"
+        if str(value).lower() not in ("0", "1"):
+            raise HarnessError(f"{self.name}: option prefetch must be 0 or 1, not {value!r}")
+        return str(value) == "1"
+
+    def _sequential_batches(self, batches):
+        for seeds, blocks in self.iterate(batches, training=True):
+            yield seeds, blocks, None, None
+
+    def _prefetched_batches(self, batches):
+        """(seeds, blocks, x, y) with batch i+1 sampled and gathered on a side stream meanwhile."""
+        on_gpu = self.device.type == "cuda"
+        main = torch.cuda.current_stream(self.device) if on_gpu else None
+        if on_gpu and getattr(self, "_side_stream", None) is None:
+            self._side_stream = torch.cuda.Stream(self.device)
+        source = self.iterate(batches, training=True)
+
+        def prepare():
+            item = next(source, None)
+            if item is None:
+                return None
+            seeds, blocks = item
+            return seeds, blocks, self.features(blocks), self.labels_of(seeds)
+
+        def produce():
+            if not on_gpu:
+                item = prepare()
+                return None if item is None else (*item, None)
+            # no wait on the training stream: the stores were written before the epoch (synced), and
+            # memory the training stream frees never serves the side stream's allocations
+            with torch.cuda.device(self.device), torch.cuda.stream(self._side_stream):
+                item = prepare()
+                if item is None:
+                    return None
+                ready = torch.cuda.Event()
+                ready.record(self._side_stream)
+                return (*item, ready)
+
+        with ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-prefetch") as pool:
+            pending = pool.submit(produce)
+            while True:
+                item = pending.result()
+                if item is None:
+                    break
+                pending = pool.submit(produce)
+                seeds, blocks, x, y, ready = item
+                if on_gpu:
+                    main.wait_event(ready)
+                    for t in _tensors((seeds, blocks, x, y)):
+                        if t.is_cuda:
+                            t.record_stream(main)
+                yield seeds, blocks, x, y
+
     def labels_of(self, seeds: torch.Tensor) -> torch.Tensor:
         return self.labels[seeds.to(self.labels.device)]
 
@@ -349,10 +434,13 @@ class Pipeline:
         self._barrier()
         start = time.perf_counter()
         last = start
-        for seeds, blocks in self.iterate(batches, training=True):
+        prefetch = not breakdown and self.prefetch_enabled()
+        source = self._prefetched_batches(batches) if prefetch else self._sequential_batches(batches)
+        for seeds, blocks, x, y in source:
             t1 = tick()
-            x = self.features(blocks)
-            y = self.labels_of(seeds)
+            if x is None:
+                x = self.features(blocks)
+                y = self.labels_of(seeds)
             t2 = tick()
             loss = self.train_step(blocks, x, y)
             t3 = tick()
@@ -463,4 +551,8 @@ class Pipeline:
     # --- description -----------------------------------------------------------------------
     def describe(self) -> dict[str, str]:
         """Which component does what (shown in reports)."""
-        return {"model": f"{self.config.model} ({self.backend} layers) under DistributedDataParallel, Adam"}
+        out = {"model": f"{self.config.model} ({self.backend} layers) under DistributedDataParallel, Adam"}
+        if self.prefetch_enabled():
+            out["loop"] = ("free-running epochs: mini-batch i+1 sampled and gathered on a side CUDA stream "
+                           "(helper thread) while mini-batch i trains; synced epochs sequential")
+        return out

@@ -76,7 +76,7 @@ class UtilizationMonitor:
         return float(self._proc.cpu_percent(interval=None))
 
     def _run_smi(self) -> None:
-        start = time.perf_counter()
+        start = self.t0
         for line in self._smi.stdout:
             if self._stop.is_set():
                 break
@@ -90,7 +90,7 @@ class UtilizationMonitor:
     def _run(self) -> None:
         if self.kind == "gpu_nvidia_smi":
             return self._run_smi()
-        start = time.perf_counter()
+        start = self.t0
         if self._nvml is None:
             self._read()                               # psutil's first call only sets the baseline
         while not self._stop.wait(self.interval_s):
@@ -99,6 +99,7 @@ class UtilizationMonitor:
 
     def start(self) -> "UtilizationMonitor":
         self._stop.clear()
+        self.t0 = time.perf_counter()        # sample times are seconds after this
         if self.kind == "gpu_nvidia_smi":
             cmd = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
                    "-i", str(nvml_index(self.device)), "-lms", str(max(1, int(round(self.interval_s * 1e3))))]
@@ -128,6 +129,25 @@ class UtilizationMonitor:
             self._nvml = None
         return self.summary()
 
+    def window_summary(self, windows: list[tuple[float, float]], settle_s: float = 0.2) -> dict:
+        """Statistics of the samples taken inside ``windows`` (perf_counter intervals), each
+        window's first ``settle_s`` left out: NVML's figure is an average over its last sample
+        period (1/6 s to 1 s), so an early sample still describes the time before the window."""
+        spans = [(a - self.t0 + settle_s, b - self.t0) for a, b in windows]
+        keep = [v for t, v in zip(self.times, self.values) if any(a <= t <= b for a, b in spans)]
+        return self._stats(keep)
+
+    @staticmethod
+    def _stats(values: list[float]) -> dict:
+        vals = sorted(values)
+        n = len(vals)
+        if not n:
+            return {"samples": 0}
+        q = lambda f: vals[min(n - 1, int(round(f * (n - 1))))]  # noqa: E731
+        return {"samples": n, "mean": sum(vals) / n, "min": vals[0], "p10": q(0.1), "p50": q(0.5), "p90": q(0.9),
+                "max": vals[-1], "share_ge_90": sum(v >= 90 for v in vals) / n,
+                "share_zero": sum(v == 0 for v in vals) / n}
+
     def summary(self) -> dict:
         vals = sorted(self.values)
         out = {"kind": self.kind, "interval_ms": round(self.interval_s * 1e3, 3), "samples": len(vals),
@@ -137,9 +157,9 @@ class UtilizationMonitor:
         if not vals:
             return out
         n = len(vals)
-        q = lambda f: vals[min(n - 1, int(round(f * (n - 1))))]  # noqa: E731
-        out.update(mean=sum(vals) / n, min=vals[0], p10=q(0.1), p50=q(0.5), p90=q(0.9), max=vals[-1],
-                   share_ge_90=sum(v >= 90 for v in vals) / n, share_zero=sum(v == 0 for v in vals) / n)
+        stats = self._stats(vals)
+        stats.pop("samples")
+        out.update(stats)
         times, values = self.times, self.values
         if n > self.max_points:
             step = n / self.max_points

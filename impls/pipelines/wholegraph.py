@@ -13,7 +13,9 @@
 - Gather: the one-kernel ``p2p_shared`` global gather of ``blocks[0].src_ids``.
 - Model: native layers (or PyG's with ``backend="pyg"``, WholeGraph Fig. 11) under DDP.
 
-Options: ``sampler`` (path_doubling | reservoir | khop_batched), ``graph_store``
+Options: ``prefetch`` (1 on GPUs: the next mini-batch is sampled and gathered on a side stream
+while this one trains, see impls/pipelines/base.py; 0: strictly sequential), ``sampler``
+(path_doubling | reservoir | khop_batched), ``graph_store``
 (auto | local | sharded), ``feature_mode`` (chunked | continuous; on GPUs continuous maps every
 rank's shard into one CUDA VMM range, shards padded to whole allocation granules).
 """
@@ -47,6 +49,7 @@ def feature_spec(graph) -> TableSpec:
 
 class WholeGraphPipeline(Pipeline):
     name = "wholegraph"
+    prefetch_default = 1
 
     def build_stores(self) -> None:
         g, rank = self.graph, self.rank

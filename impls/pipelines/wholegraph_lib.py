@@ -11,7 +11,7 @@
 - Model: native layers (or PyG's) under DDP, as ``wholegraph``.
 
 Options: ``mode`` (continuous | chunked | distributed; distributed samples and gathers through
-NCCL inside the library, collectively).
+NCCL inside the library, collectively, and so trains without prefetch); ``prefetch`` as ours.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ class WholeGraphLibPipeline(WholeGraphPipeline):
         del local
         self._sync()
         self.gatherer.comm.barrier()
+
+    def prefetch_enabled(self) -> bool:
+        # distributed mode samples and gathers through the library's NCCL collectives: from a
+        # helper thread they could interleave with DDP's all-reduces in a different order per rank
+        return super().prefetch_enabled() and self.option("mode", "continuous") != "distributed"
 
     def gather(self, blocks):
         with torch.no_grad():                  # features are inputs, not trained embeddings

@@ -38,6 +38,10 @@ def continuous_gather(ctx, num_rows: int, row_elems: int, n_ids: int, mode: str,
     base + row * row_bytes; compare with the closed form. Also: where the memory is."""
     device = ctx.torch_device()
     spec = TableSpec(num_rows, row_elems, "float32")
+    # NCCL sets up its communicator (channel buffers outside torch's allocator, hundreds of MiB on
+    # 4 GPUs) at the first collective: do that before counting what the store takes
+    dist.all_reduce(torch.zeros(1, device=device))
+    torch.cuda.synchronize(device)
     torch.cuda.empty_cache()
     free_before = torch.cuda.mem_get_info(device)[0]
     try:

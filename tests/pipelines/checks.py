@@ -67,3 +67,32 @@ def check_one_step(results: list[dict], index: int, case: dict, graph, *, loss_r
         else:
             off = np.abs(got - v.numpy()) > 1e-4 + 1e-3 * np.abs(v.numpy())
             assert off.mean() <= 0.01, f"{k}: {off.sum()} of {off.size} entries differ"
+
+
+def check_prefetch_matches_sequential(results: list[dict], *, exact: bool = True) -> None:
+    """Prefetching the next mini-batch changes when work runs, not what: the same batches in the same
+    order with the same blocks, inputs and labels, the same losses, the same weights after."""
+    import numpy as np
+
+    for r in results:
+        seq, pre = r["0"], r["1"]
+        assert not seq["enabled"] and pre["enabled"], (seq["enabled"], pre["enabled"])
+        assert "loop" in pre["describe"] and "loop" not in seq["describe"]
+        assert seq["batches"] == pre["batches"] == len(seq["steps"]) == len(pre["steps"]) > 2
+        for a, b in zip(seq["steps"], pre["steps"]):
+            np.testing.assert_array_equal(a["seeds"], b["seeds"])
+            np.testing.assert_array_equal(a["y"], b["y"])
+            np.testing.assert_array_equal(a["x"], b["x"])
+            assert len(a["blocks"]) == len(b["blocks"])
+            for ba, bb in zip(a["blocks"], b["blocks"]):
+                for key in ("indptr", "indices", "src_ids"):
+                    np.testing.assert_array_equal(ba[key], bb[key])
+            if exact:
+                assert a["loss"] == b["loss"]
+            else:
+                assert abs(a["loss"] - b["loss"]) <= 1e-4 * max(1.0, abs(a["loss"]))
+        for key, value in seq["after"].items():
+            if exact:
+                np.testing.assert_array_equal(value, pre["after"][key], err_msg=key)
+            else:
+                np.testing.assert_allclose(value, pre["after"][key], rtol=1e-3, atol=1e-5, err_msg=key)

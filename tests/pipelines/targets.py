@@ -176,3 +176,30 @@ def failing_point(ctx) -> None:
 
     training.pipeline_config = with_graph
     train_point(exp, point, cfg, ctx)
+
+
+def prefetch_runs(ctx, graph: Graph, case: dict) -> dict:
+    """One free-running epoch of ``case`` without and with prefetch, from the same seed: every
+    step's seeds, blocks, inputs, labels and loss, and the weights after the epoch."""
+    from harness import registry
+
+    out = {}
+    for prefetch in ("0", "1"):
+        case_now = dict(case)
+        name = case_now.pop("pipeline")
+        options = {**case_now.pop("options", {}), "prefetch": prefetch}
+        config = PipelineConfig(graph=graph, seed=5, options=options, **case_now)
+        pipe = registry.get_impl("pipelines", name).factory(ctx, config)
+        steps = []
+        try:
+            pipe.setup()
+            pipe.step_hook = lambda s: steps.append({"seeds": _np(s["seeds"]), "y": _np(s["y"]), "x": _np(s["x"]),
+                                                     "loss": float(s["loss"]),
+                                                     "blocks": [block_np(b) for b in s["blocks"]]})
+            stats = pipe.train_epoch(0, breakdown=False)
+            pipe.step_hook = None
+            out[prefetch] = {"steps": steps, "after": state_np(pipe.model), "batches": stats.batches,
+                             "enabled": pipe.prefetch_enabled(), "describe": pipe.describe()}
+        finally:
+            pipe.close()
+    return out

@@ -21,7 +21,7 @@ from harness.launcher import launch
 from impls.pipelines.base import MEMORY_CATEGORIES, epoch_batches
 
 from . import targets
-from .checks import check_one_step
+from .checks import check_one_step, check_prefetch_matches_sequential
 
 GRAPH = targets.planted_graph()
 
@@ -87,6 +87,29 @@ def test_one_step_equals_the_single_process_reference(stepped, index):
     dataset, labels of the seeds); the weights after the step are one Adam step on the mean of the
     ranks' gradients (what DDP all-reduces)."""
     check_one_step(stepped, index, CASES[index], GRAPH)
+
+
+def test_prefetching_the_next_batch_trains_exactly_as_the_sequential_loop():
+    case = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
+            "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
+    results = launch(targets.prefetch_runs, (GRAPH, case), world_size=2, device="cpu", timeout_s=300)
+    check_prefetch_matches_sequential(results)
+
+
+def test_prefetch_option_is_checked():
+    from impls.pipelines.base import Pipeline, PipelineConfig
+
+    class Rank:
+        rank, world_size = 0, 1
+
+        @staticmethod
+        def torch_device():
+            return torch.device("cpu")
+
+    pipe = Pipeline(Rank(), PipelineConfig(options={"prefetch": "yes"}))
+    with pytest.raises(HarnessError, match="prefetch must be 0 or 1"):
+        pipe.prefetch_enabled()
+    assert not Pipeline(Rank(), PipelineConfig()).prefetch_enabled()
 
 
 def test_ranks_run_the_same_batches_and_memory_adds_up(stepped):
@@ -230,3 +253,17 @@ def test_utilization_monitor_on_a_cpu_rank_is_labelled_and_summarized():
     assert summary["samples"] >= 4 and 0 <= summary["p10"] <= summary["p50"] <= summary["p90"] <= summary["max"]
     assert summary["mean"] > 10                   # the busy loop shows
     assert len(summary["trace"]) == len(summary["trace_s"]) == 3   # bucket means, at most max_points
+
+
+def test_utilization_window_keeps_only_samples_inside_the_training_epochs():
+    from impls.pipelines.monitor import UtilizationMonitor
+
+    monitor = UtilizationMonitor(torch.device("cpu"))
+    monitor.t0 = 100.0
+    monitor.times = [0.1, 0.3, 0.5, 1.0, 1.5, 2.25, 2.6]
+    monitor.values = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0]
+    # windows [100.0, 101.0] and [102.0, 102.7]; the first 0.2 s of each is NVML's averaging lag
+    out = monitor.window_summary([(100.0, 101.0), (102.0, 102.7)], settle_s=0.2)
+    assert out["samples"] == 5 and out["mean"] == pytest.approx((20 + 30 + 40 + 60 + 70) / 5)
+    assert out["min"] == 20.0 and out["max"] == 70.0
+    assert monitor.window_summary([(105.0, 106.0)]) == {"samples": 0}

@@ -50,3 +50,22 @@ def test_one_step_on_two_gpus_equals_the_reference():
     names = {c["pipeline"] for c in cases}
     if "wholegraph_lib" not in names or "pyg_host" not in names:
         pytest.skip(f"ran {sorted(names)}; pylibwholegraph or PyG's sampler is not installed here")
+
+
+def test_prefetch_on_a_side_stream_trains_as_the_sequential_loop_on_two_gpus():
+    """Batch i+1 sampled and gathered on a side stream while batch i trains: the same blocks, inputs
+    and labels; losses and weights equal up to DDP's all-reduce order."""
+    import torch
+
+    from harness.launcher import launch
+    from tests.pipelines import targets
+    from tests.pipelines.checks import check_prefetch_matches_sequential
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    pytest.importorskip("cupy")
+    case = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
+            "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
+    results = launch(targets.prefetch_runs, (targets.planted_graph(), case), world_size=2, device="cuda",
+                     timeout_s=300)
+    check_prefetch_matches_sequential(results, exact=False)
