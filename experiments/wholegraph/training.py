@@ -216,6 +216,11 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "prefetch": Param("auto", choice("auto", "0", "1"),
                           "next mini-batch sampled and gathered on a side stream while one trains (free-running "
                           "epochs): auto = the pipeline's default (on for ours and pylibwholegraph on GPUs)"),
+        "layer_impl": Param("auto", choice("auto", "sparse", "segment"),
+                            "native layers' g-SpMM: sparse (cuSPARSE CSR product), segment (gather + segment "
+                            "reduce), auto = impls/models/ops.py's default per device"),
+        "layer_backward": Param("auto", choice("auto", "atomic", "dup_split", "transpose"),
+                                "native layers' backward in x (impls/models/ops.py)"),
         "timing": Param("both", choice("both", "synced", "free"),
                         "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
         "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
@@ -278,8 +283,9 @@ class TrainingExperiment(Experiment):
                         params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
                         if model == "gat":
                             params["heads"] = self.param(cfg, "heads")
-                        if self.param(cfg, "prefetch") != "auto":
-                            params["prefetch"] = int(self.param(cfg, "prefetch"))
+                        for option in EXPLICIT_OPTIONS:
+                            if option in self.parameters and self.param(cfg, option) != "auto":
+                                params[option] = self.param(cfg, option)
                         cap = self.batch_cap(impl, cfg)
                         if cap is not None:
                             params["max_batches"] = cap
@@ -319,7 +325,16 @@ def pipeline_config(exp, point, cfg):
         max_batches_per_epoch=p.get("max_batches"), eval_batch_size=setting(exp, cfg, "eval_batch_size"),
         eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
         options={"num_workers": None if workers == "auto" else workers,
-                 **({} if exp.param(cfg, "prefetch") == "auto" else {"prefetch": exp.param(cfg, "prefetch")})})
+                 **explicit_options(exp, cfg)})
+
+
+# experiment parameter -> pipeline option, passed only when not "auto"
+EXPLICIT_OPTIONS = {"prefetch": "prefetch", "layer_impl": "impl", "layer_backward": "backward"}
+
+
+def explicit_options(exp, cfg) -> dict:
+    return {option: exp.param(cfg, name) for name, option in EXPLICIT_OPTIONS.items()
+            if name in exp.parameters and exp.param(cfg, name) != "auto"}
 
 
 def _progress(rank, text: str) -> None:

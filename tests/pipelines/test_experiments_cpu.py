@@ -187,3 +187,21 @@ def test_derives_from_is_honoured_by_report_runs_and_report_all(registry_sandbox
     index = report_all(tmp_path / "results", tmp_path / "rep3")[-1].read_text()
     assert "| `sandbox.view` |" in index and "0001_cpu_source" in index.split("`sandbox.view`")[1].splitlines()[0]
     assert registry.get_experiment("wholegraph.fig9").derives_from == ("wholegraph.table5",)
+
+
+def test_layer_and_prefetch_parameters_reach_the_pipeline_options(tmp_path):
+    from experiments.wholegraph.training import pipeline_config
+
+    exp = registry.get_experiment("wholegraph.table5")
+    cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
+                    params={"datasets": "ogbn-products", "models": "sage", "layer_impl": "sparse",
+                            "layer_backward": "transpose", "prefetch": "1"})
+    point = next(p for p in exp.points(cfg) if p.impl == "wholegraph")
+    assert point.params["layer_impl"] == "sparse" and point.params["prefetch"] == "1"
+    options = pipeline_config(exp, point, cfg).options
+    assert options["impl"] == "sparse" and options["backward"] == "transpose" and options["prefetch"] == "1"
+    plain = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
+                      params={"datasets": "ogbn-products", "models": "sage"})
+    point = next(p for p in exp.points(plain) if p.impl == "wholegraph")
+    assert not {"impl", "backward", "prefetch"} & set(pipeline_config(exp, point, plain).options)
+    assert point.params["dataset"] == "ogbn-products"
