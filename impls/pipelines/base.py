@@ -27,8 +27,8 @@ loop takes, and the stage times are not measured (``None``). Both modes synchron
 start and end of the epoch. For loader-driven pipelines the sample time is the time the
 training loop waits for the next mini-batch (plus moving its structure to the device).
 
-Prefetch (on GPUs for pipelines that set ``prefetch_default``; option ``prefetch``: 0 or 1, which
-also turns it on for CPU ranks, where only the thread remains): in an epoch
+Prefetch (pipelines that set ``prefetch_batches``; option ``prefetch``: batches ahead, default 1
+on GPUs and 0 on CPU ranks, where only the thread remains; ``prefetch_on_side_stream``): in an epoch
 without breakdown, a helper thread samples and gathers mini-batch i+1 on a side CUDA stream
 while the training thread trains mini-batch i, so the samplers' host-side work (kernel launches,
 the size read-backs between hops) no longer leaves the GPU idle. The batches, their order and
@@ -56,8 +56,10 @@ NCCL buffers included) and where each store lives.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Iterator
 
@@ -194,6 +196,70 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int
         dst[lo:hi].copy_(src[start + lo:start + hi])
 
 
+def prefetch_on_side_stream(device: torch.device, prepare: Callable[[], Any], depth: int, name: str) -> Iterator:
+    """Run ``prepare()`` (None when there is nothing left) in a helper thread, at most ``depth``
+    results ahead of the consumer (the one being prepared included), and yield them in order.
+
+    On GPUs the helper works on a side CUDA stream; before a result is yielded the consumer's
+    stream waits on an event recorded after it, and every CUDA tensor in it is marked as used by
+    the consumer's stream (``record_stream``), so the caching allocator does not hand its memory
+    to a later batch while the consumer's kernels may still read it. The helper stops when the
+    consumer does (exhausted, closed early or failed); its exceptions reach the consumer.
+    """
+    cuda = device.type == "cuda"
+    side = torch.cuda.Stream(device) if cuda else None
+    out: queue.Queue = queue.Queue()
+    slots = threading.Semaphore(max(1, depth))   # results prepared and not yet taken, the running one included
+    stop = threading.Event()
+    end = object()
+
+    def produce():
+        try:
+            if cuda:
+                torch.cuda.set_device(device)
+            # no wait on the consumer's stream: the stores were written before the epoch (synced),
+            # and memory the consumer's stream frees never serves the side stream's allocations
+            with torch.cuda.stream(side) if cuda else nullcontext():
+                while True:
+                    slots.acquire()
+                    if stop.is_set():
+                        return
+                    item = prepare()
+                    if item is None:
+                        break
+                    event = None
+                    if cuda:
+                        event = torch.cuda.Event()
+                        event.record(side)
+                    out.put((item, event))
+            out.put(end)
+        except BaseException as exc:          # handed to the consumer
+            out.put(exc)
+
+    worker = threading.Thread(target=produce, name=name, daemon=True)
+    worker.start()
+    try:
+        while True:
+            got = out.get()
+            if got is end:
+                break
+            if isinstance(got, BaseException):
+                raise got
+            item, event = got
+            slots.release()
+            if event is not None:
+                main = torch.cuda.current_stream(device)
+                main.wait_event(event)
+                for t in _tensors(item):
+                    if t.is_cuda:
+                        t.record_stream(main)
+            yield item
+    finally:
+        stop.set()
+        slots.release()                       # a helper waiting for a slot sees the stop
+        worker.join()
+
+
 def _tensors(obj) -> Iterator[torch.Tensor]:
     """Every tensor inside nested tuples, lists, dicts and dataclasses (a batch's Blocks)."""
     if isinstance(obj, torch.Tensor):
@@ -223,7 +289,7 @@ class Pipeline:
 
     name = ""
     default_backend = "native"
-    prefetch_default = 0          # see "Prefetch" in the module doc
+    prefetch_batches = False      # the epoch loop prepares whole batches ahead ("Prefetch" in the module doc)
 
     def __init__(self, rank, config: PipelineConfig):
         self.rank = rank
@@ -320,27 +386,30 @@ class Pipeline:
             seeds = seeds.to(self.device)
             yield seeds, self.sample(seeds)
 
-    def prefetch_enabled(self) -> bool:
-        """Whether free-running epochs prepare the next mini-batch ahead (by default on GPUs only;
-        option ``prefetch=1`` also on CPU ranks, where the helper thread has no stream to use)."""
+    def prefetch_depth(self) -> int:
+        """Option ``prefetch``: batches prepared ahead by a helper thread (default 1 on GPUs, 0 on
+        CPU ranks). What is prepared ahead depends on the pipeline: whole batches in the epoch
+        loop (``prefetch_batches``), or only the sampling (the tiered pipelines' ``iterate``)."""
         value = self.option("prefetch", None)
         if value is None:
-            return bool(self.prefetch_default) and self.device.type == "cuda"
-        if str(value).lower() not in ("0", "1"):
-            raise HarnessError(f"{self.name}: option prefetch must be 0 or 1, not {value!r}")
-        return str(value) == "1"
+            return 1 if self.device.type == "cuda" else 0
+        if not str(value).isdigit():
+            raise HarnessError(f"{self.name}: option prefetch must be 0 or 1 (or more batches ahead), "
+                               f"not {value!r}")
+        return int(value)
+
+    def prefetch_enabled(self) -> bool:
+        """Whether free-running epochs prepare whole batches ahead (sampled and gathered)."""
+        depth = self.prefetch_depth()
+        return self.prefetch_batches and depth > 0
 
     def _sequential_batches(self, batches):
         for seeds, blocks in self.iterate(batches, training=True):
             yield seeds, blocks, None, None
 
     def _prefetched_batches(self, batches):
-        """(seeds, blocks, x, y) with batch i+1 sampled and gathered on a side stream meanwhile."""
-        on_gpu = self.device.type == "cuda"
-        main = torch.cuda.current_stream(self.device) if on_gpu else None
-        if on_gpu and getattr(self, "_side_stream", None) is None:
-            self._side_stream = torch.cuda.Stream(self.device)
-        source = self.iterate(batches, training=True)
+        """(seeds, blocks, x, y), later batches sampled and gathered ahead on a side stream."""
+        source = iter(self.iterate(batches, training=True))
 
         def prepare():
             item = next(source, None)
@@ -349,34 +418,7 @@ class Pipeline:
             seeds, blocks = item
             return seeds, blocks, self.features(blocks), self.labels_of(seeds)
 
-        def produce():
-            if not on_gpu:
-                item = prepare()
-                return None if item is None else (*item, None)
-            # no wait on the training stream: the stores were written before the epoch (synced), and
-            # memory the training stream frees never serves the side stream's allocations
-            with torch.cuda.device(self.device), torch.cuda.stream(self._side_stream):
-                item = prepare()
-                if item is None:
-                    return None
-                ready = torch.cuda.Event()
-                ready.record(self._side_stream)
-                return (*item, ready)
-
-        with ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-prefetch") as pool:
-            pending = pool.submit(produce)
-            while True:
-                item = pending.result()
-                if item is None:
-                    break
-                pending = pool.submit(produce)
-                seeds, blocks, x, y, ready = item
-                if on_gpu:
-                    main.wait_event(ready)
-                    for t in _tensors((seeds, blocks, x, y)):
-                        if t.is_cuda:
-                            t.record_stream(main)
-                yield seeds, blocks, x, y
+        yield from prefetch_on_side_stream(self.device, prepare, self.prefetch_depth(), f"{self.name}-prefetch")
 
     def labels_of(self, seeds: torch.Tensor) -> torch.Tensor:
         return self.labels[seeds.to(self.labels.device)]

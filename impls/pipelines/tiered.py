@@ -29,17 +29,13 @@ Common options: ``reserve_bytes``, ``hotness`` (degree | presample | none), ``sa
 
 from __future__ import annotations
 
-import queue
-import threading
-from contextlib import nullcontext
-
 import numpy as np
 import torch
 
 from harness import registry
 from impls.sampling.minibatch import sample_blocks
 
-from .base import Pipeline
+from .base import Pipeline, prefetch_on_side_stream
 
 
 class TieredPipeline(Pipeline):
@@ -95,51 +91,16 @@ class TieredPipeline(Pipeline):
         if depth <= 0 or len(batches) <= 1:
             yield from super().iterate(batches, training)
             return
-        cuda = self.device.type == "cuda"
-        side = torch.cuda.Stream(self.device) if cuda else None
-        out: queue.Queue = queue.Queue(maxsize=depth)
-        stop = threading.Event()
+        pending = iter(batches)
 
-        def produce():
-            try:
-                if cuda:
-                    torch.cuda.set_device(self.device)
-                with torch.cuda.stream(side) if cuda else nullcontext():
-                    for seeds in batches:
-                        if stop.is_set():
-                            return
-                        seeds = seeds.to(self.device)
-                        blocks = self.sample(seeds)
-                        event = None
-                        if cuda:
-                            event = torch.cuda.Event()
-                            event.record(side)
-                        out.put((seeds, blocks, event))
-            except BaseException as exc:          # handed to the training thread
-                out.put(exc)
+        def sample_next():
+            seeds = next(pending, None)
+            if seeds is None:
+                return None
+            seeds = seeds.to(self.device)
+            return seeds, self.sample(seeds)
 
-        worker = threading.Thread(target=produce, name=f"{self.name}-sampler-r{self.me}", daemon=True)
-        worker.start()
-        try:
-            for _ in batches:
-                item = out.get()
-                if isinstance(item, BaseException):
-                    raise item
-                seeds, blocks, event = item
-                if event is not None:
-                    main = torch.cuda.current_stream(self.device)
-                    main.wait_event(event)
-                    for t in _batch_tensors(seeds, blocks):
-                        t.record_stream(main)
-                yield seeds, blocks
-        finally:
-            stop.set()
-            while worker.is_alive():
-                try:
-                    out.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            worker.join()
+        yield from prefetch_on_side_stream(self.device, sample_next, depth, f"{self.name}-sampler-r{self.me}")
 
     # --- epochs ---------------------------------------------------------------------------------
     def train_epoch(self, epoch, **kwargs):
@@ -179,11 +140,3 @@ class TieredPipeline(Pipeline):
             self.store = None
         self.sampler = None
         super().close()
-
-
-def _batch_tensors(seeds, blocks):
-    yield seeds
-    for b in blocks:
-        for t in (b.indptr, b.indices, b.src_ids, b.dup_count):
-            if isinstance(t, torch.Tensor) and t.is_cuda:
-                yield t

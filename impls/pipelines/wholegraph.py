@@ -49,7 +49,7 @@ def feature_spec(graph) -> TableSpec:
 
 class WholeGraphPipeline(Pipeline):
     name = "wholegraph"
-    prefetch_default = 1
+    prefetch_batches = True
 
     def build_stores(self) -> None:
         g, rank = self.graph, self.rank
