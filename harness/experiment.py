@@ -89,6 +89,16 @@ def choice(*allowed):
     return parse
 
 
+def names_of(what: str, *allowed: str):
+    """A parser of a comma-separated, non-empty list drawn from ``allowed`` ('gcn,sage')."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(x.strip() for x in text.split(",") if x.strip())
+        if not names or any(n not in allowed for n in names):
+            raise HarnessError(f"{what} are {', '.join(allowed)}, not '{text}'")
+        return names
+    return parse
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -40,8 +40,8 @@ import sys
 import time
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, nonneg_int, positive_float,
-                                positive_int)
+from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, names_of, nonneg_int,
+                                positive_float, positive_int)
 from harness.experiment import dataset_names as name_list
 from harness.timing import Stats
 
@@ -114,19 +114,8 @@ def table4_paper_values() -> tuple[PaperValue, ...]:
 # ----------------------------------------------------------------------------- parameters
 
 
-def model_list(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = [n for n in names if n not in MODEL_NAMES]
-    if bad or not names:
-        raise HarnessError(f"models are {', '.join(MODEL_NAMES)}, not '{text}'")
-    return names
-
-
-def backend_list(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names or any(n not in ("native", "pyg", "default") for n in names):
-        raise HarnessError(f"backends are native, pyg (or default), not '{text}'")
-    return names
+model_list = names_of("models", *MODEL_NAMES)
+backend_list = names_of("backends", "native", "pyg", "default")
 
 
 def fanout_list(text: str) -> tuple[int, ...]:

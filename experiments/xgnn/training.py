@@ -62,7 +62,7 @@ import sys
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, nonneg_int, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
 from harness.experiment import dataset_names as name_list
 from harness.timing import Stats
 
@@ -128,22 +128,11 @@ FIG10_STEPS = ("base", "msg", "msf", "oga", "psa")
 # ----------------------------------------------------------------------------- parameters
 
 
-def model_list(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = [n for n in names if n not in MODEL_NAMES]
-    if bad or not names:
-        raise HarnessError(f"models are {', '.join(MODEL_NAMES)}, not '{text}'")
-    return names
+model_list = names_of("models", *MODEL_NAMES)
 
 
 def system_list(*allowed: str):
-    def parse(text: str) -> tuple[str, ...]:
-        names = tuple(x.strip() for x in text.split(",") if x.strip())
-        bad = [n for n in names if n not in allowed]
-        if bad or not names:
-            raise HarnessError(f"systems are {', '.join(allowed)}, not '{text}'")
-        return names
-    return parse
+    return names_of("systems", *allowed)
 
 
 def combo_list(text: str) -> tuple[tuple[str, str], ...]:
