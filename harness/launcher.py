@@ -38,6 +38,23 @@ class RankContext:
 
         return torch.device("cuda", self.local_rank) if self.device == "cuda" else torch.device("cpu")
 
+    def progress(self, text: str) -> None:
+        """A progress line on stderr, from the main rank only."""
+        if self.is_main:
+            import sys
+
+            print(text, file=sys.stderr, flush=True)
+
+    def all_reduce_floats(self, values: list[float], op: str = "max") -> list[float]:
+        """``values`` reduced element-wise over the ranks ("max" or "sum"; identity without a group)."""
+        import torch
+        import torch.distributed as dist
+
+        t = torch.tensor(values, dtype=torch.float64, device=self.torch_device())
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+        return [float(v) for v in t]
+
 
 def under_torchrun() -> bool:
     """True when the environment already defines this process's rank (torchrun, srun...)."""

@@ -89,3 +89,8 @@ def collective_timing(ctx):
             "stats": (stats.repeats, stats.median, stats.min, stats.max),
             "per_rank": (per_rank.min, per_rank.avg, per_rank.max),
             "fn_calls": len(calls), "timer_calls": timer.calls}
+
+
+def reduce_floats(ctx):
+    mine = [float(ctx.rank), 10.0 * (ctx.rank + 1)]
+    return ctx.all_reduce_floats(mine, "max"), ctx.all_reduce_floats(mine, "sum")

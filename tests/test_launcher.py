@@ -131,3 +131,10 @@ def test_under_torchrun_the_current_process_is_the_rank(monkeypatch):
     assert not dist.is_initialized(), "the group created for the call must be destroyed"
     monkeypatch.setenv("HARNESS_SPAWNED", "1")
     assert not under_torchrun()
+
+
+def test_rank_context_reduces_float_lists_over_the_ranks():
+    results = launch(launch_targets.reduce_floats, (), world_size=3, device="cpu", timeout_s=120)
+    for largest, summed in results:
+        assert largest == [2.0, 30.0]
+        assert summed == [3.0, 60.0]

@@ -36,7 +36,6 @@ each also trains its own smaller grid when run alone.
 from __future__ import annotations
 
 import math
-import sys
 import time
 
 from harness.errors import HarnessError, SkipPoint
@@ -326,20 +325,6 @@ def explicit_options(exp, cfg) -> dict:
             if name in exp.parameters and exp.param(cfg, name) != "auto"}
 
 
-def _progress(rank, text: str) -> None:
-    if rank.is_main:
-        print(text, file=sys.stderr, flush=True)
-
-
-def _max_over_ranks(values: list[float], device) -> list[float]:
-    import torch
-    import torch.distributed as dist
-
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    if dist.is_available() and dist.is_initialized():
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return [float(v) for v in t]
-
 
 class RankFailed(BaseException):
     """A training point failed on this rank: not an Exception, so the runner does not turn it into a
@@ -361,7 +346,7 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
         started = time.perf_counter()
         pipe.setup()
         setup_s = time.perf_counter() - started
-        _progress(rank, f"  {label}: setup {setup_s:.3g} s ({rank.world_size} ranks)")
+        rank.progress(f"  {label}: setup {setup_s:.3g} s ({rank.world_size} ranks)")
         warm = setting(exp, cfg, "warmup_batches")
         if warm:
             pipe.train_epoch(-1, breakdown=False, max_batches=warm)
@@ -382,7 +367,7 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
                 parts = (f" (sample {st.sample_s:.3g}, gather {st.gather_s:.3g}, train {st.train_s:.3g} s)"
                          if st.breakdown else " (free-running)")
                 capped = f", {st.batches}/{st.batches_full} batches" if st.capped else f", {st.batches} batches"
-                _progress(rank, f"  {label}: epoch {e + 1}/{config.epochs} {st.epoch_s:.3g} s{parts}{capped}, "
+                rank.progress(f"  {label}: epoch {e + 1}/{config.epochs} {st.epoch_s:.3g} s{parts}{capped}, "
                                 f"loss {st.loss:.4g}, val acc {val_curve[-1]:.4f}")
         finally:
             util = monitor.stop() if monitor is not None else {}
@@ -393,8 +378,8 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
         mem = pipe.memory()
         report = pipe.memory_report()
         mem_max = dict(zip(MEMORY_CATEGORIES + ("total",),
-                           _max_over_ranks([mem[k] for k in MEMORY_CATEGORIES + ("total",)], rank.torch_device())))
-        used = _max_over_ranks([report.get("device_used_bytes", 0)], rank.torch_device())[0]
+                           rank.all_reduce_floats([mem[k] for k in MEMORY_CATEGORIES + ("total",)])))
+        used = rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]
         describe = pipe.describe()
         locations = pipe.store_locations()
         g = pipe.graph

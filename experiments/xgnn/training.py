@@ -58,7 +58,6 @@ default 1.1k (CF) to 2.6k (TW) seeds.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError, SkipPoint
@@ -371,20 +370,6 @@ class RankFailed(BaseException):
     next point's collectives while the other ranks are still in this one's)."""
 
 
-def _progress(rank, text: str) -> None:
-    if rank.is_main:
-        print(text, file=sys.stderr, flush=True)
-
-
-def _reduce(values: list[float], device, op: str) -> list[float]:
-    import torch
-    import torch.distributed as dist
-
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    if dist.is_available() and dist.is_initialized():
-        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
-    return [float(v) for v in t]
-
 
 def train_system(exp, point, cfg, rank) -> list[Measurement]:
     from harness import registry
@@ -443,7 +428,7 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
             parts = (f" (S {st.sample_s:.3g}, E {st.gather_s:.3g}, T {st.train_s:.3g} s)" if st.breakdown
                      else " (pipelined)")
             hit = st.extra.get("feature_hit_rate")
-            _progress(rank, f"  {label}: epoch {e + 1}/{config.epochs} {st.full_epoch_s():.3g} s{parts}, "
+            rank.progress(f"  {label}: epoch {e + 1}/{config.epochs} {st.full_epoch_s():.3g} s{parts}, "
                             f"{st.batches}/{st.batches_full} batches, loss {st.loss:.4g}"
                             + (f", H {100 * hit:.0f}%" if hit is not None else "")
                             + (f", val acc {val_curve[-1]:.3f}" if val_curve else ""))
@@ -461,11 +446,10 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
     finally:
         if not failed:
             pipe.close()
-    device = rank.torch_device()
     cats = MEMORY_CATEGORIES + ("total",)
-    summed = dict(zip(cats, _reduce([mem[k] for k in cats], device, "sum")))
-    largest = dict(zip(cats, _reduce([mem[k] for k in cats], device, "max")))
-    used_sum = _reduce([used or 0], device, "sum")[0]
+    summed = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "sum")))
+    largest = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "max")))
+    used_sum = rank.all_reduce_floats([used or 0], "sum")[0]
     return measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
                         store_memory, warm, rank.world_size)
 
