@@ -6,6 +6,6 @@
 cd "$(dirname "$0")/../.."
 D=.ci/device.sh
 C="--device cuda"
-timeout 150 $D --tests --pytest -k --pytest test_xgnn_training_experiments_on_two_gpus --pytest --timeout=140
+timeout 130 $D --tests --pytest -k --pytest test_xgnn_training_experiments_on_two_gpus --pytest --timeout=120
 $D --limit 300 -- xgnn.table4 $C --label h200x4_xgnn.table4
 $D --limit 90 --pack -- xgnn.table5 $C --label h200x4_xgnn.table5

@@ -73,6 +73,13 @@ def fill_param(text: str) -> str:
     return text
 
 
+def sizes_param(text: str) -> str:
+    if text not in ("scaled", "paper"):
+        raise HarnessError("batch_sizes must be 'scaled' (shrunk with the graph) or 'paper' (2048/512 seeds, "
+                           "8192 nodes per layer, whatever the scale)")
+    return text
+
+
 def alpha_param(text: str) -> float | str:
     if text.strip() == "auto":
         return "auto"
@@ -242,6 +249,10 @@ class BreakdownExperiment(Experiment):
             "alpha": Param("auto", alpha_param, "Algorithm 1 alpha; auto = 0.2 on pairs, 0 otherwise (paper)"),
             "las_scale": Param(LAS_MAXS, positive_float, "LAS scale factor s (default MAXS = 8)"),
             "max_batches": Param(48, positive_int, "mini-batches replayed per GPU"),
+            "batch_sizes": Param("scaled", sizes_param,
+                                 "seeds per batch and nodes per layer: 'scaled' shrinks the paper's with the graph "
+                                 "(same fraction of it per batch), 'paper' keeps them (per-batch reads as large as "
+                                 "the paper's, so measured gathers are not launch-bound)"),
             "c_gpu_us": Param(None, positive_float, "C_gpu: microseconds per node read from a peer GPU"),
             "c_cpu_us": Param(None, positive_float, "C_cpu: microseconds per node read from the host"),
             "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
@@ -329,8 +340,9 @@ class BreakdownExperiment(Experiment):
         except PlacementTimeout as exc:
             raise timeout_skip(exc) from None
         scale = prm["scale"]
-        layer_nodes = scaled(PAPER_LAYER_NODES, scale, 32)
-        batch = scaled(PAPER_BATCH.get(self.dataset, 512), scale, 8)
+        size_scale = 1.0 if self.param(cfg, "batch_sizes") == "paper" else scale
+        layer_nodes = scaled(PAPER_LAYER_NODES, size_scale, 32)
+        batch = scaled(PAPER_BATCH.get(self.dataset, 512), size_scale, 8)
         q_size = scaled(PAPER_Q_SIZE, scale, 32)
         las_scale = self.param(cfg, "las_scale")
 
@@ -572,7 +584,7 @@ def _metric_frame(rows):
         return pd.DataFrame()
     keys = ["run_id", "impl", "p_topology", "p_buffer", "p_las"]
     wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
-    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha") if c in ok]]
+    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha", "p_batch_size", "p_layer_nodes") if c in ok]]
     return wide.merge(extra, on=keys, how="left")
 
 
@@ -699,6 +711,19 @@ def _measured_cells(measured, r) -> dict:
             "Measured on": hit["p_measured_on"]}
 
 
+def batch_sizes_text(frame, labels: dict) -> str:
+    """The batch and layer sizes each run replayed ('scaled' runs shrink them with the graph)."""
+    if frame.empty or "p_batch_size" not in frame:
+        return "shrunk with the graph"
+    parts = []
+    for run_id, group in frame.groupby("run_id", sort=True):
+        pairs = sorted({(int(b), int(n)) for b, n in zip(group["p_batch_size"], group["p_layer_nodes"])
+                        if b == b and n == n})
+        sizes = ", ".join(f"batch {b} x {n} nodes per layer" for b, n in pairs)
+        parts.append(f"{labels.get(run_id, run_id)}: {sizes}")
+    return "; ".join(parts)
+
+
 def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     import matplotlib.pyplot as plt
     import pandas as pd
@@ -742,9 +767,10 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
         notes += compare_paper(exp, frame)
     notes += skip_notes(rows, labels)
     scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
+    sizes = batch_sizes_text(frame, labels)
     caption = (f"{exp.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's "
-               f"layer-wise sampler (3 layers, 8192 nodes per layer and batch {PAPER_BATCH.get(exp.dataset, 512)} "
-               f"shrunk with the graph) on a {exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}; "
+               f"layer-wise sampler (3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(exp.dataset, 512)}; "
+               f"here {sizes}) on a {exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}; "
                "each input node is read locally, from a peer GPU it has an NVLink to, or from the host "
                "(ICS'22 dev_num lookup), and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over "
                "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "

@@ -206,3 +206,26 @@ def test_gradcheck_float64(impl, backward):
     x3 = torch.randn(block.num_src, 2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a: gspmm(g, a), (x,))
     assert torch.autograd.gradcheck(lambda a, b: gspmm(g, a, b), (x3, w))
+
+
+@pytest.mark.parametrize("budget", [1, 7, 50, 10_000])
+def test_row_chunks_tile_the_rows_within_budget_plus_one_row(gen, budget):
+    from impls.models.ops import _row_chunks
+
+    lengths = torch.randint(0, 12, (300,), generator=gen)
+    lengths[17] = 80                          # a row longer than most budgets
+    lengths[40:60] = 0                        # empty rows inside a chunk and at cuts
+    indptr = torch.zeros(301, dtype=torch.int64)
+    torch.cumsum(lengths, 0, out=indptr[1:])
+    nnz = int(indptr[-1])
+    chunks = _row_chunks(indptr, nnz, 1, budget)
+    assert chunks[0][0] == 0 and chunks[-1][1] == 300
+    for (r0, r1, e0, e1), nxt in zip(chunks, chunks[1:] + [None]):
+        assert r1 > r0 and (e0, e1) == (int(indptr[r0]), int(indptr[r1]))
+        assert e1 - e0 <= budget + int(lengths[r0:r1].max())
+        if nxt is not None:
+            assert nxt[0] == r1
+    if budget >= nnz:
+        assert len(chunks) == 1
+    else:
+        assert len(chunks) >= nnz // (budget + 80)
