@@ -6,8 +6,11 @@ feature rows (the dataset's feature width, float32) with the five-step NCCL allt
 gather and with the one-kernel shared-memory gather (and real WholeGraph where it
 imports). Reported: time per mini-batch, bandwidth, and the speedup. As in the paper,
 the NCCL bandwidth counts only the final alltoallv of the rows (step 4 of its Fig. 4)
-while its time is the whole gather. The ids come from a simple uniform sampler with
-replacement, written here, until the sampling implementations land (said in the caption).
+while its time is the whole gather. The ids are those a training pipeline gathers: the
+input nodes of the batch's first block from ``impls/sampling`` (default ``path_doubling``,
+WholeGraph's Algorithm 1, with hash append-unique), in append-unique order (seeds first, then
+each hop's new nodes), not sorted: sorted ids would make every rank read the same owner's
+range at the same moment, a hot spot no pipeline produces.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from harness.registry import register_experiment
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from impls.sampling.minibatch import sample_blocks
 from impls.storage.layout import TableSpec, closed_form_rows
 
 from . import PAPER_HARDWARE
@@ -34,19 +38,10 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def uniform_khop_ids(indptr: torch.Tensor, indices: torch.Tensor, seeds: torch.Tensor,
-                     fanouts: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
-    """Unique ids of a k-hop neighborhood sampled uniformly with replacement (vectorized)."""
-    frontier, layers = seeds, [seeds]
-    for fanout in fanouts:
-        rep = frontier.repeat_interleave(fanout)
-        start = indptr[rep]
-        deg = indptr[rep + 1] - start
-        keep = deg > 0
-        offset = (torch.rand(rep.numel(), generator=gen, device=rep.device) * deg).long()
-        frontier = torch.unique(indices[(start + offset)[keep]].long())
-        layers.append(frontier)
-    return torch.unique(torch.cat(layers))
+def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, ...]) -> torch.Tensor:
+    """The ids a pipeline gathers for one mini-batch: the first block's source nodes."""
+    blocks = sample_blocks(sampler, unique, seeds, fanouts, check=False)
+    return blocks[0].src_ids
 
 
 @register_experiment
@@ -66,6 +61,7 @@ class Fig10(Experiment):
         "batch_size": Param(512, positive_int, "seeds per mini-batch"),
         "batches": Param(8, positive_int, "mini-batches per rank"),
         "max_edges": Param(1.3e8, positive_float, "largest stand-in graph (stored edges)"),
+        "sampler": Param("path_doubling", str, "impls/sampling sampler whose mini-batches give the ids"),
     }
 
     def points(self, cfg):
@@ -94,16 +90,21 @@ class Fig10(Experiment):
         dist.barrier()
         graph = datasets.load(p["dataset"], scale=p["scale"], seed=cfg.seed, data_root=cfg.data_root,
                               prefer_real=False).tensors()
-        indptr, indices = graph["indptr"].to(device), graph["indices"].to(device)
-        num_nodes = indptr.numel() - 1
-        gen = torch.Generator(device=device).manual_seed(cfg.seed * 7919 + rank.rank)
-        train = graph["train_idx"].to(device)
+        num_nodes = graph["indptr"].numel() - 1
+        sampler_name = self.param(cfg, "sampler")
+        sampler = registry.get_impl("sampling", sampler_name).factory(
+            rank, graph["indptr"], graph["indices"], store="local", seed=cfg.seed * 7919 + rank.rank + 1)
+        unique = registry.get_impl("unique", "hash_append").factory(rank)
+        gen = torch.Generator().manual_seed(cfg.seed * 7919 + rank.rank)
+        train = graph["train_idx"]
         batch = min(self.param(cfg, "batch_size"), train.numel())
         id_lists = []
         for _ in range(self.param(cfg, "batches")):
-            seeds = train[torch.randint(0, train.numel(), (batch,), generator=gen, device=device)]
-            id_lists.append(uniform_khop_ids(indptr, indices, seeds, self.param(cfg, "fanouts"), gen))
-        del indptr, indices, graph
+            seeds = train[torch.randperm(train.numel(), generator=gen)[:batch]]
+            id_lists.append(sampled_input_ids(sampler, unique, seeds, self.param(cfg, "fanouts")).to(device))
+        if hasattr(sampler, "close"):
+            sampler.close()
+        del sampler, unique, graph
         spec = TableSpec(num_nodes, p["feature_dim"], "float32")
         options = {"mode": p["mode"]} if p.get("mode") else {}
         gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
@@ -136,7 +137,7 @@ class Fig10(Experiment):
         rows_per_batch = sum(int(ids.numel()) for ids in id_lists) / n_batches
         nbytes = rows_per_batch * spec.row_bytes
         per_batch = stats.scaled(1e3 / n_batches)
-        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": "uniform with replacement"}
+        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": sampler_name + " + hash_append"}
         out = [Measurement("time_per_batch", "ms", per_batch, extra=extra),
                Measurement("algbw", "GB/s", stats.rate(nbytes * n_batches / 1e9), better="higher")]
         if alltoall_ms:
@@ -171,8 +172,11 @@ class Fig10(Experiment):
             })
         table = pd.DataFrame.from_records(records)
         speedups = [s for s in table.get("speedup NCCL/shared", []) if s]
-        caption = ("Feature gather per mini-batch (512 seeds, fanouts 30,30,30, ids de-duplicated; ids from a "
-                   "simple uniform sampler with replacement until the sampling implementations land), each rank "
+        sources = "; ".join(f"{labels[r]}: {', '.join(sorted(set(g['p_sampler'].dropna())))}"
+                            for r, g in ok.groupby("run_id") if "p_sampler" in g)
+        caption = ("Feature gather per mini-batch (512 seeds, fanouts 30,30,30; the ids are the de-duplicated input "
+                   "nodes of each run's sampler, in append-unique order, or sorted where the run used the simple "
+                   f"'uniform with replacement' sampler of the first sessions: {sources}), each rank "
                    "gathering its own batches concurrently from features spread over all ranks (closed-form "
                    "float32 rows of the dataset's width over a stand-in graph at the scale shown). NCCL "
                    "bandwidth counts the final alltoallv only, as the paper does. Paper (WholeGraph Fig. 10, "

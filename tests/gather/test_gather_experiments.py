@@ -54,6 +54,29 @@ def test_fig10_runs_on_cpu_ranks(tmp_path):
     per_batch = {r["impl"]: r for r in rows if r["metric"] == "time_per_batch"}
     assert set(per_batch) == {"p2p_shared", "nccl_alltoallv"}
     assert all(r["value"] > 0 and r["extra"]["ids_per_batch"] > 512 for r in per_batch.values())
+    assert all(r["extra"]["sampler"] == "path_doubling + hash_append" for r in per_batch.values())
     assert any(r["metric"] == "alltoallv_bw" and r["impl"] == "nccl_alltoallv" for r in rows)
     report_runs([outcome.store.path], tmp_path / "rep")
     assert "speedup NCCL/shared" in (tmp_path / "rep" / "wholegraph" / "fig10.md").read_text()
+
+
+def test_fig10_ids_are_a_samplers_input_nodes_seeds_first():
+    import torch
+
+    from experiments.wholegraph.fig10 import sampled_input_ids
+    from harness import registry
+    from harness.launcher import RankContext
+
+    gen = torch.Generator().manual_seed(3)
+    n = 500
+    indptr = torch.arange(0, 8 * n + 1, 8)
+    indices = torch.randint(0, n, (8 * n,), generator=gen)
+    rank = RankContext(rank=0, world_size=1, local_rank=0, device="cpu", backend="gloo")
+    sampler = registry.get_impl("sampling", "path_doubling").factory(rank, indptr, indices, store="local", seed=1)
+    unique = registry.get_impl("unique", "hash_append").factory(rank)
+    seeds = torch.randperm(n, generator=gen)[:20]
+    ids = sampled_input_ids(sampler, unique, seeds, (4, 3))
+    assert torch.equal(ids[:20], seeds)                       # append-unique: the seeds first, in order
+    assert ids.unique().numel() == ids.numel()
+    hop1 = set(indices.view(n, 8)[seeds].reshape(-1).tolist())
+    assert set(ids.tolist()) - set(seeds.tolist()) and hop1 & set(ids[20:].tolist())
