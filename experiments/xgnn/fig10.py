@@ -174,7 +174,7 @@ class Fig10(XGNNTraining):
             status = "reproduced" if share == 1 else "partly" if share >= 0.5 else "not reproduced"
         notes.append("Gain = the previous step's time / this step's, in the time the paper names for the step "
                      "(sampler = sampling stage; trainer = feature extraction + training; E2E = the pipelined "
-                     "epoch). Stage times are from the synchronized first epoch (each stage alone).")
+                     "epoch). Stage times are from the synchronized epochs (the first synced_epochs measured ones, median; each stage alone).")
         notes.append("Steps (training.py): " + "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}"
                                                           for s in FIG10_STEPS) + ". BASE keeps the whole topology on "
                      "every GPU (OOM when it does not fit the budget, as DGL+C); from +MSG on the topology ratio is "

@@ -198,7 +198,7 @@ class Table4(XGNNTraining):
                          "stores (topology replicated or partitioned, feature cache) and a per-model workspace; the "
                          "paper's DGL also runs out of memory on UK with GraphSAGE (DGL's own larger footprint) and "
                          "Quiver on CF with GCN (PyG layers and its spawned processes, about 0.8 GB per GPU).")
-        notes.append("S, E, T: the first measured epoch, with the device synchronized between stages and no "
+        notes.append("S, E, T: the synchronized epochs (the first synced_epochs measured ones, median), with the device synchronized between stages and no "
                      "prefetching (each stage alone); E2E: the later epochs, sampling pipelined with training (a "
                      "sampler thread one mini-batch ahead), as the paper's footnote 1. R%: feature rows on the GPUs "
                      "(for Quiver per NVLink clique, for XGNN over all GPUs together); H%: feature reads served by "

@@ -131,7 +131,7 @@ class Table5(XGNNTraining):
         notes.append("Paper (section 6.10): the two systems perform similarly because XGNN stores almost the same "
                      "topology and features as WholeGraph on a symmetric topology; XGNN's sampling stage is faster "
                      "(WholeGraph's PyTorch DataLoader adds latency) and it uses less GPU memory.")
-        notes.append("S, E, T from the first measured epoch (synchronized stages); E2E from the later ones (XGNN's "
+        notes.append("S, E, T from the synchronized epochs (the first synced_epochs, median); E2E from the later ones (XGNN's "
                      "sampling pipelined on a sampler thread; WholeGraph's pipeline samples in the training loop). "
                      "Mem: per GPU the stores (this GPU's part of topology and features) plus the training peak "
                      "(model, optimizer, mini-batches, activations: impls/pipelines/base.py), summed over the GPUs; "

@@ -98,8 +98,12 @@ def test_table5_and_table1(tmp_path_factory, data_root):
 
 
 def test_fig10_steps(tmp_path_factory, data_root):
-    run_dir = run("xgnn.fig10", tmp_path_factory, data_root, combos="sage:CF")
-    cells = by_system(load_run(run_dir).rows)
+    run_dir = run("xgnn.fig10", tmp_path_factory, data_root, combos="sage:CF", epochs="3", synced_epochs="2")
+    rows = load_run(run_dir).rows
+    cells = by_system(rows)
+    sample = by_system(rows, "sample_time")[("msf", "com-friendster", "sage", 2)]
+    assert sample["stats"]["repeats"] == 2                    # S/E/T: median of the synchronized epochs
+    assert cells[("msf", "com-friendster", "sage", 2)]["extra"]["timing"] == ["synced", "synced", "pipelined"]
     base = cells[("base", "com-friendster", "sage", 2)]
     assert base["status"] == "skipped" and is_oom_reason(base["reason"])               # BASE OOM on GSG+CF
     for step in ("msg", "msf", "oga", "psa"):
