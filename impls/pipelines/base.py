@@ -455,7 +455,19 @@ class Pipeline:
 
     def train_epoch(self, epoch: int, *, breakdown: bool | None = None,
                     max_batches: int | None = None) -> EpochStats:
-        """One epoch on every rank (collective); see the module doc for timing and reductions."""
+        """One epoch on every rank (collective); see the module doc for timing and reductions.
+
+        With ``HARNESS_PROFILE_DIR`` set, rank 0 runs epoch ``HARNESS_PROFILE_EPOCH`` (default 1,
+        the first free-running one in the training experiments) under ``torch.profiler`` and writes
+        what the GPU idles on (:func:`impls.pipelines.profiling.epoch_profile`); the epoch's own
+        times then include the profiler's overhead, so a profiled run is for diagnosis only."""
+        from .profiling import epoch_profile
+
+        with epoch_profile(self, epoch, breakdown):
+            return self._train_epoch(epoch, breakdown=breakdown, max_batches=max_batches)
+
+    def _train_epoch(self, epoch: int, *, breakdown: bool | None = None,
+                     max_batches: int | None = None) -> EpochStats:
         if not self._setup_done:
             raise HarnessError("call setup() before train_epoch()")
         breakdown = self.config.breakdown if breakdown is None else bool(breakdown)
@@ -503,6 +515,7 @@ class Pipeline:
         end = time.perf_counter()
         if done != len(batches):
             raise RuntimeError(f"{self.name}: {done} mini-batches came back for {len(batches)} planned")
+        self._last_epoch_batches = done
         if self.device.type == "cuda":
             self._train_peak = max(self._train_peak, torch.cuda.max_memory_allocated(self.device))
         mine = torch.tensor([end - start, -(end - start), sample_s, gather_s, train_s,

@@ -203,3 +203,17 @@ def prefetch_runs(ctx, graph: Graph, case: dict) -> dict:
         finally:
             pipe.close()
     return out
+
+
+def profiled_epochs(ctx, graph: Graph, case: dict) -> int:
+    """Two epochs of ``case``; HARNESS_PROFILE_DIR / _EPOCH in the environment pick one to profile."""
+    from harness import registry
+
+    case_now = dict(case)
+    name = case_now.pop("pipeline")
+    pipe = registry.get_impl("pipelines", name).factory(ctx, PipelineConfig(graph=graph, seed=5, **case_now))
+    try:
+        pipe.setup()
+        return sum(pipe.train_epoch(e, breakdown=e == 0).batches for e in range(2))
+    finally:
+        pipe.close()

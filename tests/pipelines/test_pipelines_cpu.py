@@ -267,3 +267,15 @@ def test_utilization_window_keeps_only_samples_inside_the_training_epochs():
     assert out["samples"] == 5 and out["mean"] == pytest.approx((20 + 30 + 40 + 60 + 70) / 5)
     assert out["min"] == 20.0 and out["max"] == 70.0
     assert monitor.window_summary([(105.0, 106.0)]) == {"samples": 0}
+
+
+def test_profile_dir_gets_one_epoch_profile_from_rank_zero(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setenv("HARNESS_PROFILE_EPOCH", "1")
+    case = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
+            "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
+    launch(targets.profiled_epochs, (GRAPH, case), world_size=2, device="cpu", timeout_s=300)
+    reports = list(tmp_path.glob("*.txt"))
+    assert [p.name for p in reports] == ["wholegraph-ogbn-products-sage-e1.txt"]   # rank 0, epoch 1 only
+    text = reports[0].read_text()
+    assert "kernel launches" in text and "operators by self_cpu_time_total" in text and "aten::" in text
