@@ -24,7 +24,7 @@ and stores the same rows whatever the experiment:
   epochs and evaluations when no epoch runs free; the whole trace and both summaries are in its
   extra (``window`` says which one the value is).
 
-A point that fails on one rank ends the rank group (``RankFailed``) instead of leaving the other
+A point that fails on one rank ends the rank group (``impls.pipelines.base.RankFailed``) instead of leaving the other
 ranks in a collective until the timeout; the runner then records the group's remaining points as
 errors.
 
@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import time
 
-from harness.errors import HarnessError, SkipPoint
+from harness.errors import HarnessError
 from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, names_of, nonneg_int,
                                 positive_float, positive_int)
 from harness.experiment import dataset_names as name_list
@@ -326,14 +326,9 @@ def explicit_options(exp, cfg) -> dict:
 
 
 
-class RankFailed(BaseException):
-    """A training point failed on this rank: not an Exception, so the runner does not turn it into a
-    row and go on to the next point's collectives while the other ranks are still in this one."""
-
-
 def train_point(exp, point, cfg, rank) -> list[Measurement]:
     from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES
+    from impls.pipelines.base import MEMORY_CATEGORIES, collective_lifetime
     from impls.pipelines.monitor import UtilizationMonitor
 
     p = point.params
@@ -341,8 +336,7 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
     timing = exp.param(cfg, "timing")
     label = f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}"
     pipe = registry.get_impl("pipelines", point.impl).factory(rank, config)
-    failed = False
-    try:
+    with collective_lifetime(pipe, label, rank):
         started = time.perf_counter()
         pipe.setup()
         setup_s = time.perf_counter() - started
@@ -387,17 +381,6 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
                       "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
                       "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
                       "standin": bool(g.is_standin)}
-    except SkipPoint:
-        raise                          # every rank skips together (the reasons are collective)
-    except Exception as exc:
-        # a failure on one rank leaves the others inside a collective: closing the stores (collective
-        # too) would pair with the wrong call and hang until the group's timeout. End this rank
-        # instead; the launcher then stops the others and the runner records the points as errors.
-        failed = True
-        raise RankFailed(f"{label} failed on rank {rank.rank}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        if not failed:
-            pipe.close()
     free = [s for s in stats if not s.breakdown]
     synced = [s for s in stats if s.breakdown]
     timed = free or synced

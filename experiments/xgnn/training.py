@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError, SkipPoint
+from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
 from harness.experiment import dataset_names as name_list
 from harness.timing import Stats
@@ -368,15 +368,11 @@ class XGNNTraining(Experiment):
 
 # ----------------------------------------------------------------------------- one training point
 
-class RankFailed(BaseException):
-    """A training point failed on this rank (not an Exception: the runner must not go on to the
-    next point's collectives while the other ranks are still in this one's)."""
-
 
 
 def train_system(exp, point, cfg, rank) -> list[Measurement]:
     from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, load_graph
+    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, collective_lifetime, load_graph
     from impls.pipelines.xgnn import xgnn_config
     from impls.storage.budget import OutOfMemoryBudget
 
@@ -405,9 +401,8 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
     pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
     tiered = system.impl in TIERED
-    failed = False
     warm = setting(exp, cfg, "warmup_batches")
-    try:
+    with collective_lifetime(pipe, label, rank):
         pipe.setup()
         if warm:
             pipe.train_epoch(-1, breakdown=False, max_batches=warm)
@@ -442,14 +437,6 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
         describe = pipe.describe()
         store = getattr(pipe, "store", None)
         store_memory = store.memory() if store is not None else None
-    except SkipPoint:
-        raise                          # every rank skips together (the reasons are collective)
-    except Exception as exc:
-        failed = True
-        raise RankFailed(f"{label} failed on rank {rank.rank}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        if not failed:
-            pipe.close()
     cats = MEMORY_CATEGORIES + ("total",)
     summed = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "sum")))
     largest = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "max")))

@@ -59,7 +59,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Iterator
 
@@ -281,6 +281,33 @@ def tensor_bytes(*tensors) -> int:
 
 def block_bytes(blocks: list[Block]) -> int:
     return sum(tensor_bytes(b.indptr, b.indices, b.src_ids, b.dup_count) for b in blocks)
+
+
+class RankFailed(BaseException):
+    """A training point failed on this rank: not an Exception, so the runner does not turn it into a
+    row and go on to the next point's collectives while the other ranks are still in this one."""
+
+
+@contextmanager
+def collective_lifetime(pipe, label: str, rank):
+    """Run a pipeline's collective work and close it (collective too) on every way out but one.
+
+    A failure on one rank leaves the others inside a collective: closing the stores would pair with
+    the wrong call and hang until the group's timeout. So on an exception the pipeline stays open
+    and the rank ends with :class:`RankFailed` (the launcher then stops the others and the runner
+    records the points as errors). ``SkipPoint`` is collective (every rank skips together) and
+    closes normally."""
+    failed = False
+    try:
+        yield pipe
+    except SkipPoint:
+        raise
+    except Exception as exc:
+        failed = True
+        raise RankFailed(f"{label} failed on rank {rank.rank}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if not failed:
+            pipe.close()
 
 
 class Pipeline:
