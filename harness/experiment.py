@@ -89,6 +89,18 @@ def choice(*allowed):
     return parse
 
 
+def device_setting(exp, cfg, name: str, defaults: dict[str, tuple]):
+    """``exp``'s parameter ``name``, or where it was not given (None), its default for this run from
+    ``defaults[name]`` = (CUDA, CUDA --quick, CPU, CPU --quick)."""
+    value = exp.param(cfg, name)
+    if value is not None or name not in defaults:
+        return value
+    cuda, cuda_quick, cpu, cpu_quick = defaults[name]
+    if cfg.device == "cuda":
+        return cuda_quick if cfg.quick else cuda
+    return cpu_quick if cfg.quick else cpu
+
+
 def names_of(what: str, *allowed: str):
     """A parser of a comma-separated, non-empty list drawn from ``allowed`` ('gcn,sage')."""
     def parse(text: str) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from harness.errors import HarnessError
 from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, names_of, nonneg_int,
                                 positive_float, positive_int)
 from harness.experiment import dataset_names as name_list
+from harness.experiment import device_setting
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -169,13 +170,6 @@ DEFAULTS = {
 }
 
 
-def device_default(name: str, cfg):
-    cuda, cuda_quick, cpu, cpu_quick = DEFAULTS[name]
-    if cfg.device == "cuda":
-        return cuda_quick if cfg.quick else cuda
-    return cpu_quick if cfg.quick else cpu
-
-
 def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -> dict[str, Param]:
     return {
         "datasets": Param(datasets, name_list, "datasets (stand-ins unless the real one is under the data root)"),
@@ -216,8 +210,7 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
 
 
 def setting(exp, cfg, name):
-    value = exp.param(cfg, name)
-    return device_default(name, cfg) if value is None and name in DEFAULTS else value
+    return device_setting(exp, cfg, name, DEFAULTS)
 
 
 # ----------------------------------------------------------------------------- the experiment base

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
 from harness.experiment import dataset_names as name_list
+from harness.experiment import device_setting
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -188,13 +189,6 @@ DEFAULTS = {
 }
 
 
-def device_default(name: str, cfg):
-    cuda, cuda_quick, cpu, cpu_quick = DEFAULTS[name]
-    if cfg.device == "cuda":
-        return cuda_quick if cfg.quick else cuda
-    return cpu_quick if cfg.quick else cpu
-
-
 def common_parameters(**defaults) -> dict[str, Param]:
     """The parameters every XGNN training experiment takes; ``defaults`` adds or replaces entries."""
     params = {
@@ -220,8 +214,7 @@ def common_parameters(**defaults) -> dict[str, Param]:
 
 
 def setting(exp, cfg, name):
-    value = exp.param(cfg, name)
-    return device_default(name, cfg) if value is None and name in DEFAULTS else value
+    return device_setting(exp, cfg, name, DEFAULTS)
 
 
 def gpu_counts(exp, cfg, requested: tuple[int, ...]) -> list[int]:
