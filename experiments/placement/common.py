@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point, choice, positive_float, positive_int
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
@@ -65,19 +65,6 @@ def bool_flag(text: str) -> bool:
     if low in ("0", "false", "no", "off"):
         return False
     raise HarnessError(f"expected true or false, got '{text}'")
-
-
-def fill_param(text: str) -> str:
-    if text not in ("default", "hottest", "partition_order"):
-        raise HarnessError("baseline_fill must be default, hottest or partition_order")
-    return text
-
-
-def sizes_param(text: str) -> str:
-    if text not in ("scaled", "paper"):
-        raise HarnessError("batch_sizes must be 'scaled' (shrunk with the graph) or 'paper' (2048/512 seeds, "
-                           "8192 nodes per layer, whatever the scale)")
-    return text
 
 
 def alpha_param(text: str) -> float | str:
@@ -249,14 +236,14 @@ class BreakdownExperiment(Experiment):
             "alpha": Param("auto", alpha_param, "Algorithm 1 alpha; auto = 0.2 on pairs, 0 otherwise (paper)"),
             "las_scale": Param(LAS_MAXS, positive_float, "LAS scale factor s (default MAXS = 8)"),
             "max_batches": Param(48, positive_int, "mini-batches replayed per GPU"),
-            "batch_sizes": Param("scaled", sizes_param,
+            "batch_sizes": Param("scaled", choice("scaled", "paper"),
                                  "seeds per batch and nodes per layer: 'scaled' shrinks the paper's with the graph "
                                  "(same fraction of it per batch), 'paper' keeps them (per-batch reads as large as "
                                  "the paper's, so measured gathers are not launch-bound)"),
             "c_gpu_us": Param(None, positive_float, "C_gpu: microseconds per node read from a peer GPU"),
             "c_cpu_us": Param(None, positive_float, "C_cpu: microseconds per node read from the host"),
             "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
-            "baseline_fill": Param("default", fill_param,
+            "baseline_fill": Param("default", choice("default", "hottest", "partition_order"),
                                    "what partitioners buffer: default (see impls/placement/policies.py), "
                                    "hottest, partition_order"),
             "measured": Param(MEASURABLE_TOPOLOGIES, measured_param,

@@ -102,8 +102,7 @@ class Fig10(Experiment):
         for _ in range(self.param(cfg, "batches")):
             seeds = train[torch.randperm(train.numel(), generator=gen)[:batch]]
             id_lists.append(sampled_input_ids(sampler, unique, seeds, self.param(cfg, "fanouts")).to(device))
-        if hasattr(sampler, "close"):
-            sampler.close()
+        sampler.close()
         del sampler, unique, graph
         spec = TableSpec(num_nodes, p["feature_dim"], "float32")
         options = {"mode": p["mode"]} if p.get("mode") else {}

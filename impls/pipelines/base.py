@@ -70,6 +70,8 @@ import torch.nn.functional as F
 from harness.errors import HarnessError, SkipPoint
 from impls.sampling.blocks import Block
 
+from .profiling import epoch_profile
+
 MEMORY_CATEGORIES = ("graph_structure", "node_features", "cache", "labels", "training")
 SPLITS = ("train", "val", "test")
 
@@ -488,8 +490,6 @@ class Pipeline:
         the first free-running one in the training experiments) under ``torch.profiler`` and writes
         what the GPU idles on (:func:`impls.pipelines.profiling.epoch_profile`); the epoch's own
         times then include the profiler's overhead, so a profiled run is for diagnosis only."""
-        from .profiling import epoch_profile
-
         with epoch_profile(self, epoch, breakdown):
             return self._train_epoch(epoch, breakdown=breakdown, max_batches=max_batches)
 

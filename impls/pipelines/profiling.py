@@ -36,7 +36,6 @@ def epoch_profile(pipeline, epoch: int, breakdown):
     if target is None:
         yield
         return
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
@@ -45,7 +44,7 @@ def epoch_profile(pipeline, epoch: int, breakdown):
     with profile(activities=activities, record_shapes=False) as prof:
         yield
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(summarize(prof, pipeline, epoch, breakdown, torch.cuda.is_available()))
+    target.write_text(summarize(prof, pipeline, epoch, breakdown, pipeline.device.type == "cuda"))
     if os.environ.get("HARNESS_PROFILE_TRACE") == "1":
         prof.export_chrome_trace(str(target.with_suffix(".json")))
 
