@@ -7,7 +7,7 @@
 # keeps NVLink multicast off, runs `python -m harness run RUN-ARGS --out $OUT/results`
 # and prints a short table last. Logs are appended, so several invocations can share one
 # device call (.ci/plans/*.sh). --limit stops the run after SECONDS (rows already written
-# stay); --pack turns $OUT/results into $OUT/results.tgz, because only 8 files come back
+# stay); --pack turns $OUT/results into $OUT/results.tgz (results-2.tgz, ... for later packs), because only 8 files come back
 # from a call (each run directory holds two).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +67,9 @@ for run in sorted(pathlib.Path(sys.argv[1]).iterdir())[-1:]:
 PY
 fi
 if [ "$pack" = 1 ] && [ -d "$OUT/results" ]; then
-  tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"
+  # a second --pack in the same call must not overwrite the first archive
+  tgz="$OUT/results.tgz"; n=1
+  while [ -e "$tgz" ]; do n=$((n + 1)); tgz="$OUT/results-$n.tgz"; done
+  tar czf "$tgz" -C "$OUT" results && rm -rf "$OUT/results"
 fi
 exit $status

@@ -26,7 +26,8 @@ norm='both' with the duplicate count as source degree, ``"right"`` = mean over N
 ``attn_dropout``, ``negative_slope``, ``head_dim`` (GAT; default ``hidden // heads``),
 ``activation`` (``relu``/``elu``/``none``; default ReLU, ELU for GAT), and for the native
 backend ``impl`` (``auto``/``sparse``/``segment``), ``backward`` (``auto``/``atomic``/
-``dup_split``/``transpose``), ``chunk_elems`` (see ops.py).
+``dup_split``/``transpose``), ``sddmm`` (``auto``/``sampled``/``gather``), ``chunk_elems``
+(see ops.py).
 
 ``PAPER_MODELS`` records the papers' model settings (layers, hidden width, heads, fanouts
 and batch size as the papers state them).
@@ -80,7 +81,7 @@ def build(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: int,
     if backend == "native":
         from .nets import build_native
 
-        known |= {"impl", "backward", "chunk_elems"}
+        known |= {"impl", "backward", "sddmm", "chunk_elems"}
         kw = {k: v for k, v in options.items() if k in known}
         return build_native(kind, in_dim, hidden, out_dim, num_layers, heads=heads,
                             dropout=dropout, **kw)

@@ -18,6 +18,8 @@ from harness.timing import measure, timer_for
 
 VARIANTS = (("sparse", "transpose"), ("sparse", "atomic"), ("segment", "atomic"),
             ("segment", "dup_split"), ("segment", "transpose"))
+# GAT's attention weights need a g-SDDMM in the backward: both ways, on the default g-SpMM
+GAT_SDDMM_VARIANTS = ("sampled", "gather")
 
 
 def synthetic_block(num_dst: int, num_src: int, fanout: int, device: str = "cpu", seed: int = 0):
@@ -41,6 +43,11 @@ def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2
     timer = timer_for("cuda" if device.startswith("cuda") else "cpu")
     for kind in kinds:
         variants = [("native", dict(impl=i, backward=b)) for i, b in VARIANTS]
+        if kind == "gat":
+            variants[:1] = [("native", dict(impl="sparse", backward="transpose", sddmm=d))
+                            for d in GAT_SDDMM_VARIANTS]
+        # GAT as its hidden layers: `heads` heads of dim // heads (WholeGraph's split of 256)
+        out_dim = max(1, dim // heads) if kind == "gat" else dim
         if pyg:
             try:
                 import torch_geometric  # noqa: F401
@@ -50,7 +57,7 @@ def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2
                 pass
         for backend, opts in variants:
             torch.manual_seed(0)
-            model = build(kind, dim, dim, dim, 1, backend=backend, heads=heads, **opts).to(device)
+            model = build(kind, dim, dim, out_dim, 1, backend=backend, heads=heads, **opts).to(device)
 
             def step():
                 model.zero_grad(set_to_none=True)
@@ -58,7 +65,7 @@ def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2
                 model([block], x).sum().backward()
 
             stats = measure(step, timer=timer, warmup=warmup, repeats=repeats)
-            name = backend if backend == "pyg" else f"{opts['impl']}/{opts['backward']}"
+            name = backend if backend == "pyg" else "/".join(opts[k] for k in ("impl", "backward", "sddmm") if k in opts)
             rows.append(dict(layer=kind, variant=name, ms=stats.median * 1e3,
                              p10=stats.p10 * 1e3, p90=stats.p90 * 1e3))
     return rows

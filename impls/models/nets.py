@@ -98,8 +98,8 @@ def build_native(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: 
                  heads: int = 4, dropout: float = 0.0, norm: str = "sym",
                  attn_dropout: float = 0.0, negative_slope: float = 0.2,
                  head_dim: int | None = None, activation: str | None = "default",
-                 impl: str = "auto", backward: str = "auto", chunk_elems: int | None = None,
-                 ) -> BlockGNN:
+                 impl: str = "auto", backward: str = "auto", sddmm: str = "auto",
+                 chunk_elems: int | None = None) -> BlockGNN:
     dims = layer_dims(kind, in_dim, hidden, out_dim, num_layers, heads, head_dim)
     convs: list[nn.Module] = []
     for l, (i, o) in enumerate(dims):
@@ -113,7 +113,7 @@ def build_native(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: 
                                  attn_dropout=attn_dropout))
         else:
             convs.append(PinSAGEConv(i, o, act=not last, normalize=not last))
-    graph_options = {"impl": impl, "backward": backward}
+    graph_options = {"impl": impl, "backward": backward, "sddmm": sddmm}
     if chunk_elems:
         graph_options["chunk_elems"] = int(chunk_elems)
     act = default_activation(kind) if activation == "default" else activation

@@ -117,14 +117,38 @@ def test_dup_split_uses_the_blocks_duplicate_counts(gen):
     assert torch.equal(g._t_indptr[1:] - g._t_indptr[:-1], dup)
 
 
-def test_gsddmm_dot(gen):
-    block = random_block(gen, 15, 33, 6)
-    g = BlockGraph(block)
+@pytest.mark.parametrize("sddmm", ["auto", "sampled", "gather"])
+@pytest.mark.parametrize("sorted_rows", [False, True])
+def test_gsddmm_dot(gen, sddmm, sorted_rows):
+    # unsorted rows with a repeated neighbor: the sampled product runs on the sorted CSR and
+    # must put every value back in the block's edge order, duplicates included
+    block = random_block(gen, 15, 33, 6, sorted_rows=sorted_rows)
+    g = BlockGraph(block, sddmm=sddmm)
     a = torch.randn(block.num_dst, 4, generator=gen)
     b = torch.randn(block.num_src, 4, generator=gen)
     ref = (a @ b.T)[block.edge_dst(), block.indices]
     torch.testing.assert_close(gsddmm_dot(g, a, b), ref, **TOL)
     torch.testing.assert_close(g.sddmm_dot(a, b), ref, **TOL)
+
+
+@pytest.mark.parametrize("sddmm", ["sampled", "gather"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_sddmm_per_head(gen, sddmm, dtype):
+    block = random_block(gen, 21, 47, 7)
+    g = BlockGraph(block, sddmm=sddmm)
+    H, C = 3, 5
+    a = torch.randn(block.num_dst, H, C, generator=gen).to(dtype)
+    b = torch.randn(block.num_src, H, C, generator=gen).to(dtype)
+    ref = torch.einsum("ehc,ehc->eh", a[block.edge_dst()].double(), b[block.indices].double())
+    out = g.sddmm_dot(a, b)
+    assert out.shape == (block.num_edges, H) and out.dtype == dtype
+    tol = dict(rtol=2e-2, atol=5e-2) if dtype == torch.bfloat16 else TOL
+    torch.testing.assert_close(out.double(), ref, **tol)
+
+
+def test_sddmm_option_is_checked(gen):
+    with pytest.raises(ValueError, match="sddmm"):
+        BlockGraph(random_block(gen, 4, 9, 3), sddmm="dense")
 
 
 def test_edge_softmax_with_self_scores(gen):
