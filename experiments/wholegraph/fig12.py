@@ -21,6 +21,9 @@ from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, c
                        datasets_caption, machine_labels)
 
 
+MIN_SAMPLES = 25          # 0.5 s of signal at the 20 ms poll interval
+
+
 @register_experiment
 class Fig12(TrainingExperiment):
     id = "wholegraph.fig12"
@@ -37,9 +40,8 @@ class Fig12(TrainingExperiment):
 
         labels = machine_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r) and "utilization" in r["extra"]]
-        preferred = [r for r in records if r["key"]["dataset"] == "ogbn-papers100M"]
-        records = preferred or records
         out, traces, kinds = [], [], set()
+        traced: dict[tuple, tuple] = {}
         for rec in records:
             k = rec["key"]
             whole = rec["extra"]["utilization"]["utilization"]
@@ -55,19 +57,24 @@ class Fig12(TrainingExperiment):
                         "median %": u.get("p50"), "p90 %": u.get("p90"),
                         ">= 90% of time": u.get("share_ge_90"), "at 0% of time": u.get("share_zero"),
                         "samples": u.get("samples"), "interval ms": whole.get("interval_ms")})
-            traces.append((f"{name} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}",
-                           whole.get("trace_s", []), whole.get("trace", [])))
+            if (u.get("samples") or 0) >= MIN_SAMPLES:       # the latest long enough run per curve
+                label = f"{name} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}"
+                traced[label] = (label, whole.get("trace_s", []), whole.get("trace", []))
+        traces = list(traced.values())
         table = pd.DataFrame.from_records(out)
         notes, headline, status = [], "", "measured"
         if not table.empty:
             if table["Machine"].nunique() == 1:
                 table = table.drop(columns=["Machine"])
-            ours = table[(table["Pipeline"] == PIPELINE_NAMES["wholegraph"]) & table["Signal"].astype(str).str.startswith("gpu")]
+            # judged on the latest long-enough run of every curve: older runs stay listed as history
+            gpu = table["Signal"].astype(str).str.startswith("gpu") & (table["samples"].fillna(0) >= MIN_SAMPLES)
+            latest = table[gpu].drop_duplicates(subset=["Pipeline", "Dataset", "Model"], keep="last")
+            ours = latest[latest["Pipeline"] == PIPELINE_NAMES["wholegraph"]]
             if not ours.empty:
-                headline = (f"ours: GPU busy {ours['mean %'].min():.0f}-{ours['mean %'].max():.0f}% on average "
-                            "(paper: 95% and above; PyG/DGL fluctuate, sometimes 0)")
-                hosts = table[table["Pipeline"].isin([PIPELINE_NAMES["pyg_host"], PIPELINE_NAMES["dgl_host"]])
-                              & table["Signal"].astype(str).str.startswith("gpu")]
+                headline = (f"ours (latest run per dataset and model): GPU busy {ours['mean %'].min():.0f}-"
+                            f"{ours['mean %'].max():.0f}% on average (paper: 95% and above; PyG/DGL fluctuate, "
+                            "sometimes 0)")
+                hosts = latest[latest["Pipeline"].isin([PIPELINE_NAMES["pyg_host"], PIPELINE_NAMES["dgl_host"]])]
                 good = (ours["mean %"] >= 90).all()
                 status = ("reproduced" if good and (hosts.empty or (hosts["mean %"] < ours["mean %"].min()).all())
                           else "partly")
@@ -82,6 +89,9 @@ class Fig12(TrainingExperiment):
                      "over its own sample period, 1/6 s to 1 s); 'all epochs + eval' (runs before this split) = the "
                      "whole span, including the synced epoch, which waits between stages on purpose, and the "
                      "evaluations between epochs. 'whole-span mean %' is always the whole span.")
+        notes.append(f"Headline, status and curves use windows of at least {MIN_SAMPLES} samples: a stand-in "
+                     "whose free-running epoch lasts a fraction of a second (papers100M at scale 0.04: 0.23 s per "
+                     "epoch on 4 GPUs) leaves too few NVML samples to mean anything; its rows are listed all the same.")
         notes += skip_notes(rows, labels)
         fig, ax = plt.subplots(figsize=(8, 3.8))
         for label, t, v in traces:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -205,3 +207,32 @@ def test_layer_and_prefetch_parameters_reach_the_pipeline_options(tmp_path):
     point = next(p for p in exp.points(plain) if p.impl == "wholegraph")
     assert not {"impl", "backward", "prefetch"} & set(pipeline_config(exp, point, plain).options)
     assert point.params["dataset"] == "ogbn-products"
+
+
+def test_fig12_judges_the_latest_long_enough_window(tmp_path):
+    from experiments.wholegraph.fig12 import MIN_SAMPLES
+
+    def util_rows(run_util, samples, dataset_rows):
+        for r in dataset_rows:
+            if r["metric"] == "utilization":
+                r["value"] = run_util
+                r["extra"]["utilization"].update(mean=run_util, samples=samples)
+        return dataset_rows
+
+    first = write_run(tmp_path / "results", "0001_h200x4_wholegraph.table5", {**H200_MANIFEST, "hardware": "4xH200"},
+                      util_rows(60.0, 300, _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0)))
+    # a later, fixed run of the same curve, and a stand-in whose epoch is too short to sample
+    later = util_rows(97.0, 300, _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0))
+    short = util_rows(20.0, MIN_SAMPLES - 1, _training_rows("wholegraph.table5", "wholegraph", "native", "gcn", 1.0))
+    second = write_run(tmp_path / "results", "0002_h200x4_wholegraph.table5", {**H200_MANIFEST, "hardware": "4xH200"},
+                       later + short)
+    artifacts: dict = {}
+    report_runs([first, second], tmp_path / "rep", artifacts=artifacts)
+    fig12 = artifacts["wholegraph.fig12"][0]
+    assert fig12.status == "reproduced" and "97-97%" in fig12.headline
+    listed = (tmp_path / "rep" / "wholegraph" / "fig12.md").read_text()
+    # history and short windows stay listed
+    assert re.search(r"\|\s+60\s+\|", listed) and re.search(r"\|\s+20\s+\|", listed)
+    artifacts = {}
+    report_runs([first], tmp_path / "rep1", artifacts=artifacts)
+    assert artifacts["wholegraph.fig12"][0].status == "partly"
