@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,13 +26,25 @@ def expand_params(rows: "pd.DataFrame") -> "pd.DataFrame":
 
 def run_labels(rows: "pd.DataFrame", runs: list["RunInfo"]) -> dict[str, str]:
     """run_id -> column label: the hardware tag, made unique with the run number if needed."""
-    tags = {r.run_id: r.hardware for r in runs}
+    tags = {r.run_id: _tag_with_gpus_used(r.hardware, rows, r.run_id) for r in runs}
     for run_id in rows["run_id"].unique():
         tags.setdefault(run_id, "unknown")
     counts: dict[str, int] = {}
     for tag in tags.values():
         counts[tag] = counts.get(tag, 0) + 1
     return {rid: (tag if counts[tag] == 1 else f"{tag} #{rid.split('_')[0]}") for rid, tag in tags.items()}
+
+
+def _tag_with_gpus_used(tag: str, rows: "pd.DataFrame", run_id: str) -> str:
+    """'2 of 4xH200' for a run that used 2 GPUs of a 4-GPU machine (``--gpus 2``)."""
+    m = re.fullmatch(r"(\d+)x(.+)", tag or "")
+    if not m or "world_size" not in rows or "run_id" not in rows:
+        return tag
+    mine = rows[(rows["run_id"] == run_id) & (rows.get("device", "cuda") == "cuda")]
+    used = set(mine["world_size"].dropna().astype(int)) if not mine.empty else set()
+    if len(used) == 1 and 0 < (w := used.pop()) < int(m.group(1)):
+        return f"{w} of {tag}"
+    return tag
 
 
 def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:

@@ -203,6 +203,9 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
                             "reduce), auto = impls/models/ops.py's default per device"),
         "layer_backward": Param("auto", choice("auto", "atomic", "dup_split", "transpose"),
                                 "native layers' backward in x (impls/models/ops.py)"),
+        "layer_sddmm": Param("auto", choice("auto", "sampled", "gather"),
+                             "native layers' g-SDDMM (GAT's attention gradient): sampled (cuSPARSE SDDMM), "
+                             "gather (two gathered copies), auto = sampled with the sparse g-SpMM"),
         "timing": Param("both", choice("both", "synced", "free"),
                         "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
         "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
@@ -310,7 +313,8 @@ def pipeline_config(exp, point, cfg):
 
 
 # experiment parameter -> pipeline option, passed only when not "auto"
-EXPLICIT_OPTIONS = {"prefetch": "prefetch", "layer_impl": "impl", "layer_backward": "backward"}
+EXPLICIT_OPTIONS = {"prefetch": "prefetch", "layer_impl": "impl", "layer_backward": "backward",
+                    "layer_sddmm": "sddmm"}
 
 
 def explicit_options(exp, cfg) -> dict:

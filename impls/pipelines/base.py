@@ -381,7 +381,7 @@ class Pipeline:
         torch.manual_seed(c.seed)
         model_options = {k: v for k, v in c.options.items()
                          if k in ("norm", "attn_dropout", "negative_slope", "head_dim", "activation",
-                                  "impl", "backward", "chunk_elems")}
+                                  "impl", "backward", "sddmm", "chunk_elems")}
         self.model = models.build(c.model, self.feature_dim, c.hidden, self.num_classes, c.num_layers,
                                   backend=self.backend, heads=c.heads, dropout=c.dropout,
                                   **model_options).to(self.device)

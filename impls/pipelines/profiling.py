@@ -5,7 +5,10 @@
 ``DIR/<pipeline>-<dataset>-<model>-e<epoch>.txt``: the operators by self device time and by self
 host time, and the host calls that stall a GPU pipeline (stream and device synchronizations,
 device-to-host copies, ``.item()``-style reads) with their counts per mini-batch. A Chrome trace
-(``.json``) is written beside it when ``HARNESS_PROFILE_TRACE=1``. Other ranks run unprofiled.
+(``.json``) is written beside it when ``HARNESS_PROFILE_TRACE=1``. ``HARNESS_PROFILE_RANKS``
+(``0`` by default, ``all``, or a comma list such as ``1,3``) picks the profiled ranks: rank 0
+waiting in an all-reduce points at a slower rank, whose own profile says why. Ranks other than 0
+add ``-r<rank>`` to the file name. Unpicked ranks run unprofiled.
 """
 
 from __future__ import annotations
@@ -21,13 +24,26 @@ STALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchroniz
 def profile_target(pipeline, epoch: int) -> Path | None:
     """The report path when this rank should profile this epoch, else None."""
     root = os.environ.get("HARNESS_PROFILE_DIR")
-    if not root or getattr(pipeline, "me", 0) != 0:
+    me = getattr(pipeline, "me", 0)
+    if not root or not rank_selected(me, os.environ.get("HARNESS_PROFILE_RANKS", "0")):
         return None
     if epoch != int(os.environ.get("HARNESS_PROFILE_EPOCH", "1")):
         return None
     cfg = pipeline.config
     name = f"{pipeline.name}-{getattr(cfg, 'dataset', 'data')}-{getattr(cfg, 'model', 'model')}-e{epoch}"
+    if me:
+        name += f"-r{me}"
     return Path(root) / (name.replace("/", "_") + ".txt")
+
+
+def rank_selected(rank: int, spec: str) -> bool:
+    spec = spec.strip().lower()
+    if spec == "all":
+        return True
+    try:
+        return rank in {int(part) for part in spec.split(",") if part.strip()}
+    except ValueError:
+        raise ValueError(f"HARNESS_PROFILE_RANKS must be 'all' or a comma list of ranks, not {spec!r}") from None
 
 
 @contextlib.contextmanager
@@ -52,7 +68,7 @@ def epoch_profile(pipeline, epoch: int, breakdown):
 def summarize(prof, pipeline, epoch: int, breakdown, cuda: bool) -> str:
     events = prof.key_averages()
     batches = max(1, int(getattr(pipeline, "_last_epoch_batches", 0) or 0))
-    lines = [f"# {pipeline.name}: epoch {epoch} (breakdown={breakdown}), rank 0", ""]
+    lines = [f"# {pipeline.name}: epoch {epoch} (breakdown={breakdown}), rank {getattr(pipeline, 'me', 0)}", ""]
     lines.append("## host calls that make the GPU wait (count, per mini-batch when known, host ms)")
     for ev in events:
         if any(ev.key.startswith(s) for s in STALLS):

@@ -197,15 +197,17 @@ def test_layer_and_prefetch_parameters_reach_the_pipeline_options(tmp_path):
     exp = registry.get_experiment("wholegraph.table5")
     cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
                     params={"datasets": "ogbn-products", "models": "sage", "layer_impl": "sparse",
-                            "layer_backward": "transpose", "prefetch": "1"})
+                            "layer_backward": "transpose", "layer_sddmm": "gather", "prefetch": "1"})
     point = next(p for p in exp.points(cfg) if p.impl == "wholegraph")
     assert point.params["layer_impl"] == "sparse" and point.params["prefetch"] == "1"
+    assert point.params["layer_sddmm"] == "gather"
     options = pipeline_config(exp, point, cfg).options
     assert options["impl"] == "sparse" and options["backward"] == "transpose" and options["prefetch"] == "1"
+    assert options["sddmm"] == "gather"
     plain = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
                       params={"datasets": "ogbn-products", "models": "sage"})
     point = next(p for p in exp.points(plain) if p.impl == "wholegraph")
-    assert not {"impl", "backward", "prefetch"} & set(pipeline_config(exp, point, plain).options)
+    assert not {"impl", "backward", "sddmm", "prefetch"} & set(pipeline_config(exp, point, plain).options)
     assert point.params["dataset"] == "ogbn-products"
 
 

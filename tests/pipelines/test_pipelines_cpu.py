@@ -279,3 +279,20 @@ def test_profile_dir_gets_one_epoch_profile_from_rank_zero(tmp_path, monkeypatch
     assert [p.name for p in reports] == ["wholegraph-ogbn-products-sage-e1.txt"]   # rank 0, epoch 1 only
     text = reports[0].read_text()
     assert "kernel launches" in text and "operators by self_cpu_time_total" in text and "aten::" in text
+
+
+def test_profile_ranks_pick_which_ranks_profile(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from impls.pipelines.profiling import profile_target, rank_selected
+
+    monkeypatch.setenv("HARNESS_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setenv("HARNESS_PROFILE_EPOCH", "0")
+    pipe = lambda me: SimpleNamespace(me=me, name="xgnn", config=SimpleNamespace(dataset="twitter", model="gcn"))  # noqa: E731
+    assert profile_target(pipe(1), 0) is None                                   # default: rank 0 only
+    monkeypatch.setenv("HARNESS_PROFILE_RANKS", "all")
+    assert profile_target(pipe(3), 0).name == "xgnn-twitter-gcn-e0-r3.txt"
+    assert profile_target(pipe(0), 0).name == "xgnn-twitter-gcn-e0.txt"
+    assert rank_selected(2, "1, 2") and not rank_selected(0, "1,2")
+    with pytest.raises(ValueError, match="HARNESS_PROFILE_RANKS"):
+        rank_selected(0, "first")
