@@ -18,6 +18,8 @@ from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
+from impls.gather.kernel import DEFAULT_LAUNCH
+
 from .gather_bench import measure_gather, world_for
 
 # (impl, mode) in the order they appear in the table
@@ -49,6 +51,36 @@ def variant_of(row) -> str | None:
 HOST_IMPLS = ("host_copy", "host_uva")
 
 
+# p2p_shared variants whose kernel geometry `p2p_launch` sweeps
+LAUNCH_SWEPT = ("chunked", "continuous")
+
+
+def launch_list(text: str) -> tuple[str, ...]:
+    from impls.gather.kernel import parse_launch
+
+    items = tuple(t.strip() for t in str(text).split(",") if t.strip())
+    for item in items:
+        parse_launch(item)                                   # a clear error before any rank starts
+    return items
+
+
+def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> list[str]:
+    """One note per swept geometry and row size: its bandwidth beside the default launch's."""
+    notes = []
+    if sweep.empty:
+        return notes
+    default = f"{'x'.join(map(str, DEFAULT_LAUNCH[:2]))}u{DEFAULT_LAUNCH.unroll}"
+    for (size, mode), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant"]):
+        base = table_rows[(table_rows["impl"] == "p2p_shared") & (table_rows["p_row_bytes"] == size)
+                          & (table_rows["variant"] == mode) & (table_rows["metric"] == "algbw")]["value"]
+        cells = [f"{default} (default) {float(base.iloc[0]):.3g}"] if not base.empty else []
+        for _, r in grp.sort_values("value", ascending=False).iterrows():
+            share = f" = {100 * r['value'] / ceiling:.1f}% of the ceiling" if ceiling else ""
+            cells.append(f"{r['p_launch']} {r['value']:.3g}{share}")
+        notes.append(f"{label}, {int(size)} B rows, p2p_shared ({mode}) kernel geometry, GB/s: " + "; ".join(cells))
+    return notes
+
+
 def variant_label(impl: str, mode: str | None) -> str:
     return f"{impl} ({mode})" if mode else impl
 
@@ -70,6 +102,10 @@ class GatherTable(Experiment):
         "ids_per_rank": Param(2_000_000, positive_int, "random ids each rank gathers per call"),
         "table_gb_per_gpu": Param(4.0, positive_float, "table size per rank (GB)"),
         "host_repeats": Param(5, positive_int, "repeats for the slow host paths"),
+        "p2p_launch": Param((), launch_list, "extra p2p_shared kernel geometries to time, e.g. 16x256u8,4x512u4 "
+                                             "(blocks per SM x threads, u = loads in flight per thread; the "
+                                             f"default is {'x'.join(map(str, DEFAULT_LAUNCH[:2]))}u{DEFAULT_LAUNCH.unroll}); "
+                                             "listed apart from the table"),
     }
 
     def points(self, cfg):
@@ -88,6 +124,9 @@ class GatherTable(Experiment):
                 params = {"row_bytes": row_bytes, "row_elems": row_bytes // 4, "dtype": "float32",
                           "num_rows": num_rows, "ids_per_rank": ids, **variant_params(mode)}
                 yield Point(impl, params, world)
+                if impl == "p2p_shared" and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
+                    for launch in self.param(cfg, "p2p_launch"):
+                        yield Point(impl, {**params, "launch": launch}, world)
 
     def run_point(self, point, cfg, rank):
         host = point.impl in HOST_IMPLS
@@ -102,6 +141,8 @@ class GatherTable(Experiment):
         rows = expand_params(rows)
         rows["variant"] = [variant_of(r) for _, r in rows.iterrows()]
         labels = run_labels(rows, runs)
+        swept = rows["p_launch"].notna() if "p_launch" in rows else rows["status"].isna()
+        sweep, rows = rows[swept & (rows["status"] == "ok")], rows[~swept]
         ok = rows[rows["status"] == "ok"]
         records = []
         notes = []
@@ -151,6 +192,7 @@ class GatherTable(Experiment):
                     parts.append(f"nccl_alltoallv / WholeGraph distributed = {nccl / wg_dist:.2f}x")
                 if parts:
                     notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
+            notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
         table = pd.DataFrame.from_records(records)
         table = table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
         ids = sorted(set(ok["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in ok else []

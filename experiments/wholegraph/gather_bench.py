@@ -55,7 +55,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
         return out
 
     spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
-    options = {k: p[k] for k in ("mode", "backend") if p.get(k)}
+    options = {k: p[k] for k in ("mode", "backend", "launch") if p.get(k)}
     gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
     try:
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + rank.rank)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 SOURCE = Path(__file__).with_name("kernels") / "gather.cu"
+
+
+class Launch(NamedTuple):
+    blocks_per_sm: int
+    threads: int
+    unroll: int
+
+
+DEFAULT_LAUNCH = Launch(8, 256, 4)
 MAX_PARTS = 16
 _kernels: dict = {}
 _sm_count: dict = {}
@@ -17,12 +28,28 @@ def source_text(name: str = "gather.cu") -> str:
     return (SOURCE.parent / name).read_text()
 
 
-def _kernel(name: str):
+def _kernel(name: str, unroll: int = DEFAULT_LAUNCH.unroll):
     import cupy as cp
 
-    if name not in _kernels:
-        _kernels[name] = cp.RawKernel(SOURCE.read_text(), name, options=("-std=c++17",))
-    return _kernels[name]
+    key = (name, unroll)
+    if key not in _kernels:
+        _kernels[key] = cp.RawKernel(SOURCE.read_text(), name, options=("-std=c++17", f"-DUNROLL={unroll}"))
+    return _kernels[key]
+
+
+def parse_launch(text: str | None) -> Launch:
+    """``"BxT"`` or ``"BxTuU"``: B blocks per SM, T threads per block, U loads in flight per
+    thread (e.g. ``"16x256u8"``); None or ``"default"`` = :data:`DEFAULT_LAUNCH`."""
+    if text in (None, "", "default"):
+        return DEFAULT_LAUNCH
+    m = re.fullmatch(r"(\d+)x(\d+)(?:u(\d+))?", str(text).strip())
+    if not m:
+        raise ValueError(f"launch must look like 8x256 or 8x256u4 (blocks per SM x threads, u = unroll), not {text!r}")
+    blocks, threads, unroll = int(m.group(1)), int(m.group(2)), int(m.group(3) or DEFAULT_LAUNCH.unroll)
+    if not (1 <= blocks <= 64 and threads in (32, 64, 128, 256, 512, 1024) and 1 <= unroll <= 16):
+        raise ValueError(f"launch {text!r} out of range: 1-64 blocks per SM, threads a power of two "
+                         "from 32 to 1024, unroll 1-16")
+    return Launch(blocks, threads, unroll)
 
 
 def vector_bytes(row_bytes: int) -> int:
@@ -34,7 +61,7 @@ def vector_bytes(row_bytes: int) -> int:
 
 
 def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int, ids: torch.Tensor,
-                row_bytes: int, blocks_per_sm: int = 8, threads: int = 256) -> torch.Tensor:
+                row_bytes: int, launch: Launch = DEFAULT_LAUNCH) -> torch.Tensor:
     """``out[i] = row ids[i]`` of the table whose part p starts at ``table_ptrs[p]``.
 
     ``table_ptrs``: int64 device tensor of base addresses (local, peer or mapped host); one
@@ -57,17 +84,17 @@ def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int,
     if n * vecs_per_row >= 1 << 32:  # split very large gathers into 32-bit launches
         step = ((1 << 32) - 1) // vecs_per_row
         for lo in range(0, n, step):
-            gather_into(out[lo:lo + step], table_ptrs, rows_per_part, ids[lo:lo + step], row_bytes,
-                        blocks_per_sm, threads)
+            gather_into(out[lo:lo + step], table_ptrs, rows_per_part, ids[lo:lo + step], row_bytes, launch)
         return out
     device = ids.device.index
     if device not in _sm_count:
         _sm_count[device] = torch.cuda.get_device_properties(device).multi_processor_count
     items = n * vecs_per_row
-    blocks = max(1, min(_sm_count[device] * blocks_per_sm, -(-items // threads)))
+    threads = launch.threads
+    blocks = max(1, min(_sm_count[device] * launch.blocks_per_sm, -(-items // threads)))
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream(ids.device).cuda_stream, device)
     with cp.cuda.Device(device), stream:
-        _kernel(f"gather_v{width}")((blocks,), (threads,), (
+        _kernel(f"gather_v{width}", launch.unroll)((blocks,), (threads,), (
             np.uint64(table_ptrs.data_ptr()), np.int32(nparts), np.uint32(rows_per_part),
             np.uint64(ids.data_ptr()), np.uint32(items), np.uint32(vecs_per_row),
             np.uint32(row_bytes), np.uint64(out.data_ptr())))

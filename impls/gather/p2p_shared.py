@@ -19,9 +19,13 @@ from impls.storage.shards import ShardedTable
 
 
 class SharedMemoryGather:
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None,
+                 launch: str | None = None):
         if mode not in ("chunked", "continuous"):
             raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
+        from .kernel import parse_launch
+
+        self.launch = parse_launch(launch)          # GPU kernel geometry; checked on CPU ranks too
         self.spec = spec
         self.store = ShardedTable(rank, spec, mode, backend)
         self.rows_per_rank = self.store.partition.rows_per_rank
@@ -38,7 +42,7 @@ class SharedMemoryGather:
         if self.device.type == "cuda":
             from .kernel import gather_into
 
-            return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes)
+            return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes, self.launch)
         if self.store.whole is not None:
             return torch.index_select(self.store.whole, 0, ids, out=out)
         owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
@@ -56,6 +60,9 @@ class SharedMemoryGather:
             kernel = "one CuPy kernel reading base + id * row_bytes"
         else:
             kernel = "one CuPy kernel over the pointer table"
+        if self.device.type == "cuda":
+            b, t, u = self.launch
+            kernel += f" ({b} blocks per SM x {t} threads, {u} loads in flight per thread)"
         return f"{self.store.describe()}; {kernel}"
 
     def close(self) -> None:
@@ -66,5 +73,5 @@ class SharedMemoryGather:
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
                summary="one gather kernel per rank reading peer shards: a pointer per rank (symmetric "
                        "memory, CUDA IPC) or one CUDA VMM range (continuous)")
-def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, **_):
-    return SharedMemoryGather(rank, spec, mode, backend)
+def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, launch: str | None = None, **_):
+    return SharedMemoryGather(rank, spec, mode, backend, launch)

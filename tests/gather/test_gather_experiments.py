@@ -80,3 +80,33 @@ def test_fig10_ids_are_a_samplers_input_nodes_seeds_first():
     assert ids.unique().numel() == ids.numel()
     hop1 = set(indices.view(n, 8)[seeds].reshape(-1).tolist())
     assert set(ids.tolist()) - set(seeds.tolist()) and hop1 & set(ids[20:].tolist())
+
+
+def test_launch_geometries_parse_and_are_listed_apart(tmp_path):
+    import pytest
+
+    from experiments.wholegraph.gather import launch_list
+    from impls.gather.kernel import DEFAULT_LAUNCH, parse_launch
+    from tests.helpers import H200_MANIFEST, row, write_run
+
+    assert parse_launch(None) == DEFAULT_LAUNCH and parse_launch("16x256u8") == (16, 256, 8)
+    assert parse_launch("4x512") == (4, 512, DEFAULT_LAUNCH.unroll)
+    for bad in ("16x300", "0x256", "8x256u0", "fast"):
+        with pytest.raises(ValueError, match="launch"):
+            launch_list(bad)
+    common = {"row_bytes": 512, "row_elems": 128, "dtype": "float32", "num_rows": 10, "ids_per_rank": 5,
+              "mode": "chunked"}
+    mk = lambda value, **extra: row("p2p_shared", value, experiment="wholegraph.gather", metric="algbw",  # noqa: E731
+                                    unit="GB/s", world_size=2, device="cuda", params={**common, **extra})
+    rows = [row("ceiling_peer_copy", 400.0, experiment="wholegraph.gather", metric="peer_copy_bw", unit="GB/s",
+                world_size=2, device="cuda", params={"copy_bytes": 1 << 30}),
+            mk(640.0), mk(700.0, launch="16x256u8"), mk(600.0, launch="4x512u2")]
+    run = write_run(tmp_path / "results", "0001_h200x2_wholegraph.gather", H200_MANIFEST, rows)
+    report_runs([run], tmp_path / "rep")
+    with open(tmp_path / "rep" / "wholegraph" / "gather.csv", newline="") as fh:
+        table = {r["Implementation"]: r for r in csv.DictReader(fh)}
+    assert float(table["p2p_shared (chunked)"]["512 B GB/s"]) == 640.0          # the default launch only
+    md = (tmp_path / "rep" / "wholegraph" / "gather.md").read_text()
+    line = next(ln for ln in md.splitlines() if "kernel geometry" in ln)
+    # default first, then the swept geometries fastest first, each against the 800 GB/s ceiling
+    assert "8x256u4 (default) 640; 16x256u8 700 = 87.5% of the ceiling; 4x512u2 600 = 75.0%" in line

@@ -12,7 +12,9 @@
 // one part, part 0 holds every id and rows_per_part is not used).
 
 #define MAX_PARTS 16
+#ifndef UNROLL   // loads in flight per thread; the host may compile other values (-DUNROLL=n)
 #define UNROLL 4
+#endif
 
 typedef unsigned long long u64;
 
