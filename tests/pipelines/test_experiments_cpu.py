@@ -238,3 +238,19 @@ def test_fig12_judges_the_latest_long_enough_window(tmp_path):
     artifacts = {}
     report_runs([first], tmp_path / "rep1", artifacts=artifacts)
     assert artifacts["wholegraph.fig12"][0].status == "partly"
+
+
+def test_table3_spread_leaves_out_capped_pipelines():
+    from experiments.wholegraph.table3 import accuracy_spread
+
+    def rec(impl, acc, batches, run="0001_x"):
+        return {"key": {"run_id": run, "dataset": "ogbn-products", "model": "sage", "impl": impl},
+                "metrics": {"test_accuracy": acc}, "extra": {"epoch_time": {"batches_run": batches}}}
+
+    spread, capped = accuracy_spread([rec("wholegraph", 0.99, 97), rec("wholegraph_lib", 0.985, 97),
+                                      rec("pyg_host", 0.30, 4)], {"0001_x": "4xH200"})
+    assert [(n, round(s, 3)) for n, s in spread] == [("products GraphSAGE", 0.005)]
+    assert capped == ["4xH200 products GraphSAGE: PyG trained 4 of the others' 97 mini-batches per epoch"]
+    # equal steps (every pipeline capped alike): all compared
+    spread, capped = accuracy_spread([rec("wholegraph", 0.99, 12), rec("pyg_host", 0.95, 12)])
+    assert round(spread[0][1], 3) == 0.04 and not capped
