@@ -41,7 +41,7 @@ class Fig12(TrainingExperiment):
         labels = machine_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r) and "utilization" in r["extra"]]
         out, traces, kinds = [], [], set()
-        traced: dict[tuple, tuple] = {}
+        traced: dict[str, tuple] = {}
         for rec in records:
             k = rec["key"]
             whole = rec["extra"]["utilization"]["utilization"]

@@ -17,9 +17,9 @@ from harness.registry import register_experiment
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
-from . import PAPER_HARDWARE
-from impls.gather.kernel import DEFAULT_LAUNCH
+from impls.gather.kernel import DEFAULT_LAUNCH, launch_name, parse_launch
 
+from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, world_for
 
 # (impl, mode) in the order they appear in the table
@@ -56,8 +56,6 @@ LAUNCH_SWEPT = ("chunked", "continuous")
 
 
 def launch_list(text: str) -> tuple[str, ...]:
-    from impls.gather.kernel import parse_launch
-
     items = tuple(t.strip() for t in str(text).split(",") if t.strip())
     for item in items:
         parse_launch(item)                                   # a clear error before any rank starts
@@ -69,7 +67,7 @@ def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> 
     notes = []
     if sweep.empty:
         return notes
-    default = f"{'x'.join(map(str, DEFAULT_LAUNCH[:2]))}u{DEFAULT_LAUNCH.unroll}"
+    default = launch_name(DEFAULT_LAUNCH)
     for (size, mode), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant"]):
         base = table_rows[(table_rows["impl"] == "p2p_shared") & (table_rows["p_row_bytes"] == size)
                           & (table_rows["variant"] == mode) & (table_rows["metric"] == "algbw")]["value"]
@@ -104,7 +102,7 @@ class GatherTable(Experiment):
         "host_repeats": Param(5, positive_int, "repeats for the slow host paths"),
         "p2p_launch": Param((), launch_list, "extra p2p_shared kernel geometries to time, e.g. 16x256u8,4x512u4 "
                                              "(blocks per SM x threads, u = loads in flight per thread; the "
-                                             f"default is {'x'.join(map(str, DEFAULT_LAUNCH[:2]))}u{DEFAULT_LAUNCH.unroll}); "
+                                             f"default is {launch_name(DEFAULT_LAUNCH)}); "
                                              "listed apart from the table"),
     }
 
@@ -141,7 +139,7 @@ class GatherTable(Experiment):
         rows = expand_params(rows)
         rows["variant"] = [variant_of(r) for _, r in rows.iterrows()]
         labels = run_labels(rows, runs)
-        swept = rows["p_launch"].notna() if "p_launch" in rows else rows["status"].isna()
+        swept = rows["p_launch"].notna() if "p_launch" in rows else pd.Series(False, index=rows.index)
         sweep, rows = rows[swept & (rows["status"] == "ok")], rows[~swept]
         ok = rows[rows["status"] == "ok"]
         records = []

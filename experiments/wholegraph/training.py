@@ -267,9 +267,7 @@ class TrainingExperiment(Experiment):
                         params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
                         if model == "gat":
                             params["heads"] = self.param(cfg, "heads")
-                        for option in EXPLICIT_OPTIONS:
-                            if option in self.parameters and self.param(cfg, option) != "auto":
-                                params[option] = self.param(cfg, option)
+                        params.update(explicit_params(self, cfg))
                         cap = self.batch_cap(impl, cfg)
                         if cap is not None:
                             params["max_batches"] = cap
@@ -317,10 +315,14 @@ EXPLICIT_OPTIONS = {"prefetch": "prefetch", "layer_impl": "impl", "layer_backwar
                     "layer_sddmm": "sddmm"}
 
 
-def explicit_options(exp, cfg) -> dict:
-    return {option: exp.param(cfg, name) for name, option in EXPLICIT_OPTIONS.items()
+def explicit_params(exp, cfg) -> dict:
+    """The EXPLICIT_OPTIONS parameters this run sets (not "auto"), by parameter name."""
+    return {name: exp.param(cfg, name) for name in EXPLICIT_OPTIONS
             if name in exp.parameters and exp.param(cfg, name) != "auto"}
 
+
+def explicit_options(exp, cfg) -> dict:
+    return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
 def train_point(exp, point, cfg, rank) -> list[Measurement]:

@@ -362,7 +362,6 @@ class XGNNTraining(Experiment):
 # ----------------------------------------------------------------------------- one training point
 
 
-
 def train_system(exp, point, cfg, rank) -> list[Measurement]:
     from harness import registry
     from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, collective_lifetime, load_graph

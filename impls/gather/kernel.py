@@ -52,6 +52,11 @@ def parse_launch(text: str | None) -> Launch:
     return Launch(blocks, threads, unroll)
 
 
+def launch_name(launch: Launch) -> str:
+    """The ``"BxTuU"`` spelling :func:`parse_launch` reads."""
+    return f"{launch.blocks_per_sm}x{launch.threads}u{launch.unroll}"
+
+
 def vector_bytes(row_bytes: int) -> int:
     """Widest load that divides the row (rows start at multiples of row_bytes)."""
     for width in (16, 8, 4, 2):

@@ -415,13 +415,13 @@ class Pipeline:
             seeds = seeds.to(self.device)
             yield seeds, self.sample(seeds)
 
-    def prefetch_depth(self) -> int:
-        """Option ``prefetch``: batches prepared ahead by a helper thread (default 1 on GPUs, 0 on
-        CPU ranks). What is prepared ahead depends on the pipeline: whole batches in the epoch
-        loop (``prefetch_batches``), or only the sampling (the tiered pipelines' ``iterate``)."""
+    def prefetch_depth(self, cpu_default: int = 0) -> int:
+        """Option ``prefetch``: batches prepared ahead by a helper thread (default 1 on GPUs,
+        ``cpu_default`` on CPU ranks). What is prepared ahead depends on the pipeline: whole batches
+        in the epoch loop (``prefetch_batches``), or only the sampling (the tiered pipelines' ``iterate``)."""
         value = self.option("prefetch", None)
         if value is None:
-            return 1 if self.device.type == "cuda" else 0
+            return 1 if self.device.type == "cuda" else cpu_default
         if not str(value).isdigit():
             raise HarnessError(f"{self.name}: option prefetch must be 0 or 1 (or more batches ahead), "
                                f"not {value!r}")

@@ -87,7 +87,7 @@ class TieredPipeline(Pipeline):
         return self.store.features(blocks[0].src_ids, check=False)
 
     def iterate(self, batches, training):
-        depth = int(self.option("prefetch", 1))
+        depth = self.prefetch_depth(cpu_default=1)         # the sampler thread runs on CPU ranks too
         if depth <= 0 or len(batches) <= 1:
             yield from super().iterate(batches, training)
             return
@@ -131,7 +131,7 @@ class TieredPipeline(Pipeline):
         return {**super().describe(), "store": self.store.describe(),
                 "sampling": self.sampler.describe() + "; " + self.unique.describe(),
                 "gather": "store.features: one gather kernel over GPU buffers (local, peers) and pinned host rows",
-                "pipelining": f"prefetch {int(self.option('prefetch', 1))} batch(es) on a sampler thread"}
+                "pipelining": f"prefetch {self.prefetch_depth(cpu_default=1)} batch(es) on a sampler thread"}
 
     def close(self):
         store = getattr(self, "store", None)
