@@ -171,11 +171,37 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         for exp, points in plans:
             _run_experiment(exp, points, cfg, store, outcome)
         status = "complete"
+    except KeyboardInterrupt:
+        # A time limit (timeout --signal=INT) or Ctrl-C: the rows already written stay, and
+        # every point without one says why it is missing instead of silently vanishing.
+        status = "interrupted"
+        _record_unfinished(plans, cfg, store)
+        raise
     finally:
-        store.update_manifest(end=envinfo.now_iso(), status=status,
-                              counts={"ok": outcome.ok, "skipped": outcome.skipped,
-                                      "error": outcome.errors})
+        store.update_manifest(end=envinfo.now_iso(), status=status, counts=_status_counts(store))
     return outcome
+
+
+INTERRUPTED_REASON = "not measured: the run was interrupted (time limit or Ctrl-C) before this point"
+
+
+def _record_unfinished(plans, cfg: RunConfig, store: RunStore) -> None:
+    written = _read_rows_since(store, 0)
+    for exp, points in plans:
+        for point in points:
+            if not any(r["experiment"] == exp.id and r["impl"] == point.impl
+                       and _covers(r["params"], point.params) for r in written):
+                store.append(make_row(exp, point, cfg, None, "skipped", INTERRUPTED_REASON))
+
+
+def _status_counts(store: RunStore) -> dict[str, int]:
+    """Counted from the rows file, which ranks append to directly, so a run stopped midway
+    still reports what it holds."""
+    counts = {"ok": 0, "skipped": 0, "error": 0}
+    for row in _read_rows_since(store, 0):
+        key = row["status"] if row["status"] in ("ok", "skipped") else "error"
+        counts[key] += 1
+    return counts
 
 
 def torchrun_worker() -> bool:

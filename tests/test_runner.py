@@ -137,6 +137,33 @@ def test_a_harness_error_inside_a_point_stops_the_run_and_marks_it_failed(regist
     assert load_run(run_dir).manifest["status"] == "failed"
 
 
+def test_an_interrupted_run_keeps_its_rows_and_names_the_points_it_never_measured(registry_sandbox,
+                                                                                   tmp_path):
+    class Interrupted(FakeExperiment):
+        id, paper = "zzint.fig1", "zzint"
+        impls = ("fast",)
+        parameters = {"n": Param(3, positive_int, "points")}
+
+        def run_point(self, point, cfg):
+            if point.params["i"] == 1:
+                raise KeyboardInterrupt          # what `timeout --signal=INT` delivers
+            return super().run_point(point, cfg)
+
+    registry_sandbox.impl("zztest", "fast")
+    registry_sandbox.experiment(Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(["zzint.fig1"], RunConfig(device="cpu", out_dir=tmp_path), ["x"])
+    (run_dir,) = list(tmp_path.iterdir())
+    run = load_run(run_dir)
+    assert run.manifest["status"] == "interrupted"
+    assert run.manifest["counts"] == {"ok": 2, "skipped": 2, "error": 0}
+    done = [r for r in run.rows if r["status"] == "ok"]
+    assert {r["params"]["i"] for r in done} == {0}
+    missing = sorted(r["params"]["i"] for r in run.rows if r["status"] == "skipped")
+    assert missing == [1, 2]
+    assert all(r["reason"] == runner.INTERRUPTED_REASON for r in run.rows if r["status"] == "skipped")
+
+
 def test_make_row_for_a_skip_uses_the_experiment_metric(fake):
     cfg = RunConfig(device="cpu")
     r = runner.make_row(fake, Point("gpuonly", {"i": 0}, world_size=2), cfg, None, "skipped", "why")
