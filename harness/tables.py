@@ -47,12 +47,24 @@ def _tag_with_gpus_used(tag: str, rows: "pd.DataFrame", run_id: str) -> str:
     return tag
 
 
+def machine_kind(label: str) -> str:
+    """'4xH200 #0084' -> '4xH200': the run label without its run number."""
+    return re.sub(r" #\d+$", "", label)
+
+
 def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
-    """One note per distinct (run, impl, reason) of skipped or failed rows."""
+    """One note per distinct (run, impl, reason) of skipped or failed rows, leaving out those a later
+    run on the same kind of machine superseded by trying that implementation of the experiment
+    again (its own rows or notes say how it went; an old reason, such as a package then missing or
+    code then unwritten, no longer explains anything)."""
     notes, seen = [], set()
+    ran: dict = {}
+    for _, r in rows.iterrows():
+        key = (machine_kind(labels.get(r["run_id"], r["run_id"])), r.get("experiment"), r["impl"])
+        ran[key] = max(ran.get(key, ""), r["run_id"])
     for _, r in rows[rows["status"] != "ok"].iterrows():
         key = (labels.get(r["run_id"], r["run_id"]), r["impl"], r.get("reason"))
-        if key in seen:
+        if key in seen or ran.get((machine_kind(key[0]), r.get("experiment"), r["impl"]), "") > r["run_id"]:
             continue
         seen.add(key)
         notes.append(f"{key[0]} `{r['impl']}` {r['status']}: {r.get('reason')}")

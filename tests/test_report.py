@@ -217,3 +217,24 @@ def test_report_of_an_unknown_experiment_is_one_error_line(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code != 0 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert "nopaper.fig1" in err
+
+
+def test_skip_notes_drop_reasons_a_later_run_on_the_same_machine_kind_superseded():
+    import pandas as pd
+
+    from harness.tables import skip_notes
+
+    def r(run_id, impl, status, reason=None):
+        return {"run_id": run_id, "experiment": "x.fig1", "impl": impl, "status": status, "reason": reason}
+
+    rows = pd.DataFrame([r("0001_a", "lib", "skipped", "package 'lib' is not installed"),
+                         r("0001_a", "pyg", "skipped", "package 'pyg' is not installed"),
+                         r("0002_b", "lib", "ok"),
+                         r("0003_c", "pyg", "skipped", "package 'pyg' is not installed"),
+                         r("0004_d", "lib", "skipped", "out of memory")])
+    labels = {"0001_a": "4xH200 #0001", "0002_b": "4xH200 #0002", "0003_c": "2 of 4xH200 #0003",
+              "0004_d": "cpu"}
+    notes = skip_notes(rows, labels)
+    assert notes == ["4xH200 #0001 `pyg` skipped: package 'pyg' is not installed",   # no later 4xH200 pyg
+                     "2 of 4xH200 #0003 `pyg` skipped: package 'pyg' is not installed",
+                     "cpu `lib` skipped: out of memory"]                              # another machine kind

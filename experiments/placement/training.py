@@ -280,7 +280,7 @@ def loss_report(exp: LossExperiment, rows, runs) -> ReportArtifact:
     if not table.empty and table["Run"].nunique() == 1:
         table = table.drop(columns=["Run"])
     notes = []
-    for rec in records:
+    for rec in reversed(records):                 # the latest run first: it heads the index
         if rec["Method"] == "Our+LAS":
             base = next((r for r in records if r["Run"] == rec["Run"] and r["Topology"] == rec["Topology"]
                          and r["Method"] == "Our"), None)

@@ -201,7 +201,7 @@ class Fig13(Experiment):
 
     def _paper_notes(self, ok, wide, labels) -> list[str]:
         notes = []
-        for run_id, label in labels.items():
+        for run_id, label in sorted(labels.items(), reverse=True):    # the latest run heads the index
             mine = wide[wide["run_id"] == run_id] if not wide.empty else wide
             if mine.empty:
                 continue

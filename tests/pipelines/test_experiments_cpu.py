@@ -141,6 +141,30 @@ def test_stored_table5_rows_regenerate_every_view(tmp_path):
         assert "0001_h200x4_wholegraph.table5" in line, line
 
 
+def test_table5_merges_each_cells_latest_paper_setting_runs_and_judges_on_them(tmp_path):
+    manifest = {**H200_MANIFEST, "hardware": "4xH200"}
+    old = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 4.0)     # 10x: superseded
+    old += _training_rows("wholegraph.table5", "pyg_host", "pyg", "sage", 40.0)
+    runs = [write_run(tmp_path / "results", "0001_h200x4_old", manifest, old)]
+    ours = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0)
+    runs.append(write_run(tmp_path / "results", "0002_h200x4_ours", manifest, ours))
+    variant = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 0.1)
+    for r in variant:
+        r["params"] = {**r["params"], "layer_impl": "segment"}                     # not the paper's setting
+    runs.append(write_run(tmp_path / "results", "0003_h200x4_variant", manifest, variant))
+    artifacts: dict = {}
+    report_runs(runs, tmp_path / "rep", artifacts=artifacts)
+    art = artifacts["wholegraph.table5"][0]
+    latest = art.table[art.table["Machine"] == "4xH200 latest"]
+    assert len(latest) == 1
+    cell = latest.iloc[0]
+    assert cell["ours s"] == 1.0 and cell["PyG s"] == 40.0 and cell["ours vs PyG"] == 40.0
+    assert set(art.table["Machine"]) == {"4xH200 latest", "4xH200 #0001", "4xH200 #0002", "4xH200 #0003"}
+    assert "4xH200 latest 4 GPUs papers100M GraphSAGE: pyg_host #0001, wholegraph #0002 (ratios across runs)" \
+        in art.notes
+    assert art.headline.startswith("ours vs PyG 40.0x-40.0x")                      # neither 10x nor 400x
+
+
 def test_derived_reports_read_their_own_rows_too(tmp_path):
     rows = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0)
     rows += _training_rows("wholegraph.fig11", "wholegraph", "pyg", "sage", 1.5)

@@ -96,3 +96,20 @@ def test_xgnn_fig13(data_root, tmp_path):
     search = ok_rows(rows, "search_time")
     assert {r["params"]["topology"] for r in search} == {"6G", "8G"}
     assert [r for r in search if r["params"]["topology"] == "8G"][0]["extra"]["extra_partitions"] == [1] * 8
+
+
+def test_measured_ratios_are_flagged_when_fixed_costs_dwarf_the_modeled_transfer():
+    import pandas as pd
+
+    from experiments.placement.common import measured_speedups
+
+    def m(impl, measured_ms, modeled_ms):
+        return {"run_id": "0001_x", "impl": impl, "p_topology": "2GPU", "p_buffer": "0.1N", "p_las": False,
+                "loading_time": measured_ms, "p_measured_on": "cuda", "p_modeled_ms": modeled_ms}
+
+    bound = pd.DataFrame([m("random", 0.40, 0.020), m("clique_opt", 0.20, 0.010)])
+    line = measured_speedups(bound, "0001_x")
+    assert "2.00x" in line and "overhead-bound" in line and "10-20 us" in line
+    real = pd.DataFrame([m("random", 4.0, 3.0), m("clique_opt", 2.0, 1.5)])
+    line = measured_speedups(real, "0001_x")
+    assert "2.00x" in line and "overhead-bound" not in line
