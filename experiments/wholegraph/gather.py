@@ -62,6 +62,33 @@ def launch_list(text: str) -> tuple[str, ...]:
     return items
 
 
+ID_ORDERS = ("owner_streams",)
+
+
+def id_order_list(text: str) -> tuple[str, ...]:
+    items = tuple(t.strip() for t in str(text).split(",") if t.strip() and t.strip() != "none")
+    for item in items:
+        if item not in ID_ORDERS:
+            raise ValueError(f"id order '{item}' is not one of {', '.join(ID_ORDERS)}")
+    return items
+
+
+def id_order_notes(label: str, sweep, table_rows, ceiling: float | None) -> list[str]:
+    """One note per id order and row size: p2p_shared with ids in that order beside random ids."""
+    notes = []
+    if sweep.empty:
+        return notes
+    for (size, mode, order), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant", "p_ids"]):
+        base = table_rows[(table_rows["impl"] == "p2p_shared") & (table_rows["p_row_bytes"] == size)
+                          & (table_rows["variant"] == mode) & (table_rows["metric"] == "algbw")]["value"]
+        value = float(grp["value"].iloc[0])
+        share = f" = {100 * value / ceiling:.1f}% of the ceiling" if ceiling else ""
+        random = f"; uniformly random ids {float(base.iloc[0]):.3g}" if not base.empty else ""
+        notes.append(f"{label}, {int(size)} B rows, p2p_shared ({mode}) with ids in {order} order "
+                     f"(each owner's rows read in sequence, owners interleaved): {value:.3g} GB/s{share}{random}")
+    return notes
+
+
 def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> list[str]:
     """One note per swept geometry and row size: its bandwidth beside the default launch's."""
     notes = []
@@ -104,6 +131,9 @@ class GatherTable(Experiment):
                                              "(blocks per SM x threads, u = loads in flight per thread; the "
                                              f"default is {launch_name(DEFAULT_LAUNCH)}); "
                                              "listed apart from the table"),
+        "id_orders": Param((), id_order_list, "extra id orders for p2p_shared besides uniformly random ids: "
+                                              "owner_streams (every owner's rows in sequence, owners "
+                                              "interleaved: the kernel's streaming read ceiling); listed apart"),
     }
 
     def points(self, cfg):
@@ -125,6 +155,9 @@ class GatherTable(Experiment):
                 if impl == "p2p_shared" and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
                     for launch in self.param(cfg, "p2p_launch"):
                         yield Point(impl, {**params, "launch": launch}, world)
+                if impl == "p2p_shared" and mode in LAUNCH_SWEPT:
+                    for order in self.param(cfg, "id_orders"):
+                        yield Point(impl, {**params, "ids": order}, world)
 
     def run_point(self, point, cfg, rank):
         host = point.impl in HOST_IMPLS
@@ -140,7 +173,9 @@ class GatherTable(Experiment):
         rows["variant"] = [variant_of(r) for _, r in rows.iterrows()]
         labels = run_labels(rows, runs)
         swept = rows["p_launch"].notna() if "p_launch" in rows else pd.Series(False, index=rows.index)
-        sweep, rows = rows[swept & (rows["status"] == "ok")], rows[~swept]
+        ordered = rows["p_ids"].notna() if "p_ids" in rows else pd.Series(False, index=rows.index)
+        sweep, orders = rows[swept & (rows["status"] == "ok")], rows[ordered & (rows["status"] == "ok")]
+        rows = rows[~swept & ~ordered]
         ok = rows[rows["status"] == "ok"]
         records = []
         notes = []
@@ -191,6 +226,7 @@ class GatherTable(Experiment):
                 if parts:
                     notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
             notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
+            notes += id_order_notes(label, orders[orders["run_id"] == run_id], mine, ceiling)
         table = pd.DataFrame.from_records(records)
         table = table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
         ids = sorted(set(ok["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in ok else []

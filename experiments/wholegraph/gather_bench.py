@@ -58,8 +58,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
     options = {k: p[k] for k in ("mode", "backend", "launch") if p.get(k)}
     gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
     try:
-        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + rank.rank)
-        ids = torch.randint(0, spec.num_rows, (p["ids_per_rank"],), generator=gen).to(device)
+        ids = gather_ids(p.get("ids", "random"), spec.num_rows, p["ids_per_rank"], world, rank.rank,
+                         cfg.seed).to(device)
         rows = gatherer.gather(ids)  # bounds-checked
         correct = torch.equal(rows, closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
         del rows
@@ -85,6 +85,21 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
     if world > 1:
         out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
     return out
+
+
+def gather_ids(order: str, num_rows: int, count: int, world: int, rank: int, seed: int) -> torch.Tensor:
+    """The ids one rank gathers: uniformly random, or ``owner_streams``: the k-th id in owner
+    k mod world's range (rows split evenly, in order), row (start + k div world) of it, each rank
+    starting elsewhere, so every owner's rows are read in sequence."""
+    if order == "random":
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + rank)
+        return torch.randint(0, num_rows, (count,), generator=gen)
+    if order != "owner_streams":
+        raise ValueError(f"unknown id order '{order}'")
+    per_owner = max(1, num_rows // world)
+    k = torch.arange(count, dtype=torch.int64)
+    start = rank * (per_owner // max(1, world))
+    return (k % world) * per_owner + (start + k // world) % per_owner
 
 
 def require_row_fit(num_rows: int) -> None:

@@ -110,3 +110,38 @@ def test_launch_geometries_parse_and_are_listed_apart(tmp_path):
     line = next(ln for ln in md.splitlines() if "kernel geometry" in ln)
     # default first, then the swept geometries fastest first, each against the 800 GB/s ceiling
     assert "8x256u4 (default) 640; 16x256u8 700 = 87.5% of the ceiling; 4x512u2 600 = 75.0%" in line
+
+
+def test_owner_stream_ids_read_every_owner_in_sequence_and_are_listed_apart(tmp_path):
+    import pytest
+    import torch
+
+    from experiments.wholegraph.gather import id_order_list
+    from experiments.wholegraph.gather_bench import gather_ids
+
+    ids = gather_ids("owner_streams", num_rows=1000, count=40, world=4, rank=1, seed=0)
+    owners = ids // 250
+    assert owners.tolist() == [0, 1, 2, 3] * 10                              # owners interleaved
+    for o in range(4):
+        mine = ids[owners == o] - o * 250
+        assert torch.equal(torch.diff(mine), torch.ones(9, dtype=torch.int64))   # in sequence
+    assert int(ids[0]) == 62                                                 # rank 1 starts elsewhere
+    assert not torch.equal(ids, gather_ids("owner_streams", 1000, 40, 4, 0, 0))
+    assert id_order_list("none") == () and id_order_list("owner_streams") == ("owner_streams",)
+    with pytest.raises(ValueError, match="id order"):
+        id_order_list("sorted")
+
+    cfg = RunConfig(device="cpu", world_size=2, quick=True, repeats=2, warmup=0,
+                    impl_patterns=("p2p_shared", "ceiling_peer_copy"),
+                    params={"row_bytes": "512", "id_orders": "owner_streams"}, out_dir=tmp_path, timeout_s=300)
+    outcome = run_experiments(["wholegraph.gather"], cfg, ["test"])
+    assert outcome.errors == 0
+    rows = load_run(outcome.store.path).rows
+    streamed = [r for r in rows if r["params"].get("ids") == "owner_streams" and r["metric"] == "algbw"]
+    assert {r["params"]["mode"] for r in streamed} == {"chunked", "continuous"}   # rows checked, then timed
+    assert all(r["status"] == "ok" and r["value"] > 0 for r in streamed)
+    report_runs([outcome.store.path], tmp_path / "rep")
+    md = (tmp_path / "rep" / "wholegraph" / "gather.md").read_text()
+    assert "p2p_shared (chunked) with ids in owner_streams order" in md and "uniformly random ids" in md
+    with open(tmp_path / "rep" / "wholegraph" / "gather.csv", newline="") as fh:
+        assert len([r for r in csv.DictReader(fh) if r["Implementation"] == "p2p_shared (chunked)"]) == 1
