@@ -155,7 +155,7 @@ class GatherTable(Experiment):
                 if impl == "p2p_shared" and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
                     for launch in self.param(cfg, "p2p_launch"):
                         yield Point(impl, {**params, "launch": launch}, world)
-                if impl == "p2p_shared" and mode in LAUNCH_SWEPT:
+                if impl == "p2p_shared":                   # every way of sharing the memory
                     for order in self.param(cfg, "id_orders"):
                         yield Point(impl, {**params, "ids": order}, world)
 
@@ -250,6 +250,7 @@ class GatherTable(Experiment):
         ratios = [float(x) for n in ratio_notes for x in re.findall(r"nccl_alltoallv = ([0-9.]+)x", n)]
         status = ("reproduced" if ratios and min(ratios) >= 2 else "partly" if ratios and max(ratios) >= 2
                   else "not reproduced" if ratios else "measured")
-        headline = next((n for n in ratio_notes if ", 512 B rows" in n), ratio_notes[0] if ratio_notes else "")
+        headline = next((n for n in reversed(ratio_notes) if ", 512 B rows" in n),      # the latest run's
+                        ratio_notes[-1] if ratio_notes else "")
         return ReportArtifact("gather", "Feature gather: every implementation, same run", caption, table,
                               notes, fig, headline=headline, status=status)

@@ -138,7 +138,8 @@ def test_owner_stream_ids_read_every_owner_in_sequence_and_are_listed_apart(tmp_
     assert outcome.errors == 0
     rows = load_run(outcome.store.path).rows
     streamed = [r for r in rows if r["params"].get("ids") == "owner_streams" and r["metric"] == "algbw"]
-    assert {r["params"]["mode"] for r in streamed} == {"chunked", "continuous"}   # rows checked, then timed
+    assert {(r["params"]["mode"], r["params"].get("backend")) for r in streamed} == \
+        {("chunked", None), ("chunked", "ipc"), ("continuous", None)}         # rows checked, then timed
     assert all(r["status"] == "ok" and r["value"] > 0 for r in streamed)
     report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "wholegraph" / "gather.md").read_text()
