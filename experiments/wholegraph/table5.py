@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, machine_kind, skip_notes
 
 from . import PAPER_HARDWARE
 from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, datasets_caption,
@@ -62,7 +62,7 @@ def latest_cells(records: list[dict], labels: dict) -> dict:
         if not (default_backend(rec) and paper_setting(rec)):
             continue
         k = rec["key"]
-        machine = labels.get(k["run_id"], k["run_id"]).rsplit(" #", 1)[0]
+        machine = machine_kind(labels.get(k["run_id"], k["run_id"]))
         out.setdefault((machine, k["world_size"], k["dataset"], k["model"]), {})[k["impl"]] = rec
     return out
 
@@ -143,7 +143,7 @@ class Table5(TrainingExperiment):
             shown = table
             if "Machine" in table and table["Machine"].str.endswith(" latest").any():
                 shown = table[table["Machine"].str.endswith(" latest")]
-                if shown["Machine"].nunique() > 1 or shown.iloc[:, 1].nunique() > 1:
+                if shown["Machine"].nunique() > 1:            # e.g. 4 GPUs and 2 of them
                     shown = shown.assign(Dataset=shown["Machine"].str.removesuffix(" latest") + " "
                                          + shown["Dataset"])
             plot = shown.set_index(["Dataset", "Model"])[cols]
