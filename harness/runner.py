@@ -18,7 +18,7 @@ from .experiment import Experiment, Measurement, Point
 from .launcher import RankContext, launch
 from .needs import detect
 from .progress import PointProgress
-from .store import RunStore
+from .store import RunStore, load_run
 
 
 @dataclass
@@ -186,7 +186,7 @@ INTERRUPTED_REASON = "not measured: the run was interrupted (time limit or Ctrl-
 
 
 def _record_unfinished(plans, cfg: RunConfig, store: RunStore) -> None:
-    written = _read_rows_since(store, 0)
+    written = load_run(store.path).rows          # tolerates a rank's write torn by the interrupt
     for exp, points in plans:
         for point in points:
             if not any(r["experiment"] == exp.id and r["impl"] == point.impl
@@ -198,7 +198,7 @@ def _status_counts(store: RunStore) -> dict[str, int]:
     """Counted from the rows file, which ranks append to directly, so a run stopped midway
     still reports what it holds."""
     counts = {"ok": 0, "skipped": 0, "error": 0}
-    for row in _read_rows_since(store, 0):
+    for row in load_run(store.path).rows:
         key = row["status"] if row["status"] in ("ok", "skipped") else "error"
         counts[key] += 1
     return counts
