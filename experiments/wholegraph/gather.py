@@ -62,6 +62,14 @@ def launch_list(text: str) -> tuple[str, ...]:
     return items
 
 
+def algbw_of(frame, impl: str, size: int, variant: str | None) -> float | None:
+    """AlgoBW of one implementation (and variant, when given) at one row size in ``frame``."""
+    sel = frame[(frame["impl"] == impl) & (frame["p_row_bytes"] == size) & (frame["metric"] == "algbw")]
+    if variant:
+        sel = sel[sel["variant"] == variant]
+    return float(sel["value"].iloc[0]) if not sel.empty else None
+
+
 ID_ORDERS = ("owner_streams",)
 
 
@@ -79,11 +87,10 @@ def id_order_notes(label: str, sweep, table_rows, ceiling: float | None) -> list
     if sweep.empty:
         return notes
     for (size, mode, order), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant", "p_ids"]):
-        base = table_rows[(table_rows["impl"] == "p2p_shared") & (table_rows["p_row_bytes"] == size)
-                          & (table_rows["variant"] == mode) & (table_rows["metric"] == "algbw")]["value"]
+        base = algbw_of(table_rows, "p2p_shared", size, mode)
         value = float(grp["value"].iloc[0])
         share = f" = {100 * value / ceiling:.1f}% of the ceiling" if ceiling else ""
-        random = f"; uniformly random ids {float(base.iloc[0]):.3g}" if not base.empty else ""
+        random = f"; uniformly random ids {base:.3g}" if base is not None else ""
         notes.append(f"{label}, {int(size)} B rows, p2p_shared ({mode}) with ids in {order} order "
                      f"(each owner's rows read in sequence, owners interleaved): {value:.3g} GB/s{share}{random}")
     return notes
@@ -96,9 +103,8 @@ def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> 
         return notes
     default = launch_name(DEFAULT_LAUNCH)
     for (size, mode), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant"]):
-        base = table_rows[(table_rows["impl"] == "p2p_shared") & (table_rows["p_row_bytes"] == size)
-                          & (table_rows["variant"] == mode) & (table_rows["metric"] == "algbw")]["value"]
-        cells = [f"{default} (default) {float(base.iloc[0]):.3g}"] if not base.empty else []
+        base = algbw_of(table_rows, "p2p_shared", size, mode)
+        cells = [f"{default} (default) {base:.3g}"] if base is not None else []
         for _, r in grp.sort_values("value", ascending=False).iterrows():
             share = f" = {100 * r['value'] / ceiling:.1f}% of the ceiling" if ceiling else ""
             cells.append(f"{r['p_launch']} {r['value']:.3g}{share}")
@@ -195,10 +201,7 @@ class GatherTable(Experiment):
             for impl, mode in VARIANTS:
                 rec = {"Machine": label, "Implementation": variant_label(impl, mode)}
                 for size in sizes:
-                    sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
-                    if mode:
-                        sel = sel[sel["variant"] == mode]
-                    value = float(sel["value"].iloc[0]) if not sel.empty else None
+                    value = algbw_of(mine, impl, size, mode)
                     rec[f"{size} B GB/s"] = value
                     if ceiling and value and impl not in HOST_IMPLS:
                         rec[f"{size} B % ceiling"] = 100 * value / ceiling
@@ -207,10 +210,7 @@ class GatherTable(Experiment):
                 records.append(rec)
             for size in sizes:
                 def bw(impl, mode):
-                    sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
-                    if mode:
-                        sel = sel[sel["variant"] == mode]
-                    return float(sel["value"].iloc[0]) if not sel.empty else None
+                    return algbw_of(mine, impl, size, mode)
                 shared, nccl = bw("p2p_shared", "chunked"), bw("nccl_alltoallv", None)
                 wg_cont, wg_dist = bw("wholegraph_lib", "continuous"), bw("wholegraph_lib", "distributed")
                 parts = []

@@ -42,6 +42,7 @@ def by_point(records: list[dict], labels: dict) -> dict:
 PAPER_SETTING_KEYS = {"backend", "batch_size", "dataset", "epochs", "fanouts", "heads", "hidden", "layers",
                       "model", "scale"}
 HOST_PIPELINES = ("pyg_host", "dgl_host")
+LATEST = " latest"          # machine-label suffix of the rows that merge each cell's newest runs
 
 
 def paper_setting(rec: dict) -> bool:
@@ -86,13 +87,13 @@ class Table5(TrainingExperiment):
         records = collect(rows, prefer=self.id)
         latest = latest_cells(records, labels)
         order = {name: i for i, name in enumerate([*TABLE5, *MODEL_NAMES])}
-        grouped = {(f"{m} latest", w, d, mo): latest[(m, w, d, mo)] for m, w, d, mo in
-                   sorted(latest, key=lambda k: (-k[1], k[0], order.get(k[2], 99), order.get(k[3], 99)))}
-        grouped.update(by_point(records, labels))
+        entries = [(m + LATEST, w, d, mo, latest[(m, w, d, mo)], True) for m, w, d, mo in
+                   sorted(latest, key=lambda k: (-k[1], k[0], order.get(k[2], 99), order.get(k[3], 99)))]
+        entries += [(*key, impls, False) for key, impls in by_point(records, labels).items()]
         table_rows, notes, speed_pyg, speed_dgl = [], [], [], []
-        for (machine, world, ds, model), impls in grouped.items():
-            judged = machine.endswith(" latest") or not latest
-            if machine.endswith(" latest"):
+        for machine, world, ds, model, impls, is_latest in entries:
+            judged = is_latest or not latest
+            if is_latest:
                 mixed = len({r["key"]["run_id"] for r in impls.values()}) > 1
                 notes.append(f"{machine} {world} GPUs {SHORT.get(ds, ds)} {MODEL_NAMES[model]}: "
                              + ", ".join(f"{impl} {run_number(r)}" for impl, r in sorted(impls.items()))
@@ -100,11 +101,11 @@ class Table5(TrainingExperiment):
             first = next(iter(impls.values()))
             ranks = "GPUs" if first.get("device") == "cuda" else "CPU ranks"
             rec = {"Machine": machine, ranks: world, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model],
-                   "Scale": next(iter(impls.values()))["params"]["scale"]}
+                   "Scale": first["params"]["scale"]}
             for impl, col in COLUMNS:
                 r = impls.get(impl)
                 rec[col] = r["metrics"].get("epoch_time") if r else None
-                if r and not machine.endswith(" latest") and r["extra"].get("epoch_time", {}).get("extrapolated"):
+                if r and not is_latest and r["extra"].get("epoch_time", {}).get("extrapolated"):
                     e = r["extra"]["epoch_time"]
                     notes.append(f"{machine} {SHORT.get(ds, ds)} {MODEL_NAMES[model]} {impl}: epoch time "
                                  f"extrapolated from {e['batches_run']} of {e['batches_full']} mini-batches per GPU")
@@ -141,10 +142,10 @@ class Table5(TrainingExperiment):
         cols = [c for _, c in COLUMNS if c in table.columns]
         if cols and "Dataset" in table:
             shown = table
-            if "Machine" in table and table["Machine"].str.endswith(" latest").any():
-                shown = table[table["Machine"].str.endswith(" latest")]
+            if latest:                           # the latest rows, one per cell, when there are any
+                shown = table[[e[5] for e in entries]]
                 if shown["Machine"].nunique() > 1:            # e.g. 4 GPUs and 2 of them
-                    shown = shown.assign(Dataset=shown["Machine"].str.removesuffix(" latest") + " "
+                    shown = shown.assign(Dataset=shown["Machine"].str.removesuffix(LATEST) + " "
                                          + shown["Dataset"])
             plot = shown.set_index(["Dataset", "Model"])[cols]
             plot.plot.bar(ax=ax, logy=True)
