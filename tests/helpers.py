@@ -42,7 +42,7 @@ def stats_for(median: float, spread: float = 0.0, repeats: int = 5) -> dict:
 def row(impl: str, value: float | None, *, experiment: str = "wholegraph.table1",
         params: dict | None = None, metric: str = "latency", unit: str = "us", better: str = "lower",
         spread: float = 0.0, status: str = "ok", reason: str | None = None, world_size: int = 1,
-        device: str = "cpu", stats: dict | None = None) -> dict:
+        device: str = "cpu", stats: dict | None = None, extra: dict | None = None) -> dict:
     r = {
         "experiment": experiment, "impl": impl, "params": dict(params or {}), "metric": metric,
         "unit": unit, "better": better, "value": value,
@@ -52,6 +52,8 @@ def row(impl: str, value: float | None, *, experiment: str = "wholegraph.table1"
     }
     if reason is not None:
         r["reason"] = reason
+    if extra is not None:
+        r["extra"] = extra
     return r
 
 

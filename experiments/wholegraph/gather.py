@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from harness.experiment import Experiment, Param, Point, int_list, positive_float, positive_int
+from harness.experiment import Experiment, Param, Point, choice, int_list, positive_float, positive_int
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
@@ -112,6 +112,36 @@ def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> 
     return notes
 
 
+def link_notes(label: str, frame) -> list[str]:
+    """NVML NVLink counters recorded with ``link_counters=on``: GPU 0's link bytes, payload vs raw."""
+    notes = []
+    for _, r in frame.iterrows():
+        traffic = r["extra"].get("nvlink") if isinstance(r.get("extra"), dict) else None
+        if not traffic:
+            continue
+        if "reason" in traffic:
+            notes.append(f"{label}: NVLink counters not read: {traffic['reason']}")
+            break
+        what = ("one-way peer copy GPU 0 -> GPU 1" if r["impl"] == "ceiling_peer_copy" else
+                f"{variant_label(r['impl'], r.get('variant'))}, {int(r['p_row_bytes'])} B rows"
+                + (f", ids {r['p_ids']}" if isinstance(r.get("p_ids"), str) else ""))
+        cells = []
+        for side in ("tx", "rx"):
+            data, raw = traffic.get(f"data_{side}_GBps"), traffic.get(f"raw_{side}_GBps")
+            if data is not None and raw is not None:
+                share = f" (payload {100 * data / raw:.0f}% of raw)" if raw else ""
+                cells.append(f"{side.upper()} payload {data:.0f} / raw {raw:.0f} GB/s{share}")
+        for peer_side in ("gpu1_data_rx_GBps",):
+            if peer_side in traffic:
+                cells.append(f"GPU 1 RX payload {traffic[peer_side]:.0f} / raw {traffic.get('gpu1_raw_rx_GBps', 0):.0f} GB/s")
+        per = traffic.get("data_rx_per_payload" if r["impl"] != "ceiling_peer_copy" else "data_tx_per_payload")
+        if per is not None:
+            cells.append(f"link payload per user byte {per:.2f}")
+        notes.append(f"{label}, NVML NVLink counters of GPU 0 ({traffic.get('links')} links, "
+                     f"{traffic.get('calls')} calls in {traffic.get('seconds')} s), {what}: " + "; ".join(cells))
+    return notes
+
+
 def variant_label(impl: str, mode: str | None) -> str:
     return f"{impl} ({mode})" if mode else impl
 
@@ -140,6 +170,9 @@ class GatherTable(Experiment):
         "id_orders": Param((), id_order_list, "extra id orders for p2p_shared besides uniformly random ids: "
                                               "owner_streams (every owner's rows in sequence, owners "
                                               "interleaved: the kernel's streaming read ceiling); listed apart"),
+        "link_counters": Param("off", choice("off", "on"),
+                               "on: after timing, repeat each GPU point for half a second with NVML's NVLink "
+                               "payload and raw (payload + protocol) byte counters read around it"),
     }
 
     def points(self, cfg):
@@ -169,7 +202,8 @@ class GatherTable(Experiment):
         host = point.impl in HOST_IMPLS
         repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
         return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),
-                              repeats=cfg.repeats if cfg.repeats else repeats)
+                              repeats=cfg.repeats if cfg.repeats else repeats,
+                              link_counters=self.param(cfg, "link_counters") == "on" and not host)
 
     def report(self, rows, runs) -> ReportArtifact:
         import matplotlib.pyplot as plt
@@ -181,6 +215,7 @@ class GatherTable(Experiment):
         swept = rows["p_launch"].notna() if "p_launch" in rows else pd.Series(False, index=rows.index)
         ordered = rows["p_ids"].notna() if "p_ids" in rows else pd.Series(False, index=rows.index)
         sweep, orders = rows[swept & (rows["status"] == "ok")], rows[ordered & (rows["status"] == "ok")]
+        everything = rows
         rows = rows[~swept & ~ordered]
         ok = rows[rows["status"] == "ok"]
         records = []
@@ -227,6 +262,9 @@ class GatherTable(Experiment):
                     notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
             notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
             notes += id_order_notes(label, orders[orders["run_id"] == run_id], mine, ceiling)
+            counted = everything[(everything["run_id"] == run_id) & (everything["status"] == "ok")
+                                 & everything["metric"].isin(["time", "peer_copy_bw"])]
+            notes += link_notes(label, counted)
         table = pd.DataFrame.from_records(records)
         table = table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
         ids = sorted(set(ok["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in ok else []

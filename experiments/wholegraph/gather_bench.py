@@ -32,7 +32,10 @@ def _all_ok(flag: bool, device) -> bool:
     return int(t.item()) == 0
 
 
-def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurement]:
+def measure_gather(point, cfg, rank, warmup: int, repeats: int,
+                   link_counters: bool = False) -> list[Measurement]:
+    """``link_counters``: on GPUs, also run the point back to back for half a second with NVML's
+    NVLink counters read around it (payload vs protocol bytes on the links; extra["nvlink"])."""
     p = point.params
     world = rank.world_size
     device = rank.torch_device()
@@ -41,9 +44,13 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
         from impls.gather.ceiling import peer_copy_seconds
 
         stats = peer_copy_seconds(rank, p["copy_bytes"], warmup, repeats)
+        traffic = peer_copy_traffic(rank, p["copy_bytes"], stats) if link_counters and device.type == "cuda" \
+            else None
         if stats is None:
             return []
-        return [Measurement("peer_copy_bw", "GB/s", stats.rate(p["copy_bytes"] / GB), better="higher")]
+        extra = {"nvlink": traffic} if traffic else {}
+        return [Measurement("peer_copy_bw", "GB/s", stats.rate(p["copy_bytes"] / GB), better="higher",
+                            extra=extra)]
     if point.impl == "ceiling_alltoall":
         from impls.gather.ceiling import alltoall_seconds
 
@@ -73,6 +80,9 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
             gatherer.profile = True
             gatherer.gather(ids, check=False)
             steps = {k: round(v, 4) for k, v in gatherer.step_ms.items()}
+        traffic = None
+        if link_counters and device.type == "cuda":
+            traffic = gather_traffic(gatherer, ids, spec, rank, stats.median)
     finally:
         gatherer.close()
     nbytes = p["ids_per_rank"] * spec.row_bytes
@@ -80,11 +90,45 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int) -> list[Measurem
     extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
     if steps:
         extra["steps_ms"] = steps
+    if traffic:
+        extra["nvlink"] = traffic
     out = [Measurement("time", "ms", stats.scaled(1e3), better="lower", extra=extra),
            Measurement("algbw", "GB/s", algbw, better="higher")]
     if world > 1:
         out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
     return out
+
+
+def gather_traffic(gatherer, ids, spec, rank, seconds_per_call: float) -> dict:
+    """NVLink counters of this rank's device while every rank gathers back to back; payload is
+    the rows this rank reads from other ranks (owners by the even row split)."""
+    from impls.gather.link_counters import link_traffic
+    from impls.storage.layout import RowPartition
+
+    remote = int((RowPartition(spec.num_rows, rank.world_size).owner(ids) != rank.rank).sum())
+    dist.barrier()
+    traffic = link_traffic(lambda: gatherer.gather(ids, check=False), rank.torch_device(),
+                           payload_bytes=remote * spec.row_bytes, per_call_s=seconds_per_call)
+    dist.barrier()
+    return traffic
+
+
+def peer_copy_traffic(rank, nbytes: int, stats) -> dict | None:
+    """NVLink counters of GPU 0 and GPU 1 while rank 0 repeats the one-way peer copy."""
+    from impls.gather.ceiling import peer_copy_buffers
+    from impls.gather.link_counters import link_traffic
+
+    traffic = None
+    dist.barrier()
+    if rank.rank == 0:
+        src, dst = peer_copy_buffers(rank, nbytes)
+        traffic = link_traffic(lambda: dst.copy_(src, non_blocking=True), rank.torch_device(),
+                               payload_bytes=nbytes, per_call_s=stats.median,
+                               peers=(dst.device,))
+        del src, dst
+        torch.cuda.empty_cache()
+    dist.barrier()
+    return traffic
 
 
 def gather_ids(order: str, num_rows: int, count: int, world: int, rank: int, seed: int) -> torch.Tensor:

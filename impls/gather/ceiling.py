@@ -14,14 +14,19 @@ from harness.registry import register_impl
 from harness.timing import TorchCudaTimer, measure, measure_collective
 
 
+def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source on rank 0's GPU (random bytes) and destination on GPU 1."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=rank.torch_device()).random_(0, 255)
+    return src, torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", 1))
+
+
 def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
     """Rank 0 copies ``nbytes`` from its GPU to GPU 1 (cudaMemcpyPeerAsync through torch);
     the other ranks wait. Returns Stats (seconds) on rank 0, None elsewhere."""
     stats = None
     dist.barrier()
     if rank.rank == 0:
-        src = torch.empty(nbytes, dtype=torch.uint8, device=rank.torch_device()).random_(0, 255)
-        dst = torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", 1))
+        src, dst = peer_copy_buffers(rank, nbytes)
         stats = measure(lambda: dst.copy_(src, non_blocking=True), timer=TorchCudaTimer(),
                         warmup=warmup, repeats=repeats)
         if not torch.equal(dst[:4096].cpu(), src[:4096].cpu()):
