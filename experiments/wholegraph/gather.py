@@ -123,7 +123,8 @@ def link_notes(label: str, frame) -> list[str]:
             notes.append(f"{label}: NVLink counters not read: {traffic['reason']}")
             break
         what = ("one-way peer copy GPU 0 -> GPU 1" if r["impl"] == "ceiling_peer_copy" else
-                f"{variant_label(r['impl'], r.get('variant'))}, {int(r['p_row_bytes'])} B rows"
+                f"{variant_label(r['impl'], r['variant'] if isinstance(r.get('variant'), str) else None)}, "
+                f"{int(r['p_row_bytes'])} B rows"
                 + (f", ids {r['p_ids']}" if isinstance(r.get("p_ids"), str) else ""))
         cells = []
         for side in ("tx", "rx"):
@@ -139,7 +140,41 @@ def link_notes(label: str, frame) -> list[str]:
             cells.append(f"link payload per user byte {per:.2f}")
         notes.append(f"{label}, NVML NVLink counters of GPU 0 ({traffic.get('links')} links, "
                      f"{traffic.get('calls')} calls in {traffic.get('seconds')} s), {what}: " + "; ".join(cells))
+        if r["impl"] != "ceiling_peer_copy":
+            limit = read_limit_note(label, what, r, traffic, copy_traffic(frame))
+            if limit:
+                notes.append(limit)
     return notes
+
+
+def copy_traffic(frame) -> dict | None:
+    for _, r in frame[frame["impl"] == "ceiling_peer_copy"].iterrows():
+        traffic = r["extra"].get("nvlink") if isinstance(r.get("extra"), dict) else None
+        if traffic and "raw_tx_per_payload" in traffic:
+            return traffic
+    return None
+
+
+def read_limit_note(label: str, what: str, r, traffic: dict, copy: dict | None) -> str | None:
+    """What the link counters imply for a gather: the links run at the raw byte rate the copy
+    engine reaches, so the payload it can deliver is the copy engine's scaled by the ratio of
+    protocol overheads (copy-engine writes vs this pattern's reads)."""
+    need = ("raw_rx_per_payload", "raw_rx_GBps", "calls", "seconds")
+    if copy is None or any(k not in traffic for k in need) or not traffic["seconds"]:
+        return None
+    world = int(r["world_size"])
+    nbytes = float(r["p_ids_per_rank"]) * float(r["p_row_bytes"])
+    back_to_back = nbytes * traffic["calls"] / traffic["seconds"] / 1e9           # AlgoBW, no barriers
+    copy_payload, copy_raw = copy["data_tx_GBps"], copy["raw_tx_GBps"]
+    ceiling = copy_payload * world / (world - 1)                                # same back-to-back method
+    limit = copy["raw_tx_per_payload"] / traffic["raw_rx_per_payload"]
+    return (f"{label}, {what}: links at {100 * traffic['raw_rx_GBps'] / copy_raw:.0f}% of the raw byte rate the "
+            f"peer copy reaches ({traffic['raw_rx_GBps']:.0f} of {copy_raw:.0f} GB/s); each payload byte costs "
+            f"{traffic['raw_rx_per_payload']:.3f} raw bytes here against {copy['raw_tx_per_payload']:.3f} for the "
+            f"copy engine's writes, so at equal link rate this pattern delivers at most {100 * limit:.0f}% of the "
+            f"ceiling; back to back (no per-call barrier) it reaches {back_to_back:.0f} GB/s = "
+            f"{100 * back_to_back / ceiling:.0f}% of the ceiling measured the same way "
+            f"(n/(n-1) x {copy_payload:.0f} GB/s)")
 
 
 def variant_label(impl: str, mode: str | None) -> str:
