@@ -43,7 +43,7 @@ from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
 from .layout import RowPartition, check_ids
 from .reorder import Reordering
 from .shards import SHM_DIR
-from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
+from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout, kernels_run_on, launch_grid
 
 MAXP = 16                       # parts of a sampling descriptor / gather pointer table
 _HOST_REGISTER_PORTABLE = 1
@@ -196,6 +196,27 @@ class TierCounters:
         else:
             self.bytes[k] += counts * int(nbytes)
 
+    def add_rows(self, kind: str, layout, index: torch.Tensor, worker: int, const_bytes: int,
+                 offsets: torch.Tensor | None = None, per_item_bytes: int = 0) -> None:
+        """Counts reads of the physical rows ``index`` of ``layout`` by ``worker``: ``const_bytes``
+        each, plus ``per_item_bytes`` per item of a neighbor list when ``offsets`` (its CSR offsets
+        over ``index``) is given. One kernel (tiers.cu tier_count) where the kernels run."""
+        if not self.enabled or index.numel() == 0:
+            return
+        if kernels_run_on(index.device):
+            from impls.sampling import gpu
+
+            k = self.KINDS.index(kind)
+            index = index.contiguous()
+            gpu.launch(index.device, "tiers.cu", "tier_count", launch_grid(index.device, index.numel()), 256,
+                       (gpu.ptr(index), np.int64(index.numel()),
+                        gpu.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
+                        np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),
+                        np.int64(worker), gpu.ptr(self.accesses[k]), gpu.ptr(self.bytes[k])))
+            return
+        nbytes = const_bytes if offsets is None else const_bytes + (offsets[1:] - offsets[:-1]) * per_item_bytes
+        self.add(kind, layout.tier_of_physical(index, worker), nbytes)
+
     def reset(self) -> None:
         self.accesses.zero_()
         self.bytes.zero_()
@@ -337,7 +358,7 @@ class TieredFeatures:
             check_ids(ids, self.layout.num_rows)
         index = self.physical(ids)
         if self.counters is not None:
-            self.counters.add("features", self.layout.tier_of_physical(index, self.worker), self.row_bytes)
+            self.counters.add_rows("features", self.layout, index, self.worker, self.row_bytes)
         if self.whole is not None:
             return torch.index_select(self.rows, 0, index)
         from impls.gather.kernel import gather_into
@@ -630,9 +651,7 @@ class TieredSampler:
         index = self.layout.physical(seeds, self.worker)
         offsets, neighbors = self.inner.sample(index, fanout, seed=seed, generator=generator, check=False)
         if self.counters is not None:
-            taken = offsets[1:] - offsets[:-1]
-            self.counters.add("topology", self.layout.tier_of_physical(index, self.worker),
-                              16 + taken * self.csr.id_bytes)
+            self.counters.add_rows("topology", self.layout, index, self.worker, 16, offsets, self.csr.id_bytes)
         return offsets, neighbors
 
     def describe(self) -> str:
@@ -688,7 +707,7 @@ class TieredStore:
         ids = ids.to(self.device, torch.int64)
         check_ids(ids, self.num_nodes)
         index = self.graph_layout.physical(ids, self.worker)
-        self.counters.add("topology", self.graph_layout.tier_of_physical(index, self.worker), 16)
+        self.counters.add_rows("topology", self.graph_layout, index, self.worker, 16)
         return self.graph.rows(index)[1]
 
     def neighbors(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -697,8 +716,7 @@ class TieredStore:
         check_ids(ids, self.num_nodes)
         index = self.graph_layout.physical(ids, self.worker)
         offsets, out = self.graph.neighbors(index)
-        self.counters.add("topology", self.graph_layout.tier_of_physical(index, self.worker),
-                          16 + (offsets[1:] - offsets[:-1]) * self.graph.id_bytes)
+        self.counters.add_rows("topology", self.graph_layout, index, self.worker, 16, offsets, self.graph.id_bytes)
         return offsets, out
 
     def features(self, ids: torch.Tensor, check: bool = True) -> torch.Tensor:
