@@ -78,6 +78,7 @@ class Table5(XGNNTraining):
             groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"]),
                               {})[p["system"]] = rec
         out, notes, e2e_ratio, mem_ratio, s_ratio = [], [], [], [], []
+        latest: dict[tuple, tuple] = {}          # (GPUs, model, dataset) -> (run id, machine, E2E, memory, T)
         for (machine, world, model, ds), systems in groups.items():
             paper = TABLE5.get((model, ds), {})
             for system in SYSTEMS5:
@@ -101,6 +102,11 @@ class Table5(XGNNTraining):
                 e = ratio(cell(wg, "epoch_time"), cell(xg, "epoch_time"))
                 m = ratio(cell(xg, "memory_total_gpus"), cell(wg, "memory_total_gpus"))
                 s = ratio(cell(wg, "sample_time"), cell(xg, "sample_time"))
+                run_id = max(r["run_id"] for r in (wg, xg))
+                key = (world, model, ds)
+                if e is not None and (key not in latest or run_id > latest[key][0]):
+                    t = ratio(cell(wg, "train_time"), cell(xg, "train_time"))
+                    latest[key] = (run_id, machine, e, m, t)
                 if e is not None:
                     e2e_ratio.append(e)
                     pe = paper["wholegraph"][3] / paper["xgnn"][3] if paper else None
@@ -121,12 +127,23 @@ class Table5(XGNNTraining):
         else:
             table = drop_single(table, ("Machine", "GPUs"))
             table = table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]]
-        if e2e_ratio:
-            headline = f"WholeGraph / XGNN E2E {min(e2e_ratio):.2f}-{max(e2e_ratio):.2f}x (paper 1.9-3.5x)"
-            if mem_ratio:
-                headline += f", XGNN / WholeGraph memory {min(mem_ratio):.2f}-{max(mem_ratio):.2f} (paper 0.74-0.84)"
-            ok_time = all(x >= 1 for x in e2e_ratio)
-            ok_mem = all(x <= 1.05 for x in mem_ratio) if mem_ratio else False
+        if latest:
+            # judged on each model+dataset's latest run; earlier runs stay listed with their notes
+            e_new = [v[2] for v in latest.values()]
+            m_new = [v[3] for v in latest.values() if v[3] is not None]
+            t_new = [v[4] for v in latest.values() if v[4] is not None]
+            newest = ", ".join(sorted({v[1] for v in latest.values()}))
+            headline = f"latest ({newest}): WholeGraph / XGNN E2E {min(e_new):.2f}-{max(e_new):.2f}x (paper 1.9-3.5x)"
+            if m_new:
+                headline += f", XGNN / WholeGraph memory {min(m_new):.2f}-{max(m_new):.2f} (paper 0.74-0.84)"
+            headline += f"; all runs E2E {min(e2e_ratio):.2f}-{max(e2e_ratio):.2f}x"
+            if t_new:
+                notes.append(f"Latest runs ({newest}): the training stage T is the same work in both systems (the same "
+                             f"model on the same number of seeds per batch), yet WholeGraph / XGNN T is {min(t_new):.2f}-"
+                             f"{max(t_new):.2f}x: differences of that size in E2E are within the launch-to-launch "
+                             f"spread (xgnn.fig10 shows identical configurations differing by up to 1.35x in T)")
+            ok_time = all(x >= 1 for x in e_new)
+            ok_mem = all(x <= 1.05 for x in m_new) if m_new else False
             status = "reproduced" if ok_time and ok_mem else "partly" if ok_time or ok_mem else "not reproduced"
         notes.append("Paper (section 6.10): the two systems perform similarly because XGNN stores almost the same "
                      "topology and features as WholeGraph on a symmetric topology; XGNN's sampling stage is faster "
