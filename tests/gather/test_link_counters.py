@@ -58,12 +58,14 @@ def test_gather_report_lists_link_counters(tmp_path):
     from harness.report import report_runs
     from tests.helpers import H200_MANIFEST, row, write_run
 
-    common = {"row_bytes": 512, "row_elems": 128, "dtype": "float32", "num_rows": 10, "ids_per_rank": 5,
-              "mode": "chunked"}
+    common = {"row_bytes": 512, "row_elems": 128, "dtype": "float32", "num_rows": 10,
+              "ids_per_rank": 2_000_000, "mode": "chunked"}
     traffic = {"calls": 300, "seconds": 0.5, "links": 18, "data_tx_GBps": 330.0, "raw_tx_GBps": 420.0,
-               "data_rx_GBps": 330.0, "raw_rx_GBps": 440.0, "data_rx_per_payload": 1.01}
+               "data_rx_GBps": 330.0, "raw_rx_GBps": 440.0, "data_rx_per_payload": 1.01,
+               "raw_rx_per_payload": 1.33}
     copy = {"calls": 100, "seconds": 0.5, "links": 18, "data_tx_GBps": 370.0, "raw_tx_GBps": 400.0,
-            "gpu1_data_rx_GBps": 370.0, "gpu1_raw_rx_GBps": 400.0, "data_tx_per_payload": 1.0}
+            "gpu1_data_rx_GBps": 370.0, "gpu1_raw_rx_GBps": 400.0, "data_tx_per_payload": 1.0,
+            "raw_tx_per_payload": 1.08}
     rows = [row("ceiling_peer_copy", 400.0, experiment="wholegraph.gather", metric="peer_copy_bw", unit="GB/s",
                 world_size=2, device="cuda", params={"copy_bytes": 1 << 30}, extra={"nvlink": copy}),
             row("p2p_shared", 1.6, experiment="wholegraph.gather", metric="time", unit="ms", world_size=2,
@@ -78,3 +80,8 @@ def test_gather_report_lists_link_counters(tmp_path):
     assert "link payload per user byte 1.01" in gather and "p2p_shared (chunked)" in gather
     peer = next(ln for ln in md.splitlines() if "NVLink counters" in ln and "peer copy" in ln)
     assert "TX payload 370 / raw 400 GB/s (payload 92% of raw)" in peer and "GPU 1 RX payload 370" in peer
+    limit = next(ln for ln in md.splitlines() if "raw byte rate the peer copy reaches" in ln)
+    # 1.08 / 1.33 raw bytes per payload byte: reads deliver at most 81% of the ceiling; back to back
+    # 300 calls x 2M ids x 512 B in 0.5 s = 614 GB/s against n/(n-1) x 370 = 740 GB/s
+    assert "links at 110% of the raw byte rate" in limit and "at most 81% of the ceiling" in limit
+    assert "reaches 614 GB/s = 83% of the ceiling measured the same way (n/(n-1) x 370 GB/s)" in limit
