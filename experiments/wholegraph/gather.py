@@ -132,9 +132,9 @@ def link_notes(label: str, frame) -> list[str]:
             if data is not None and raw is not None:
                 share = f" (payload {100 * data / raw:.0f}% of raw)" if raw else ""
                 cells.append(f"{side.upper()} payload {data:.0f} / raw {raw:.0f} GB/s{share}")
-        for peer_side in ("gpu1_data_rx_GBps",):
-            if peer_side in traffic:
-                cells.append(f"GPU 1 RX payload {traffic[peer_side]:.0f} / raw {traffic.get('gpu1_raw_rx_GBps', 0):.0f} GB/s")
+        if "gpu1_data_rx_GBps" in traffic:
+            cells.append(f"GPU 1 RX payload {traffic['gpu1_data_rx_GBps']:.0f} / raw "
+                         f"{traffic.get('gpu1_raw_rx_GBps', 0):.0f} GB/s")
         per = traffic.get("data_rx_per_payload" if r["impl"] != "ceiling_peer_copy" else "data_tx_per_payload")
         if per is not None:
             cells.append(f"link payload per user byte {per:.2f}")

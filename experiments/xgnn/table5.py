@@ -77,7 +77,7 @@ class Table5(XGNNTraining):
             p = rec["params"]
             groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"]),
                               {})[p["system"]] = rec
-        out, notes, e2e_ratio, mem_ratio, s_ratio = [], [], [], [], []
+        out, notes, e2e_ratio = [], [], []
         latest: dict[tuple, tuple] = {}          # (GPUs, model, dataset) -> (run id, machine, E2E, memory, T)
         for (machine, world, model, ds), systems in groups.items():
             paper = TABLE5.get((model, ds), {})
@@ -116,10 +116,6 @@ class Table5(XGNNTraining):
                                  + (f", XGNN / WholeGraph memory {m:.2f}" if m is not None else "")
                                  + (f" (paper {pm:.2f})" if pm else "")
                                  + (f", sampling {s:.2f}x" if s is not None else ""))
-                if m is not None:
-                    mem_ratio.append(m)
-                if s is not None:
-                    s_ratio.append(s)
         table = pd.DataFrame.from_records(out)
         headline, status = "", "measured"
         if table.empty:

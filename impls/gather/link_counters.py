@@ -15,7 +15,6 @@ import torch
 KIB = 1024
 # NVML field ids (nvml.h): cumulative KiB per link
 FIELDS = {"data_tx": 138, "data_rx": 139, "raw_tx": 140, "raw_rx": 141}
-LINK_COUNT_FIELD = 91
 MAX_LINKS = 18          # NVLink 4 (Hopper) has 18 links per GPU
 
 
@@ -41,8 +40,7 @@ class NvlinkCounters:
         if not self.links:
             self.reason = "NVML reports no active NVLink on this device"
             return
-        first = self._read()
-        if not first:
+        if not self._read():
             self.reason = "NVML does not support the NVLink throughput fields on this driver"
 
     def _read(self) -> dict[str, int]:

@@ -82,6 +82,12 @@ def sm_count(device: torch.device) -> int:
     return _sm_count[index]
 
 
+def grid_for(device: torch.device, n: int, block: int = 256, waves: int = 8) -> int:
+    """Blocks for a grid-stride loop over ``n`` items: enough to cover them, at most ``waves``
+    per SM."""
+    return min(-(-max(n, 1) // block), sm_count(device) * waves)
+
+
 def launch(device: torch.device, source: str, name: str, grid: int, block: int, args: tuple,
            shared_mem: int = 0) -> None:
     grid = max(1, int(grid))

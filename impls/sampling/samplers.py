@@ -134,8 +134,7 @@ class _Sampler:
         n = seeds.numel()
         counts = torch.empty(n + 1, dtype=torch.int64, device=self.device)
         desc = self.csr.desc(self.count_remote)
-        gpu.launch(self.device, "sampling.cu", "row_counts", min(-(-max(n, 1) // 256), gpu.sm_count(self.device) * 8),
-                   256, (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), gpu.ptr(counts)))
+        gpu.launch(self.device, "sampling.cu", "row_counts", gpu.grid_for(self.device, n), 256, (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), gpu.ptr(counts)))
         offsets = torch.cumsum(counts, 0)
         total = int(offsets[-1])
         out = torch.empty(total, dtype=torch.int64, device=self.device)
@@ -195,7 +194,7 @@ class ReservoirSampler(_Sampler):
 
     def _kernel(self, seeds, n, fanout, key, offsets, out, desc):
         block = 128
-        grid = min(-(-n // block), gpu.sm_count(self.device) * 8)
+        grid = gpu.grid_for(self.device, n, block)
         gpu.launch(self.device, "sampling.cu", f"reservoir_{self._suffix()}", grid, block,
                    (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), key,
                     gpu.ptr(offsets), gpu.ptr(out)))

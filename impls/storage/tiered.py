@@ -43,7 +43,9 @@ from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
 from .layout import RowPartition, check_ids
 from .reorder import Reordering
 from .shards import SHM_DIR
-from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout, kernels_run_on, launch_grid
+from impls.sampling import gpu
+
+from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
 
 MAXP = 16                       # parts of a sampling descriptor / gather pointer table
 _HOST_REGISTER_PORTABLE = 1
@@ -203,12 +205,10 @@ class TierCounters:
         over ``index``) is given. One kernel (tiers.cu tier_count) where the kernels run."""
         if not self.enabled or index.numel() == 0:
             return
-        if kernels_run_on(index.device):
-            from impls.sampling import gpu
-
+        if gpu.kernel_device_ok(index.device):
             k = self.KINDS.index(kind)
             index = index.contiguous()
-            gpu.launch(index.device, "tiers.cu", "tier_count", launch_grid(index.device, index.numel()), 256,
+            gpu.launch(index.device, "tiers.cu", "tier_count", gpu.grid_for(index.device, index.numel()), 256,
                        (gpu.ptr(index), np.int64(index.numel()),
                         gpu.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
                         np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),

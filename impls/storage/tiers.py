@@ -31,23 +31,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from impls.sampling import gpu
+
 LOCAL_GPU, REMOTE_GPU, HOST = 0, 1, 2
 TIERS = ("local_gpu", "remote_gpu", "host")
 KINDS = ("ggms", "replicated", "clique", "host")
-
-
-def kernels_run_on(device: torch.device) -> bool:
-    """Whether the fused tier kernels (impls/sampling/kernels/tiers.cu) serve ``device``: CUDA
-    devices, or any device under the tests' kernel emulator."""
-    from impls.sampling import gpu
-
-    return gpu.kernel_device_ok(device)
-
-
-def launch_grid(device: torch.device, n: int, block: int = 256) -> int:
-    from impls.sampling import gpu
-
-    return min(-(-max(n, 1) // block), gpu.sm_count(device) * 8)
 
 
 def rows_for_ratio(ratio: float, num_rows: int) -> int:
@@ -181,21 +169,16 @@ class TierLayout:
     def physical(self, ids: torch.Tensor, worker: int) -> torch.Tensor:
         """Physical row index of every id as ``worker`` reads it (one modulo and one division; one
         kernel launch where the sampling kernels run, five torch operations elsewhere)."""
-        ids = ids.to(torch.int64)
-        if self.gpu_rows == 0:
-            return ids
+        if self.gpu_rows == 0 or not gpu.kernel_device_ok(ids.device):
+            return self.physical_reference(ids, worker)
+        ids = ids.to(torch.int64).contiguous()
         _, _, base = self._table(worker, ids.device)
-        if kernels_run_on(ids.device):
-            from impls.sampling import gpu
-
-            ids = ids.contiguous()
-            out = torch.empty_like(ids)
-            if ids.numel():
-                gpu.launch(ids.device, "tiers.cu", "tier_physical", launch_grid(ids.device, ids.numel()), 256,
-                           (gpu.ptr(ids), np.int64(ids.numel()), gpu.ptr(base), np.int64(self.num_parts),
-                            np.int64(self.gpu_rows), np.int64(self.host_base), gpu.ptr(out)))
-            return out
-        return self.physical_reference(ids, worker)
+        out = torch.empty_like(ids)
+        if ids.numel():
+            gpu.launch(ids.device, "tiers.cu", "tier_physical", gpu.grid_for(ids.device, ids.numel()), 256,
+                       (gpu.ptr(ids), np.int64(ids.numel()), gpu.ptr(base), np.int64(self.num_parts),
+                        np.int64(self.gpu_rows), np.int64(self.host_base), gpu.ptr(out)))
+        return out
 
     def physical_reference(self, ids: torch.Tensor, worker: int) -> torch.Tensor:
         """:meth:`physical` as torch operations (CPU ranks; the kernel's reference in tests)."""
