@@ -103,6 +103,10 @@ SYSTEMS: dict[str, System] = {
                      "topology in pinned host memory (UVA sampling), hottest features over each NVLink clique"),
     "dgl_cache": System("dgl_cache", "DGL+C", {},
                         "topology replicated on every GPU, hottest features cached on every GPU, reservoir KHop"),
+    "dgl_cache_uva": System("dgl_cache", "DGL+C (UVA)", {"graph_location": "host"},
+                            "DGL+C with its topology in pinned host memory sampled by UVA (DGL's use_uva mode), "
+                            "hottest features cached on every GPU; not in the paper, which runs DGL+C with the "
+                            "topology on every GPU"),
     "xgnn": System("xgnn", "XGNN", {}, "GGMS (solver placement), batched KHop, pipelined sampler"),
     "dgl_host": System("quiver", "DGL-Host", {"feat_ratio": 0.0},
                        "topology and features in host memory, GPU sampling by UVA (Quiver's pipeline with R = 0)"),

@@ -7,7 +7,9 @@ DDP model as ``xgnn`` (impls/pipelines/tiered.py). Under ``config.memory_budget_
 topology must fit on each GPU (else an "OOM" row, as DGL+C's cells of XGNN Table 4) and an unset
 cache ratio is the largest that fits. The feature cache is reported as ``cache`` in ``memory()``.
 
-Options: ``cache_ratio``, ``hotness``, ``sampler_variant`` (original), ``reserve_bytes``, ``prefetch``.
+Options: ``cache_ratio``, ``graph_location`` (gpu, or host: DGL's UVA mode, the topology in pinned
+host memory sampled by zero copy), ``hotness``, ``sampler_variant`` (original), ``reserve_bytes``,
+``prefetch``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ class DGLCachePipeline(TieredPipeline):
 
         return build_dgl_cache(self.rank, graph, cache_ratio=self.option("cache_ratio"), budget=budget,
                                reserve_bytes=reserve, hotness=self.option("hotness", "degree"),
-                               fanouts=self.config.fanouts, batch_size=self.config.batch_size)
+                               fanouts=self.config.fanouts, batch_size=self.config.batch_size,
+                               graph_location=self.option("graph_location", "gpu"))
 
 
 @register_impl("pipelines", "dgl_cache", needs=NEEDS,

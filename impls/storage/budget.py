@@ -258,9 +258,13 @@ def fit_ggms(sizes: StoreSizes, num_gpus: int, budget=None, *, plan=None, reserv
 
 
 def fit_dgl_cache(sizes: StoreSizes, num_gpus: int, budget=None, *, reserve_bytes: int = 0,
-                  cache_ratio: float | None = None) -> MemoryFit:
-    """DGL+C: the whole topology replicated (must fit), the largest replicated feature cache."""
+                  cache_ratio: float | None = None, graph_on_host: bool = False) -> MemoryFit:
+    """DGL+C: the whole topology replicated (must fit), the largest replicated feature cache.
+    ``graph_on_host``: DGL's UVA mode, the topology in pinned host memory (no GPU bytes)."""
     n = sizes.num_nodes
+    if graph_on_host:
+        return _fit("DGL+C (UVA)", sizes, budget, reserve_bytes, None,
+                    lambda r: replicated_layout(n, r, num_gpus), None, _rows(cache_ratio, n), "feat")
     return _fit("DGL+C", sizes, budget, reserve_bytes, lambda r: replicated_layout(n, r, num_gpus),
                 lambda r: replicated_layout(n, r, num_gpus), n, _rows(cache_ratio, n), "graph")
 

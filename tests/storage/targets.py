@@ -127,6 +127,7 @@ def ranks_check_designs(ctx, kernel: bool) -> dict:
         "ggms_msg_step": ("ggms", dict(graph_ratio=0.6, feat_ratio=0.2, feat_store="replicated",
                                        placement="clique")),
         "dgl_cache": ("dgl_cache", dict(cache_ratio=0.2)),
+        "dgl_cache_uva": ("dgl_cache", dict(cache_ratio=0.2, graph_location="host")),
         "quiver": ("quiver", dict(feat_ratio=0.35)),
     }
     if ctx.world_size == 2:

@@ -147,6 +147,10 @@ def test_fixed_ratios_and_oom():
         B.fit_dgl_cache(sizes, 2, topo_all - 1)
     fit = B.fit_dgl_cache(sizes, 2, topo_all + 24 * 100 + 23)
     assert fit.feat_rows == 100 and fit.graph_rows == n
+    # DGL+C in DGL's UVA mode: the topology stays on the host, the whole budget caches features
+    uva = B.fit_dgl_cache(sizes, 2, topo_all - 1, graph_on_host=True)
+    assert uva.graph_rows == 0 and uva.topology_bytes == 0
+    assert uva.feat_rows == min(n, (topo_all - 1) // 24) and uva.feature_bytes <= topo_all - 1
     # Quiver: no topology on GPUs; a clique of two holds 2x the rows one GPU would
     q = B.fit_quiver(sizes, [[0, 1]], 24 * 100)
     assert q.graph_rows == 0 and q.topology_bytes == 0 and q.feat_rows == 200

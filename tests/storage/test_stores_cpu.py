@@ -30,6 +30,7 @@ def _emulator_ok() -> bool:
     ("ggms", dict()),                                   # no budget: everything on the GPU
     ("ggms", dict(hotness="none", graph_ratio=0.7, feat_ratio=0.1)),
     ("dgl_cache", dict(cache_ratio=0.25)),
+    ("dgl_cache", dict(cache_ratio=0.25, graph_location="host")),
     ("quiver", dict(feat_ratio=0.6)),
 ])
 def test_one_rank_matches_plain_graph(design, options):
@@ -40,6 +41,8 @@ def test_one_rank_matches_plain_graph(design, options):
         ratio = store.feat_layout.ratio
         if ratio in (0.0, 1.0):
             assert counts["feature_tiers"][2 if ratio == 0.0 else 0] == sum(counts["feature_tiers"])
+        if options.get("graph_location") == "host":       # DGL's UVA mode: no topology on the GPU
+            assert store.graph_layout.ratio == 0.0 and store.memory()["per_gpu"][0]["topology_bytes"] == 0
     finally:
         store.close()
 
@@ -84,6 +87,8 @@ def test_two_cpu_ranks_every_design():
     assert "2 copies" in r0["ggms_solver_copies"]["layouts"][1]
     # DGL+C reads only its own cache; Quiver's clique is both GPUs
     assert r0["dgl_cache"]["feature_tiers"][1] == 0 and r0["ggms_msg_step"]["feature_tiers"][1] == 0
+    assert r0["dgl_cache_uva"]["feature_tiers"][1] == 0 and "host" in r0["dgl_cache_uva"]["layouts"][0]
+    assert r0["dgl_cache_uva"]["fit"]["topology_bytes"] == 0 < r0["dgl_cache"]["fit"]["topology_bytes"]
     assert "replicated" in r0["ggms_msg_step"]["layouts"][1] and "modulo 2" in r0["ggms_msg_step"]["layouts"][0]
     assert r0["quiver"]["feature_tiers"][1] > 0
     fit = r0["ggms_budget_feat_first"]["fit"]

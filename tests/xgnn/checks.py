@@ -19,7 +19,13 @@ CASES = [
     ("quiver", {"feat_ratio": 0.4}, {"model": "sage", "num_layers": 2, "fanouts": (10, 25)}),
     ("xgnn", {"reserve_bytes": 0, "priority": "feat"}, {"memory_budget_bytes": 9000}),
     ("dgl_cache", {"reserve_bytes": 0}, {"memory_budget_bytes": 2000}),
+    # the same budget in DGL's UVA mode: the topology stays on the host, so the cache fits
+    ("dgl_cache", {"reserve_bytes": 0, "graph_location": "host"}, {"memory_budget_bytes": 2000}),
 ]
+
+
+def _expects_oom(name, options, overrides):
+    return name == "dgl_cache" and "memory_budget_bytes" in overrides and options.get("graph_location") != "host"
 
 
 def _reference_losses(graph, cfg, per_rank_steps):
@@ -43,7 +49,7 @@ def check_steps(results, rtol: float = 1e-4):
     feats = torch.from_numpy(graph.features)
     labels = torch.from_numpy(graph.labels)
     for key, (name, options, overrides) in enumerate(CASES):
-        if "memory_budget_bytes" in overrides and name == "dgl_cache":
+        if _expects_oom(name, options, overrides):
             continue
         per_rank = []
         for r in results:
@@ -74,8 +80,8 @@ def check_steps(results, rtol: float = 1e-4):
 
 def check_stats_memory_and_oom(results):
     r0, r1 = results
-    for key, (name, _, overrides) in enumerate(CASES):
-        if name == "dgl_cache" and "memory_budget_bytes" in overrides:
+    for key, (name, options, overrides) in enumerate(CASES):
+        if _expects_oom(name, options, overrides):
             assert is_oom_reason(r0[key]["skipped"]) and is_oom_reason(r1[key]["skipped"])
             assert "DGL+C topology" in r0[key]["skipped"]
             continue
@@ -94,3 +100,6 @@ def check_stats_memory_and_oom(results):
     assert r0[3]["stats"]["extra"]["topology_hit_rate"] == 0.0
     fit = r0[4]["stats"]["extra"]["store"]["fit"]
     assert fit["total_bytes"] <= 9000 and fit["feat_rows"] > 0
+    uva = r0[6]                                                                            # DGL+C (UVA)
+    assert uva["per_gpu"][0]["topology_bytes"] == 0 and uva["stats"]["extra"]["topology_hit_rate"] == 0.0
+    assert 0 < uva["stats"]["extra"]["store"]["fit"]["total_bytes"] <= 2000
