@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
 from harness.experiment import dataset_names as name_list
-from harness.experiment import device_setting
+from harness.experiment import choice, device_setting
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -212,6 +212,9 @@ def common_parameters(**defaults) -> dict[str, Param]:
         "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
         "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split"),
         "lr": Param(None, positive_float, "Adam learning rate (CUDA 0.003, CPU 0.01)"),
+        "stage_barrier": Param("off", choice("off", "on"), "synced epochs: a barrier of all ranks before each "
+                                                          "stage, so T does not absorb the peers' S and E "
+                                                          "(pipelines/base.py)"),
     }
     params.update(defaults)
     return params
@@ -345,6 +348,8 @@ class XGNNTraining(Experiment):
         cap = setting(self, cfg, "max_batches")
         if cap is not None:
             params["max_batches"] = cap
+        if self.param(cfg, "stage_barrier") == "on":       # absent = off: rows of earlier runs read the same
+            params["stage_barrier"] = "on"
         params.update(extra)
         return Point(SYSTEMS[system].impl, params, world)
 
@@ -393,7 +398,8 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
                          hidden=p["hidden"], batch_size=p["batch_size"], lr=setting(exp, cfg, "lr"), seed=cfg.seed,
                          epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
                          eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=setting(exp, cfg, "eval_nodes"),
-                         memory_budget_bytes=budget, options=options)
+                         memory_budget_bytes=budget, options=options,
+                         stage_barrier=p.get("stage_barrier") == "on")
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
     pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
     tiered = system.impl in TIERED
@@ -459,6 +465,7 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
         "loss_per_epoch": [s.loss for s in stats], "val_acc_per_epoch": val_curve,
         "budget_bytes": budget, "topology_bytes": int(topo), "graph": graph_info, "components": describe,
         "store": store, "tiers": last.get("tiers"), "world_size": world,
+        "stage_s_slowest_rank": [s.extra.get("stage_s_slowest_rank") for s in synced],
     }
     out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
     for stage in ("sample", "gather", "train"):

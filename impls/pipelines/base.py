@@ -25,7 +25,12 @@ sample / gather / train seconds are honest; ``breakdown=False`` puts no synchron
 the epoch (only before and after it), so the epoch time is what an un-instrumented training
 loop takes, and the stage times are not measured (``None``). Both modes synchronize at the
 start and end of the epoch. For loader-driven pipelines the sample time is the time the
-training loop waits for the next mini-batch (plus moving its structure to the device).
+training loop waits for the next mini-batch (plus moving its structure to the device). A rank's
+train stage contains DDP's gradient all-reduce, which waits for the slowest rank to get there, so
+without ``stage_barrier`` the peers' slower sampling or gathering is counted as their training;
+``stage_barrier=True`` (with breakdown) puts a barrier of all ranks before each clock reading, so
+every stage starts together on every rank and its time is its own slowest rank's
+(``extra["stage_s_slowest_rank"]`` gives the per-stage maximum either way).
 
 Prefetch (pipelines that set ``prefetch_batches``; option ``prefetch``: batches ahead, default 1
 on GPUs and 0 on CPU ranks, where only the thread remains; ``prefetch_on_side_stream``): in an epoch
@@ -102,6 +107,7 @@ class PipelineConfig:
     eval_batch_size: int = 1024
     eval_max_nodes: int | None = None        # cap on labelled nodes evaluated per split
     breakdown: bool = True                   # synchronize between stages (see module doc)
+    stage_barrier: bool = False              # with breakdown: all ranks start each stage together
     memory_budget_bytes: int | None = None   # for pipelines that place data under a budget
     options: dict = field(default_factory=dict)
 
@@ -502,7 +508,14 @@ class Pipeline:
         batches, full = self.epoch_batches(epoch, min(caps) if caps else None)
         self.model.train()
         sync = self._sync
-        if breakdown:
+        if breakdown and self.config.stage_barrier:
+            barrier = self._barrier
+
+            def tick():
+                sync()
+                barrier()
+                return time.perf_counter()
+        elif breakdown:
             def tick():
                 sync()
                 return time.perf_counter()
@@ -549,19 +562,21 @@ class Pipeline:
                              float(loss_sum) / max(done, 1), float(edges), float(nbytes)],
                             dtype=torch.float64, device=self.device)
         summed = mine.clone()
+        # min of (end-start, -(end-start)) = (fastest rank, -slowest); max of the stages: the slowest
+        extremes = torch.cat([mine[:2], -mine[2:5]])
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(summed)
-            extremes = mine[:2].clone()
             dist.all_reduce(extremes, op=dist.ReduceOp.MIN)
-        else:
-            extremes = mine[:2].clone()
         w = self.world
         stage = (lambda v: float(v) / w) if breakdown else (lambda v: None)
         return EpochStats(
             epoch=epoch, epoch_s=-float(extremes[1]), sample_s=stage(summed[2]), gather_s=stage(summed[3]),
             train_s=stage(summed[4]), batches=done, batches_full=full, loss=float(summed[5]) / w,
             sampled_edges=int(summed[6]), gathered_bytes=int(summed[7]), breakdown=breakdown,
-            extra={"epoch_s_fastest_rank": float(extremes[0])})
+            extra={"epoch_s_fastest_rank": float(extremes[0]),
+                   **({"stage_s_slowest_rank": {k: -float(v) for k, v in zip(("sample", "gather", "train"),
+                                                                            extremes[2:5])}}
+                      if breakdown else {})})
 
     # --- evaluation ------------------------------------------------------------------------
     @torch.no_grad()

@@ -115,6 +115,36 @@ def test_fig10_steps(tmp_path_factory, data_root):
     assert "yes (BASE OOM, +MSG fits)" in text and "sign as paper" in text and "+PSA" in text
 
 
+def test_fig10_step_subset_with_stage_barrier_keeps_earlier_verdicts(tmp_path_factory, data_root, tmp_path):
+    """A later run of only +OGA/+PSA with a barrier before each stage: the slowest rank's stages are
+    recorded, and the headline judges +PSA on it while the other steps keep the earlier run's verdicts."""
+    out = tmp_path_factory.mktemp("fig10-subset")
+    params = {**TOY, "combos": "sage:UK", "epochs": "2", "synced_epochs": "1"}
+    for extra in ({}, {"steps": "oga,psa", "stage_barrier": "on"}):
+        cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=out, data_root=data_root, timeout_s=300,
+                        params={**params, **extra})
+        outcome = run_experiments(["xgnn.fig10"], cfg, ["subset" if extra else "full"])
+        assert outcome.errors == 0
+    full, subset = sorted(p for p in out.iterdir() if p.is_dir())
+    rows = load_run(subset).rows
+    cells = by_system(rows)
+    assert {k[0] for k in cells} == {"oga", "psa"}
+    psa = cells[("psa", "uk-2006-05", "sage", 2)]
+    assert psa["params"]["stage_barrier"] == "on"
+    slowest = psa["extra"]["stage_s_slowest_rank"][0]
+    mean_t = by_system(rows, "train_time")[("psa", "uk-2006-05", "sage", 2)]["value"]
+    assert slowest["train"] > 0 and slowest["sample"] > 0
+    assert "stage_barrier" not in by_system(load_run(full).rows)[("psa", "uk-2006-05", "sage", 2)]["params"]
+    artifacts: dict = {}
+    report_runs([full, subset], tmp_path, only=["xgnn.fig10"], artifacts=artifacts)
+    art = artifacts["xgnn.fig10"][0]
+    # 4 steps judged: +MSG, +MSF and +OGA from the full run, +PSA from the subset (its +OGA has no
+    # previous step there)
+    assert "in " in art.headline and "/4 cases" in art.headline, art.headline
+    assert any("stage_barrier=on" in n for n in art.notes)
+    assert mean_t > 0
+
+
 def test_fig11_and_derived_fig12(tmp_path_factory, data_root):
     run_dir = run("xgnn.fig11", tmp_path_factory, data_root, gpus="2", combos="sage:UK")
     rows = load_run(run_dir).rows

@@ -42,5 +42,5 @@ def test_table5_and_fig10_judge_each_combination_on_its_latest_run(tmp_path):
     headline = _headline(tmp_path / "f10", "xgnn.fig10", "0062_h200x4_xgnn.fig10-x2-synced3",
                          "0093_h200x4_xgnn.fig10-uk-synced9")
     # GCN+TW, GCN+PA, GSG+CF from 0062 and GSG+UK from 0093: 4 steps each
-    assert headline.startswith("latest run per model+dataset (4xH200 #0062, 4xH200 #0093): step gains with "
-                               "the paper's sign in 15/16")
+    assert headline.startswith("latest run per model+dataset and step (4xH200 #0062, 4xH200 #0093): step gains "
+                               "with the paper's sign in 15/16")
