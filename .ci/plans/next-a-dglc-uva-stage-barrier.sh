@@ -4,7 +4,6 @@
 #   (topology on every GPU: OOM) and DGL+C in DGL's UVA mode (topology in host memory), beside Quiver.
 # - +PSA on GSG+UK on the all-connected machine is a no-op whose sign was launch noise: +OGA and +PSA
 #   alone, twice with a barrier before each stage (T without the wait for peers) and once without.
-# - Table 5 with the stage barrier.
 cd "$(dirname "$0")/../.."
 D=.ci/device.sh
 $D --limit 120 -- xgnn.table4 --device cuda --param datasets=TW --param models=gcn --param budget=topo:0.8 \
@@ -16,6 +15,4 @@ for run in a b; do
 done
 $D --limit 100 --pack -- xgnn.fig10 --device cuda --param combos=sage:UK --param steps=oga,psa \
   --param synced_epochs=9 --param epochs=11 --param max_edges=1.2e8 --label h200x4_xgnn.fig10-uk-psa-nobarrier
-$D --limit 150 --pack -- xgnn.table5 --device cuda --param synced_epochs=3 --param epochs=6 --param stage_barrier=on \
-  --label h200x4_xgnn.table5-stage-barrier
 ls -la "${OUT:-/tmp/harness-out}"
