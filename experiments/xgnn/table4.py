@@ -135,7 +135,7 @@ class Table4(XGNNTraining):
             for system in ALL_SYSTEMS:
                 rec = systems.get(system)
                 paper = paper_cell(model, ds, system)
-                if rec is None and paper is None:
+                if rec is None:                 # not run in this run
                     continue
                 row = {"Machine": machine, "GPUs": world, "Model": MODEL_SHORT[model], "Dataset": SHORT.get(ds, ds),
                        "System": SYSTEMS[system].label, "Budget": rule}
