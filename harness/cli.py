@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
     p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
     p.add_argument("--no-report", action="store_true", help="do not render the run's report")
+    p.add_argument("--launch-per-point", action="store_true",
+                   help="start fresh rank processes for every point of a multi-rank experiment (default: one "
+                        "launch per GPU count), so no point inherits the state an earlier one left in the process")
 
     p = sub.add_parser("report", help="regenerate tables and figures from stored runs")
     p.add_argument("runs", nargs="*", type=Path, help="run directories")
@@ -132,7 +135,7 @@ def cmd_run(args) -> int:
         quick=args.quick, warmup=args.warmup, repeats=args.repeats,
         impl_patterns=_split_patterns(args.impl), params=parse_param_assignments(args.param),
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
-        data_root=args.data_root,
+        data_root=args.data_root, launch_per_point=args.launch_per_point,
     )
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports

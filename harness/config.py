@@ -24,6 +24,7 @@ class RunConfig:
     label: str | None = None
     timeout_s: float = 3600.0               # per launched rank group
     data_root: Path | None = None
+    launch_per_point: bool = False          # a fresh launch of ranks for every point
 
     def __post_init__(self):
         if self.device not in ("cpu", "cuda"):

@@ -2,7 +2,7 @@
 
 Single-process experiments run their points in this process. Experiments that set
 ``spawn_ranks`` run each group of points with one world size inside one launch of
-ranks; rank 0 writes the rows.
+ranks (``RunConfig.launch_per_point``: one launch per point); rank 0 writes the rows.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
             "device": cfg.device, "world_size": cfg.world_size, "quick": cfg.quick,
             "scale": {e.id: e.scale(cfg) for e in exps}, "seed": cfg.seed,
             "warmup": cfg.warmup, "repeats": cfg.repeats, "impls": list(cfg.impl_patterns),
-            "params": cfg.params,
+            "params": cfg.params, "launch_per_point": cfg.launch_per_point,
         },
     })
     tag = envinfo.hardware_tag(manifest["gpus"], cfg.device)
@@ -279,7 +279,10 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
                                f"needs {world} ranks; this torchrun has {world_now}")
                 store.append(row)
                 _tally(outcome, [row])
-    for world, group in sorted(by_world.items()):
+    launches = [(world, [p] if cfg.launch_per_point else group)
+                for world, group in sorted(by_world.items())
+                for p in (group if cfg.launch_per_point else group[:1])]
+    for world, group in launches:
         before = _count_rows(store)
         failure = None
         try:

@@ -182,3 +182,18 @@ def test_runconfig_validation():
     assert RunConfig().wants_impl("anything")
     assert RunConfig(impl_patterns=("p2p*",)).wants_impl("p2p_remote")
     assert not RunConfig(impl_patterns=("p2p",)).wants_impl("p2p_remote")
+
+
+@pytest.mark.parametrize("per_point", [False, True])
+def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, per_point):
+    launched = []
+
+    def fake_launch(fn, args, *, world_size, device, timeout_s):
+        launched.append([p.params["system"] for p in args[2]])
+
+    monkeypatch.setattr(runner, "launch", fake_launch)
+    cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path, launch_per_point=per_point,
+                    params={"combos": "sage:UK", "steps": "oga,psa"})
+    outcome = runner.run(["xgnn.fig10"], cfg, ["test"])
+    assert launched == ([["oga"], ["psa"]] if per_point else [["oga", "psa"]])
+    assert load_run(outcome.store.path).manifest["config"]["launch_per_point"] is per_point
