@@ -128,6 +128,7 @@ class Fig10(XGNNTraining):
             groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"],
                                p.get("topology") or ""), {})[p["system"]] = rec
         out, notes, verdicts = [], [], []
+        noop_gains: dict[str, list[float]] = {}      # model+dataset -> +PSA gains where it places like +OGA
         latest: dict[tuple, tuple[str, str, bool]] = {}    # (combination, step) -> newest run's verdict
         best = {"sample": [], "trainer": []}
         for (machine, world, model, ds, topo), steps in groups.items():
@@ -151,6 +152,8 @@ class Fig10(XGNNTraining):
                 row["H%"] = fmt(100 * h) if finite(h) else h
                 if step != "base":
                     gain, verdict = judge(step, prev, rec)
+                    if step == "psa" and not topo and gain is not None:
+                        noop_gains.setdefault(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}", []).append(gain)
                     row["gain"] = fmt(gain)
                     row["gain in"] = CLAIMS[step][0]
                     row["sign as paper"] = verdict
@@ -205,6 +208,11 @@ class Fig10(XGNNTraining):
             notes.append("On a fully connected machine Quiver's clique policy (one clique of every GPU) and the "
                          "solver place the same partitions: +PSA's expected gain there is about 1 (the paper's 1.3x "
                          "comes from the DGX-1's asymmetric links).")
+        many = {k: sorted(v) for k, v in noop_gains.items() if len(v) >= 3}
+        if many:
+            notes.append("+PSA on the fully connected machine (the same placement as +OGA, so a gain of 1 is expected) "
+                         "over every run: " + "; ".join(f"{k} median {v[len(v) // 2]:.2f}x ({v[0]:.2f}-{v[-1]:.2f}x, "
+                                                      f"{len(v)} runs)" for k, v in many.items()))
         barrier_runs = sorted({labels.get(rec["run_id"], rec["run_id"]) for rec in records
                                if rec["params"].get("stage_barrier") == "on"})
         if barrier_runs:
