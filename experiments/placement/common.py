@@ -571,7 +571,8 @@ def _metric_frame(rows):
         return pd.DataFrame()
     keys = ["run_id", "impl", "p_topology", "p_buffer", "p_las"]
     wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
-    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha", "p_batch_size", "p_layer_nodes") if c in ok]]
+    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha", "p_batch_size",
+                                                                    "p_layer_nodes", "p_scale") if c in ok]]
     return wide.merge(extra, on=keys, how="left")
 
 
@@ -733,6 +734,38 @@ def batch_sizes_text(frame, labels: dict) -> str:
     return "; ".join(parts)
 
 
+def scale_trend_text(exp: BreakdownExperiment, frame) -> str | None:
+    """RAND / Our (modeled) at the smallest buffer per stand-in scale, over the runs that kept the
+    paper's batch sizes (the latest run per scale): how the gain moves toward the real graph's size."""
+    if frame.empty or "p_scale" not in frame or "p_layer_nodes" not in frame:
+        return None
+    paper = frame[frame["p_layer_nodes"] == PAPER_LAYER_NODES]
+    if paper.empty:
+        return None
+    buffer = min(set(paper["p_buffer"]), key=exp.buffer_fraction)
+    cells: dict[float, dict[str, float]] = {}
+    for scale in sorted(set(paper["p_scale"].dropna())):
+        at = paper[(paper["p_scale"] == scale) & (paper["p_buffer"] == buffer)]
+        best = None                       # the run with the most topologies, then the latest
+        for run_id in sorted(set(at["run_id"])):
+            mine = at[at["run_id"] == run_id]
+            gains = {}
+            for topology in [t for t in exp.topologies if t in set(mine["p_topology"])]:
+                rand = _find(mine, "random", topology, buffer)
+                ours = _find(mine, "clique_opt", topology, buffer)
+                if rand is not None and ours is not None and ours["loading_time"]:
+                    gains[topology] = rand["loading_time"] / ours["loading_time"]
+            if gains and (best is None or len(gains) >= len(best)):
+                best = gains
+        if best:
+            cells[scale] = best
+    if len(cells) < 2:
+        return None
+    parts = [f"{scale:g}: " + ", ".join(f"{t} {g:.2f}x" for t, g in gains.items()) for scale, gains in cells.items()]
+    return (f"RAND / Our (modeled) at {buffer} with the paper's batch sizes, by stand-in scale (1 = the real "
+            f"graph's size): " + "; ".join(parts))
+
+
 def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     import matplotlib.pyplot as plt
     import pandas as pd
@@ -776,6 +809,9 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
                     headline = f"[{labels.get(run_id, run_id)}] {line}"
     if frame.empty:
         notes += compare_paper(exp, frame)
+    trend = scale_trend_text(exp, frame)
+    if trend:
+        notes.append(trend)
     notes += skip_notes(rows, labels)
     scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
     sizes = batch_sizes_text(frame, labels)
