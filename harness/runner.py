@@ -279,9 +279,8 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
                                f"needs {world} ranks; this torchrun has {world_now}")
                 store.append(row)
                 _tally(outcome, [row])
-    launches = [(world, [p] if cfg.launch_per_point else group)
-                for world, group in sorted(by_world.items())
-                for p in (group if cfg.launch_per_point else group[:1])]
+    launches = [(world, chunk) for world, group in sorted(by_world.items())
+                for chunk in ([[p] for p in group] if cfg.launch_per_point else [group])]
     for world, group in launches:
         before = _count_rows(store)
         failure = None
