@@ -812,6 +812,8 @@ def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
     trend = scale_trend_text(exp, frame)
     if trend:
         notes.append(trend)
+        if headline:
+            headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
     notes += skip_notes(rows, labels)
     scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
     sizes = batch_sizes_text(frame, labels)
