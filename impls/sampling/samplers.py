@@ -134,7 +134,8 @@ class _Sampler:
         n = seeds.numel()
         counts = torch.empty(n + 1, dtype=torch.int64, device=self.device)
         desc = self.csr.desc(self.count_remote)
-        gpu.launch(self.device, "sampling.cu", "row_counts", gpu.grid_for(self.device, n), 256, (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), gpu.ptr(counts)))
+        gpu.launch(self.device, "sampling.cu", "row_counts", gpu.grid_for(self.device, n), 256,
+                   (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), gpu.ptr(counts)))
         offsets = torch.cumsum(counts, 0)
         total = int(offsets[-1])
         out = torch.empty(total, dtype=torch.int64, device=self.device)
@@ -172,7 +173,7 @@ class PathDoublingSampler(_Sampler):
         G = self.group_size(fanout)
         block = max(G, 128)
         gpb = block // G
-        grid = min(-(-n // gpb), gpu.sm_count(self.device) * 16)
+        grid = gpu.grid_for(self.device, n, gpb, waves=16)
         gpu.launch(self.device, "sampling.cu", f"path_doubling_{self._suffix()}", grid, block,
                    (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), key,
                     gpu.ptr(offsets), gpu.ptr(out)), shared_mem=block * 12)
@@ -232,7 +233,7 @@ class KHopBatchedSampler(_Sampler):
         G, H = self.group_size(fanout), rng.next_pow2(2 * fanout)
         block = 128 if fanout <= 64 else 32
         gpb = block // G
-        grid = min(-(-n // gpb), gpu.sm_count(self.device) * 16)
+        grid = gpu.grid_for(self.device, n, gpb, waves=16)
         gpu.launch(self.device, "sampling.cu", f"khop_batched_{self._suffix()}", grid, block,
                    (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), np.int32(H),
                     key, gpu.ptr(offsets), gpu.ptr(out)), shared_mem=gpb * (H + 2 * fanout) * 4)

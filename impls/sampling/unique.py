@@ -79,17 +79,16 @@ class HashAppendUnique:
         unique_out = torch.empty(nt + nn, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         mask = np.uint64(H - 1)
-        sms = gpu.sm_count(dev) * 8
-        gpu.launch(dev, "unique.cu", "au_insert", min(-(-(nt + nn) // 256), sms), 256,
+        gpu.launch(dev, "unique.cu", "au_insert", gpu.grid_for(dev, nt + nn), 256,
                    (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
                     gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local)))
         inclusive = torch.cumsum(counts, 0)
         block = 256 if H >= 256 else 64
-        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, sms), block,
+        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, gpu.sm_count(dev) * 8), block,
                    (gpu.ptr(keys), gpu.ptr(vals), gpu.ptr(counts), gpu.ptr(inclusive), mask, np.int64(nt),
                     gpu.ptr(ids), gpu.ptr(unique_out)))
         if nn:
-            gpu.launch(dev, "unique.cu", "au_lookup", min(-(-nn // 256), sms), 256,
+            gpu.launch(dev, "unique.cu", "au_lookup", gpu.grid_for(dev, nn), 256,
                        (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup)))
         new = int(inclusive[-1])
         return unique_out[:nt + new], local, dup[:nt + new]

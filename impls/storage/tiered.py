@@ -38,13 +38,12 @@ import torch
 import torch.distributed as dist
 
 from harness.errors import HarnessError
+from impls.sampling import gpu
 
 from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
 from .layout import RowPartition, check_ids
 from .reorder import Reordering
 from .shards import SHM_DIR
-from impls.sampling import gpu
-
 from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
 
 MAXP = 16                       # parts of a sampling descriptor / gather pointer table
