@@ -20,6 +20,8 @@ differ, without the hardware's links changing.
 
 from __future__ import annotations
 
+import statistics
+
 from harness.experiment import PaperValue, Param, names_of
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
@@ -211,7 +213,7 @@ class Fig10(XGNNTraining):
         many = {k: sorted(v) for k, v in noop_gains.items() if len(v) >= 3}
         if many:
             notes.append("+PSA on the fully connected machine (the same placement as +OGA, so a gain of 1 is expected) "
-                         "over every run: " + "; ".join(f"{k} median {v[len(v) // 2]:.2f}x ({v[0]:.2f}-{v[-1]:.2f}x, "
+                         "over every run: " + "; ".join(f"{k} median {statistics.median(v):.2f}x ({v[0]:.2f}-{v[-1]:.2f}x, "
                                                       f"{len(v)} runs)" for k, v in many.items()))
         barrier_runs = sorted({labels.get(rec["run_id"], rec["run_id"]) for rec in records
                                if rec["params"].get("stage_barrier") == "on"})

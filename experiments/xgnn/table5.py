@@ -13,6 +13,8 @@ own used figure too on CUDA).
 
 from __future__ import annotations
 
+import statistics
+
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
@@ -144,7 +146,7 @@ class Table5(XGNNTraining):
             for (model, ds), values in per_combo.items():
                 if len(values) >= 3:
                     es = sorted(v for _, v in values)
-                    spread.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} median {es[len(es) // 2]:.2f}x "
+                    spread.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} median {statistics.median(es):.2f}x "
                                   f"({es[0]:.2f}-{es[-1]:.2f}x over {len(es)} runs)")
             if spread:
                 notes.append("WholeGraph / XGNN E2E over every run (each run launches both systems once; runs differ "
