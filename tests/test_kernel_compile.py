@@ -55,6 +55,7 @@ def test_compile_error_is_detected(nvcc, tmp_path):
 RUNTIME_KERNELS = [
     ("impls.sampling.gpu", "sampling.cu", ("row_counts", "path_doubling_i32", "reservoir_i64", "khop_batched_i32")),
     ("impls.sampling.gpu", "unique.cu", ("au_insert", "au_assign", "au_lookup")),
+    ("impls.sampling.gpu", "random_walk.cu", ("random_walk_topk_i32", "random_walk_topk_i64")),
     ("impls.gather.kernel", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2")),
 ]
 

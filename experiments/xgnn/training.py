@@ -4,7 +4,8 @@ Every point trains one *system* (a column of the paper's tables) on one dataset 
 data-parallel on every rank (one process per GPU, DDP), through the tiered-store pipelines
 (``impls/pipelines``: ``xgnn``, ``dgl_cache``, ``quiver``) or the WholeGraph pipeline, with
 XGNN's model settings (section 6.1, ``impls.models.PAPER_MODELS["xgnn"]``: GCN 3 layers with
-fanouts 15, 10, 5; GraphSAGE 2 layers with 10, 25; hidden 256). A system is a pipeline plus
+fanouts 15, 10, 5; GraphSAGE 2 layers with 10, 25; PinSAGE 3 layers of the 5 nodes most visited by
+4 random walks of length 3, weighted by visit count; hidden 256). A system is a pipeline plus
 options (:data:`SYSTEMS`): XGNN's "DGL" is DGL+C's placement without a feature cache, "DGL-Host"
 is Quiver's without one (topology and features in host memory), XGNN-G / XGNN-F prioritize the
 topology / the features, and Fig. 10's steps switch GGMS, the batched KHop and the solver on one
@@ -127,6 +128,13 @@ SYSTEMS: dict[str, System] = {
     "psa": System("xgnn", "+PSA", {"placement": "solver"}, "placement solver"),
 }
 FIG10_STEPS = ("base", "msg", "msf", "oga", "psa")
+# PinSAGE's random-walk sampler runs over the tiered stores (impls/sampling/random_walk.py); not here:
+NO_PINSAGE = {
+    "quiver": "Quiver has no PinSAGE sampler (the paper's Table 4: x)",
+    "dgl_host": "DGL-Host is Quiver's pipeline here, which has no PinSAGE sampler (the paper's Table 4: x)",
+    "wholegraph": "the WholeGraph pipeline samples KHop neighbours only (PinSAGE's random walks run over the "
+                  "tiered stores)",
+}
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -359,9 +367,8 @@ class XGNNTraining(Experiment):
         system = SYSTEMS[point.params["system"]]
         if system.unavailable:
             return system.unavailable
-        if point.params["model"] == "pinsage":
-            return ("PinSAGE samples by random walks (visit counts as edge weights); the tiered-store and "
-                    "WholeGraph pipelines sample KHop neighbours only")
+        if point.params["model"] == "pinsage" and point.params["system"] in NO_PINSAGE:
+            return NO_PINSAGE[point.params["system"]]
         return unavailable(point.impl, cfg.device)
 
     def run_point(self, point, cfg, rank):
@@ -578,13 +585,15 @@ def settings_caption(records) -> str:
                       "-".join(map(str, r["params"].get("fanouts", []))), r["params"].get("hidden"),
                       r["params"].get("batch_size"))
                      for r in records if r["status"] == "ok"}, key=str)
-    return "; ".join(f"{m} {l} layers, fanouts {f}, hidden {h}, batch {b}/GPU" for m, l, f, h, b in combos)
+    walks = {MODEL_NAMES["pinsage"]: " (top visited of 4 walks of length 3 with restart 0.5)"}
+    return "; ".join(f"{m} {l} layers, fanouts {f}{walks.get(m, '')}, hidden {h}, batch {b}/GPU"
+                     for m, l, f, h, b in combos)
 
 
 def budget_caption(records) -> str:
     rules = sorted({str(r["params"].get("budget")) for r in records})
     text = {"v100": "the paper's 16 GB V100 scaled like the graph (stores get (16 GiB - W) / Volume_G x the "
-                    "stand-in's topology bytes per GPU, W = 6 GiB GCN / 4 GiB GraphSAGE; "
+                    "stand-in's topology bytes per GPU, W = 6 GiB GCN and PinSAGE / 4 GiB GraphSAGE; "
                     "experiments/xgnn/training.py)",
             "none": "no budget (everything on the GPUs)"}
     return "; ".join(text.get(r, f"{r} per GPU") for r in rules)

@@ -5,7 +5,10 @@ Table 4 systems on the harness's own stores and kernels (impls/storage/tiered.py
   hot-order ids throughout: the split ids and the labels are translated at setup, so a mini-batch
   needs no id translation. Every rank gets the same seeds as the other pipelines, relabelled.
 - Sampling: the store's KHop sampler over the tiered topology (``batched`` for XGNN, the
-  reservoir ``original`` for DGL+C and Quiver) + ``hash_append`` through ``sample_blocks``.
+  reservoir ``original`` for DGL+C and Quiver) + ``hash_append`` through ``sample_blocks``. For
+  PinSAGE (``config.model == "pinsage"``) the store's random-walk sampler instead, the same for
+  every system (walks with restart, the top ``fanouts[h]`` visited nodes weighted by visit count;
+  options ``random_walks``, ``walk_length``, ``restart_prob``: XGNN's 4, 3 and DGL's 0.5).
 - Gather: the store's ``features`` (GPU-tier rows from the local or a peer GPU, host rows by
   zero copy; one gather kernel over the part-pointer table).
 - Pipelining (option ``prefetch``, default 1): a sampler thread prepares the next mini-batches
@@ -67,11 +70,26 @@ class TieredPipeline(Pipeline):
             self._labels_hot = torch.from_numpy(np.asarray(g.labels)[order.order])
         else:
             self._labels_hot = None
-        variant = self.option("sampler_variant", self.store.sampler_variant)
-        self.sampler = self.store.sampler(variant, seed=self.config.seed * 1009 + self.me + 1)
+        seed = self.config.seed * 1009 + self.me + 1
+        if self.config.model == "pinsage":
+            walks = self.walk_settings()
+            self.sampler = self.store.walk_sampler(walks["random_walks"], walks["walk_length"],
+                                                   walks["restart_prob"], seed=seed)
+        else:
+            variant = self.option("sampler_variant", self.store.sampler_variant)
+            self.sampler = self.store.sampler(variant, seed=seed)
         self.unique = registry.get_impl("unique", "hash_append").factory(self.rank)
         self._sync()
         self._barrier()
+
+    def walk_settings(self) -> dict:
+        """PinSAGE's walks: XGNN's 4 walks of length 3 (PAPER_MODELS), restart probability 0.5 (DGL)."""
+        from impls.models import PAPER_MODELS
+
+        paper = PAPER_MODELS["xgnn"]["pinsage"]
+        return {"random_walks": int(self.option("random_walks", paper["random_walks"])),
+                "walk_length": int(self.option("walk_length", paper["walk_length"])),
+                "restart_prob": float(self.option("restart_prob", 0.5))}
 
     def setup(self) -> None:
         super().setup()

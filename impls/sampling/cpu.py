@@ -187,6 +187,70 @@ def khop_batched(indptr, indices, seeds, fanout, G, H, key, offsets, out, pos):
                 out[o + k] = indices[pos[o + k]]
 
 
+@njit(cache=True)
+def rand32(key, b, j):
+    """common.cuh's rand32: the top 32 bits of draw j of batch position b."""
+    x = key ^ (np.uint64(b) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(j))
+    return _mix64(x) >> np.uint64(32)
+
+
+@njit(cache=True)
+def random_walk_topk(indptr, indices, seeds, R, L, restart_thr, K, key, base, P, gpu_rows, host_base,
+                     out, weight, counts, rows):
+    """kernels/random_walk.cu's random_walk_topk: R walks of L steps with restart from each target,
+    the top K visited nodes (visit counts; ties: earlier first visit) to out/weight [n, K] (-1 / 0
+    padded), their number to counts[b]; rows [n, R L]: the physical row of every step (-1 none)."""
+    n = seeds.shape[0]
+    cur = np.empty(R, np.int64)
+    seen = np.empty(R * L, np.int64)
+    hits = np.empty(R * L, np.int64)
+    for b in range(n):
+        target = seeds[b]
+        distinct = 0
+        for w in range(R):
+            cur[w] = target
+        for s in range(L):
+            for w in range(R):
+                slot = s * R + w
+                v = cur[w]
+                if v < 0:
+                    rows[b, slot] = -1
+                    continue
+                p = base[v % P] + v // P if v < gpu_rows else v - gpu_rows + host_base
+                rows[b, slot] = p
+                start = indptr[p]
+                deg = indptr[p + 1] - start
+                if deg == 0:
+                    cur[w] = -1
+                    continue
+                j = 2 * slot
+                nxt = np.int64(indices[start + draw(key, b, j, deg)])
+                if nxt != target:
+                    k = 0
+                    while k < distinct and seen[k] != nxt:
+                        k += 1
+                    if k == distinct:
+                        seen[distinct] = nxt
+                        hits[distinct] = 0
+                        distinct += 1
+                    hits[k] += 1
+                cur[w] = target if rand32(key, b, j + 1) < restart_thr else nxt
+        take = min(distinct, K)
+        for k in range(K):
+            if k < take:
+                best = -1
+                for q in range(distinct):
+                    if hits[q] > 0 and (best < 0 or hits[q] > hits[best]):
+                        best = q
+                out[b, k] = seen[best]
+                weight[b, k] = hits[best]
+                hits[best] = -hits[best]
+            else:
+                out[b, k] = -1
+                weight[b, k] = 0.0
+        counts[b] = take
+
+
 # ------------------------------------------------------------------------------ request model
 
 @njit(cache=True)

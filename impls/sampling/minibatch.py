@@ -7,11 +7,16 @@ sub-graph sampling"): hop h samples ``fanouts[h]`` neighbors of the current targ
 append-unique puts the targets first and relabels the neighbors, and the unique nodes are
 the next hop's targets. Returns blocks outermost hop first (``blocks[0]`` feeds layer 0,
 ``blocks[-1]`` has the seeds as its destination nodes), in the format of blocks.py.
+
+A ``weighted`` sampler (random_walk.py: PinSAGE's visit counts) gives every sampled edge a weight;
+it is attached to the block as its ``edge_weight`` (impls.models.ops.set_edge_weight).
 """
 
 from __future__ import annotations
 
 import torch
+
+from impls.models.ops import set_edge_weight
 
 from .blocks import Block
 
@@ -24,12 +29,20 @@ def sample_blocks(sampler, unique, seeds, fanouts, *, seed: int | None = None, g
     blocks: list[Block] = []
     for hop, fanout in enumerate(fanouts):
         hop_seed = None if seed is None else int(seed) * 1_000_003 + hop
-        offsets, neighbors = sampler.sample(targets, int(fanout), seed=hop_seed, generator=generator,
-                                            check=check and hop == 0)
+        weights = None
+        if getattr(sampler, "weighted", False):
+            offsets, neighbors, weights = sampler.sample_weighted(targets, int(fanout), seed=hop_seed,
+                                                                  generator=generator, check=check and hop == 0)
+        else:
+            offsets, neighbors = sampler.sample(targets, int(fanout), seed=hop_seed, generator=generator,
+                                                check=check and hop == 0)
         targets = targets.to(neighbors.device, torch.int64)
         unique_ids, local, dup = unique.append_unique(targets, neighbors, check=check and hop == 0)
-        blocks.append(Block(indptr=offsets, indices=local, src_ids=unique_ids, num_dst=int(targets.numel()),
-                            dup_count=dup))
+        block = Block(indptr=offsets, indices=local, src_ids=unique_ids, num_dst=int(targets.numel()),
+                      dup_count=dup)
+        if weights is not None:
+            set_edge_weight(block, weights)
+        blocks.append(block)
         targets = unique_ids
     return blocks[::-1]
 

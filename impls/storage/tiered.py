@@ -660,6 +660,45 @@ class TieredSampler:
         pass
 
 
+class TieredWalkSampler:
+    """PinSAGE's random-walk sampler (impls/sampling/random_walk.py) over a tiered CSR: every step
+    of every walk reads its row through the layout (local GPU, peer GPU or pinned host) and is
+    counted per tier (16 bytes of indptr and one neighbour id). Hot-order ids in and out."""
+
+    weighted = True
+
+    def __init__(self, csr: TieredCSR, counters: TierCounters | None = None, *, random_walks: int = 4,
+                 walk_length: int = 3, restart_prob: float = 0.5, engine: str = "auto", seed: int | None = 0):
+        from impls.sampling.random_walk import RandomWalkSampler
+
+        self.csr, self.counters = csr, counters
+        self.layout, self.worker, self.device = csr.layout, csr.worker, csr.device
+        self.inner = RandomWalkSampler(None, None, None, csr=csr, layout=csr.layout, worker=csr.worker,
+                                       random_walks=random_walks, walk_length=walk_length,
+                                       restart_prob=restart_prob, engine=engine, seed=seed)
+        self.variant, self.engine = "pinsage_walk", self.inner.engine
+
+    def sample_weighted(self, seeds, fanout: int, *, seed: int | None = None, generator=None,
+                        check: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        out = self.inner.sample_weighted(seeds, fanout, seed=seed, generator=generator, check=check)
+        if self.counters is not None and self.counters.enabled:
+            rows = self.inner.rows_read.reshape(-1)
+            if not gpu.kernel_device_ok(rows.device):      # tier_count skips the -1 entries itself
+                rows = rows[rows >= 0]
+            self.counters.add_rows("topology", self.layout, rows, self.worker, 16 + self.csr.id_bytes)
+        return out
+
+    def sample(self, seeds, fanout: int, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+        offsets, neighbors, _ = self.sample_weighted(seeds, fanout, **kwargs)
+        return offsets, neighbors
+
+    def describe(self) -> str:
+        return f"{self.inner.algorithm}; {self.csr.describe()}"
+
+    def close(self) -> None:
+        pass
+
+
 # --- the store -----------------------------------------------------------------------------------
 
 class TieredStore:
@@ -729,6 +768,12 @@ class TieredStore:
         return TieredSampler(self.graph, self.counters, variant=variant or self.sampler_variant, engine=engine,
                              seed=seed)
 
+    def walk_sampler(self, random_walks: int = 4, walk_length: int = 3, restart_prob: float = 0.5,
+                     engine: str = "auto", seed: int | None = 0) -> TieredWalkSampler:
+        """PinSAGE's random-walk sampler over this store's topology (weighted neighbours)."""
+        return TieredWalkSampler(self.graph, self.counters, random_walks=random_walks, walk_length=walk_length,
+                                 restart_prob=restart_prob, engine=engine, seed=seed)
+
     # --- accounting -----------------------------------------------------------------------------
     def memory(self) -> dict:
         """Bytes per GPU (topology, features; as allocated) and in host memory, from the layouts.
@@ -795,4 +840,4 @@ def _as_tensor(features) -> torch.Tensor:
 
 
 __all__ = ["LOCAL_GPU", "REMOTE_GPU", "HOST", "TIERS", "SharedHostArray", "GpuBuffers", "TierCounters",
-           "TieredFeatures", "TieredCSR", "TieredSampler", "TieredStore"]
+           "TieredFeatures", "TieredCSR", "TieredSampler", "TieredWalkSampler", "TieredStore"]

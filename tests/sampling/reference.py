@@ -84,6 +84,39 @@ REFERENCES = {"path_doubling": path_doubling, "reservoir": reservoir, "khop_batc
               "khop_original": reservoir}
 
 
+def random_walk_topk(indptr, indices, seeds, K, seed, walks=4, length=3, restart_prob=0.5):
+    """PinSAGE's walks with restart, written plainly: per target, walk w's step s draws the
+    neighbour with draw 2 (s walks + w) and restarts with draw 2 (s walks + w) + 1; the top K
+    visited nodes (target excluded) by count, ties by first visit. Returns offsets, ids, counts."""
+    key = rng.stream_key(seed)
+    thr = min(int(round(restart_prob * 2 ** 32)), 2 ** 32)
+    offsets, out, weights = [0], [], []
+    for b, target in enumerate(int(x) for x in np.asarray(seeds)):
+        cur = [target] * walks
+        visits: dict[int, int] = {}                  # insertion order = first visit
+        for s in range(length):
+            for w in range(walks):
+                v = cur[w]
+                if v < 0:
+                    continue
+                start, deg = int(indptr[v]), int(indptr[v + 1] - indptr[v])
+                if deg == 0:
+                    cur[w] = -1
+                    continue
+                j = 2 * (s * walks + w)
+                nxt = int(indices[start + rng.uniform(key, b, j, deg)])
+                if nxt != target:
+                    visits[nxt] = visits.get(nxt, 0) + 1
+                r = rng.mix64(key ^ ((b * rng.GOLDEN + j + 1) & rng.MASK64)) >> 32
+                cur[w] = target if r < thr else nxt
+        order = sorted(enumerate(visits.items()), key=lambda t: (-t[1][1], t[0]))[:K]
+        out += [node for _, (node, _) in order]
+        weights += [float(c) for _, (_, c) in order]
+        offsets.append(len(out))
+    return (np.array(offsets, dtype=np.int64), np.array(out, dtype=np.int64),
+            np.array(weights, dtype=np.float32))
+
+
 def hash_unique_order(targets, neighbors):
     """hash_append's output: targets, then the new nodes by (home slot, id) for its table size."""
     targets = [int(x) for x in np.asarray(targets)]

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from harness.errors import HarnessError
+from impls.sampling.random_walk import RandomWalkSampler
 from impls.sampling.samplers import KHopBatchedSampler
 from impls.storage.tiers import HOST, LOCAL_GPU, REMOTE_GPU
 
@@ -84,6 +85,22 @@ def check_store(store, graph, seed: int = 0, n_ids: int = 300, kernel: bool = Fa
                 ksampler = store.sampler(variant, engine="kernel")
                 o3, n3 = ksampler.sample(targets, fanout, seed=5 + fanout)
                 assert torch.equal(o2, o3) and torch.equal(n2, n3), f"{store.name} {variant}: kernel != numba"
+
+    # PinSAGE's walks over the tiered topology = the plain walks, relabelled (ties: first visit)
+    plain_walker = RandomWalkSampler("cpu", graph["indptr"], graph["indices"])
+    walker = store.walk_sampler()
+    store.reset_counters()
+    o2, n2, w2 = walker.sample_weighted(targets, 5, seed=9)
+    o1, n1, w1 = plain_walker.sample_weighted(store.reordering.to_old(targets.cpu()), 5, seed=9)
+    assert torch.equal(o1, o2.cpu()) and torch.equal(store.reordering.to_new(n1), n2.cpu()) and \
+        torch.equal(w1, w2.cpu()), f"{store.name}: walks differ from the plain CSR's"
+    steps = int((walker.inner.rows_read >= 0).sum())
+    assert steps == int((plain_walker.rows_read >= 0).sum()) > targets.numel()
+    topo = store.hit_rates()["topology"]
+    assert topo["accesses"] == steps and topo["bytes"] == steps * (16 + id_bytes)
+    if kernel:
+        o3, n3, w3 = store.walk_sampler(engine="kernel").sample_weighted(targets, 5, seed=9)
+        assert torch.equal(o2, o3) and torch.equal(n2, n3) and torch.equal(w2, w3), f"{store.name}: walk kernel"
 
     # memory: the model the budget uses is what the physical CSR holds
     mem = store.memory()

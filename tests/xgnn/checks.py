@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from impls import models
+from impls.models.ops import edge_weight_of
 from impls.storage.budget import is_oom_reason
 
 from .targets import block_of, config, small_graph
@@ -21,6 +22,9 @@ CASES = [
     ("dgl_cache", {"reserve_bytes": 0}, {"memory_budget_bytes": 2000}),
     # the same budget in DGL's UVA mode: the topology stays on the host, so the cache fits
     ("dgl_cache", {"reserve_bytes": 0, "graph_location": "host"}, {"memory_budget_bytes": 2000}),
+    # PinSAGE: random walks over the stores, visit counts as edge weights
+    ("xgnn", {"graph_ratio": 0.5, "feat_ratio": 0.3}, {"model": "pinsage", "fanouts": (5, 5, 5)}),
+    ("dgl_cache", {"cache_ratio": 0.2, "restart_prob": 0.0}, {"model": "pinsage", "fanouts": (5, 5, 5)}),
 ]
 
 
@@ -42,6 +46,23 @@ def _reference_losses(graph, cfg, per_rank_steps):
         opt.step()
         losses.append([float(v.detach()) for v in per_rank])
     return losses
+
+
+def _check_walk_block(graph, block, src, dst, name, walks: int = 4, length: int = 3):
+    """PinSAGE blocks: every neighbour within ``length`` hops of its target, never the target, weighted
+    by its visit count (a whole number, at most walks x length per target), at most the fanout."""
+    w = edge_weight_of(block)
+    assert w is not None and w.numel() == block.num_edges, f"{name}: PinSAGE block without visit counts"
+    assert bool((w >= 1).all()) and torch.equal(w, w.round())
+    per_dst = torch.zeros(block.num_dst).index_add_(0, block.edge_dst(), w)
+    assert per_dst.numel() == 0 or float(per_dst.max()) <= walks * length
+    assert bool((block.indptr[1:] - block.indptr[:-1] <= 5).all()) and not bool((src == dst).any())
+    for u, v in zip(src[:100].tolist(), dst[:100].tolist()):
+        reach, frontier = {v}, {v}
+        for _ in range(length):
+            frontier = {int(x) for f in frontier for x in graph.neighbors(f).tolist()} - reach
+            reach |= frontier
+        assert u in reach, f"{name}: walk neighbour {u} is not within {length} hops of {v}"
 
 
 def check_steps(results, rtol: float = 1e-4):
@@ -67,6 +88,9 @@ def check_steps(results, rtol: float = 1e-4):
                 for b in s["blocks"]:
                     b.validate()
                     src, dst = (order[t] for t in b.global_edges())
+                    if overrides.get("model") == "pinsage":
+                        _check_walk_block(graph, b, src, dst, name)
+                        continue
                     ok = [int(u) in set(graph.neighbors(int(v)).tolist()) for u, v in zip(src[:300], dst[:300])]
                     assert all(ok), f"{name}: a sampled edge is not in the graph"
             per_rank.append(rec["steps"])

@@ -70,12 +70,16 @@ def test_table4_rows_oom_cells_and_report(tmp_path_factory, data_root, tmp_path)
     oom = cells[("dgl_cache", "com-friendster", "sage", 2)]
     assert oom["status"] == "skipped" and is_oom_reason(oom["reason"]) and "DGL+C topology" in oom["reason"]
     assert cells[("xgnn", "com-friendster", "sage", 2)]["status"] == "ok"               # XGNN fits CF
-    pinsage = cells[("xgnn", "twitter-2010", "pinsage", 2)]
-    assert pinsage["status"] == "skipped" and "random walks" in pinsage["reason"]
+    pinsage = cells[("xgnn", "twitter-2010", "pinsage", 2)]                          # PinSAGE by random walks
+    assert pinsage["status"] == "ok" and "random walks" in pinsage["extra"]["components"]["sampling"]
+    assert by_system(rows, "feature_hit_rate")[("xgnn", "twitter-2010", "pinsage", 2)]["value"] > 0
+    assert cells[("dgl_cache", "twitter-2010", "pinsage", 2)]["status"] == "ok"
+    assert is_oom_reason(cells[("dgl_cache", "com-friendster", "pinsage", 2)]["reason"])  # as the paper's
     report_runs([run_dir], tmp_path)                        # the files, once
     text = (tmp_path / "xgnn" / "table4.md").read_text()
-    assert "| GSG " in text and "OOM" in text and "paper E2E" in text and "XGNN speedup" in text
-    assert "OOM cells as the paper's in 4/4" in report_text(run_dir, "xgnn.table4")
+    assert "| GSG " in text and "| PSG " in text and "OOM" in text and "paper E2E" in text and "XGNN speedup" in text
+    assert "top visited of 4 walks" in text
+    assert "OOM cells as the paper's in 8/8" in report_text(run_dir, "xgnn.table4")
 
 
 def test_table5_and_table1(tmp_path_factory, data_root):

@@ -22,7 +22,7 @@ extern "C" __global__ void tier_physical(const long long* __restrict__ ids, long
 // Accesses and bytes per tier of the physical rows ``index`` read by ``worker``: a row is on the
 // host from host_base on, else on GPU index / rows_per_gpu (rows_per_gpu 0: everything on the
 // host). Bytes per access: const_bytes, plus per_item_bytes x (offsets[i + 1] - offsets[i]) when
-// offsets is given (a neighbor list's length). Block-level sums in shared memory, then six
+// offsets is given (a neighbor list's length). Negative indices (no read) are skipped. Block-level sums in shared memory, then six
 // global atomics per block into acc[3] and bytes[3].
 extern "C" __global__ void tier_count(const long long* __restrict__ index, long long n,
                                       const long long* __restrict__ offsets, long long const_bytes,
@@ -38,6 +38,7 @@ extern "C" __global__ void tier_count(const long long* __restrict__ index, long 
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const long long r = index[i];
+        if (r < 0) continue;
         int tier = 2;
         if (r < host_base && rows_per_gpu > 0) tier = (r / rows_per_gpu == worker) ? 0 : 1;
         long long b = const_bytes;
