@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
     p.add_argument("--out", type=Path, default=Path("results"))
 
+    p = sub.add_parser("withdraw", help="mark a stored run as withdrawn: kept, left out of reports")
+    p.add_argument("run", type=Path, help="run directory under results/")
+    p.add_argument("--reason", required=True, help="why (the defect that made its numbers wrong)")
+
     p = sub.add_parser("bench", help="CPU regression benchmarks: run, compare with the baseline, update it")
     p.add_argument("action", choices=("run", "compare", "update", "check"))
     p.add_argument("files", nargs="*", type=Path, help="compare: BASELINE CURRENT; run: OUT")
@@ -189,6 +193,14 @@ def cmd_import(args) -> int:
     return 0
 
 
+def cmd_withdraw(args) -> int:
+    from .store import withdraw_run
+
+    marker = withdraw_run(args.run, args.reason)
+    print(f"withdrawn: {marker}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     import tempfile
 
@@ -266,7 +278,7 @@ def cmd_env(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "env": cmd_env, "import": cmd_import, "bench": cmd_bench}
+            "env": cmd_env, "import": cmd_import, "bench": cmd_bench, "withdraw": cmd_withdraw}
 
 
 def main(argv: list[str] | None = None) -> int:

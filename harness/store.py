@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,35 @@ class RunStore:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+WITHDRAWN = "withdrawn.json"
+
+
+def withdraw_run(path: Path | str, reason: str) -> Path:
+    """Mark a committed run as withdrawn (its rows were measured by code later found wrong): a
+    ``withdrawn.json`` beside its rows, which stay as they were. ``report --all`` leaves the run
+    out and lists it with the reason in the reports index."""
+    run = load_run(path)
+    reason = " ".join(str(reason).split())
+    if not reason:
+        raise HarnessError("say why the run is withdrawn (--reason)")
+    marker = run.path / WITHDRAWN
+    if marker.exists():
+        raise HarnessError(f"{run.path.name} is already withdrawn: {withdrawn_reason(run.path)}")
+    marker.write_text(json.dumps({"reason": reason, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2) + "\n")
+    return marker
+
+
+def withdrawn_reason(path: Path | str) -> str | None:
+    """Why the run directory at ``path`` was withdrawn, or None."""
+    marker = Path(path) / WITHDRAWN
+    if not marker.exists():
+        return None
+    try:
+        return str(json.loads(marker.read_text()).get("reason") or "withdrawn")
+    except json.JSONDecodeError:
+        return "withdrawn (unreadable withdrawn.json)"
 
 
 def import_run(src: Path | str, root: Path | str) -> "RunStore":

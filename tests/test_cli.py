@@ -179,3 +179,27 @@ def test_a_run_with_a_foreign_row_is_one_error_line(capsys, tmp_path, command, l
         pytest.fail(f"traceback instead of an error line: {exc!r}")
     line_out = _one_error_line(capsys, code)
     assert "rows.jsonl" in line_out
+
+
+def test_withdrawn_run_is_left_out_of_report_all(capsys, tmp_path):
+    """`harness withdraw` keeps the rows, and `report --all` leaves the run out and names it with
+    its reason in the index; withdrawing twice or without a reason is an error line."""
+    from .helpers import CPU_MANIFEST, table1_row, write_run
+
+    results = tmp_path / "results"
+    results.mkdir()
+    write_run(results, "0001_cpu", CPU_MANIFEST, [table1_row("local", 8, 0.1, gpus=1, device="cpu")])
+    bad = write_run(results, "0002_cpu", CPU_MANIFEST, [table1_row("local", 8, 99.0, gpus=1, device="cpu")])
+    rows_before = (bad / "rows.jsonl").read_text()
+    assert cli.main(["withdraw", str(bad), "--reason", "edge weights  freed early"]) == 0
+    assert (bad / "rows.jsonl").read_text() == rows_before
+    code = cli.main(["withdraw", str(bad), "--reason", "again"])
+    assert "already withdrawn" in _one_error_line(capsys, code)
+    code = cli.main(["withdraw", str(results / "0001_cpu"), "--reason", "  "])
+    assert "say why" in _one_error_line(capsys, code)
+    out = tmp_path / "reports"
+    assert cli.main(["report", "--all", "--results", str(results), "--out", str(out)]) == 0
+    index = (out / "README.md").read_text()
+    assert "- `0002_cpu`: edge weights freed early" in index
+    table = next(out.rglob("table1.md")).read_text()
+    assert "0001" in table and "0002" not in table

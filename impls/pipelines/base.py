@@ -269,7 +269,8 @@ def prefetch_on_side_stream(device: torch.device, prepare: Callable[[], Any], de
 
 
 def _tensors(obj) -> Iterator[torch.Tensor]:
-    """Every tensor inside nested tuples, lists, dicts and dataclasses (a batch's Blocks)."""
+    """Every tensor inside nested tuples, lists, dicts and dataclasses (a batch's Blocks), the
+    attributes set on a dataclass instance beyond its fields included (a Block's ``edge_weight``)."""
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
@@ -279,8 +280,10 @@ def _tensors(obj) -> Iterator[torch.Tensor]:
         for item in obj.values():
             yield from _tensors(item)
     elif is_dataclass(obj) and not isinstance(obj, type):
-        for f in fields(obj):
-            yield from _tensors(getattr(obj, f.name))
+        names = [f.name for f in fields(obj)]
+        names += [k for k in vars(obj) if k not in names]
+        for name in names:
+            yield from _tensors(getattr(obj, name))
 
 
 def tensor_bytes(*tensors) -> int:
@@ -288,7 +291,7 @@ def tensor_bytes(*tensors) -> int:
 
 
 def block_bytes(blocks: list[Block]) -> int:
-    return sum(tensor_bytes(b.indptr, b.indices, b.src_ids, b.dup_count) for b in blocks)
+    return sum(tensor_bytes(*_tensors(b)) for b in blocks)
 
 
 class RankFailed(BaseException):

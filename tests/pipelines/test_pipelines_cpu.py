@@ -296,3 +296,19 @@ def test_profile_ranks_pick_which_ranks_profile(tmp_path, monkeypatch):
     assert rank_selected(2, "1, 2") and not rank_selected(0, "1,2")
     with pytest.raises(ValueError, match="HARNESS_PROFILE_RANKS"):
         rank_selected(0, "first")
+
+
+def test_prefetched_batches_protect_every_block_tensor():
+    """The prefetcher marks every tensor of a batch as used by the training stream, a Block's
+    edge weights included (not a dataclass field: PinSAGE's visit counts); block_bytes counts them."""
+    from impls.models.ops import set_edge_weight
+    from impls.pipelines.base import _tensors, block_bytes
+    from impls.sampling.blocks import Block
+
+    block = Block(torch.tensor([0, 2]), torch.tensor([1, 2]), torch.tensor([5, 6, 7]), 1, torch.tensor([0, 1, 1]))
+    plain = block_bytes([block])
+    weight = torch.tensor([2.0, 1.0])
+    set_edge_weight(block, weight)
+    found = list(_tensors([block]))
+    assert any(t is weight for t in found) and len(found) == 5
+    assert block_bytes([block]) == plain + 8
