@@ -44,3 +44,13 @@ def test_table5_and_fig10_judge_each_combination_on_its_latest_run(tmp_path):
     # GCN+TW, GCN+PA, GSG+CF from 0062 and GSG+UK from 0093: 4 steps each
     assert headline.startswith("latest run per model+dataset and step (4xH200 #0062, 4xH200 #0093): step gains "
                                "with the paper's sign in 15/16")
+
+
+def test_table4_over_budget_runs_summarized_and_pinsage_gain_explained(tmp_path):
+    md = _md(tmp_path, "table4", "0101_h200x4_xgnn.table4-tw-topology-over-budget-uva",
+             "0110_h200x4_xgnn.table4-tw-over-budget-per-point", "0120_h200x4_xgnn.table4-tw-over-budget-third",
+             "0119_h200x4_xgnn.table4-pinsage-per-point")
+    assert "speedup over DGL+C (UVA) over 3 runs: median 2.20x (1.99-2.26x)" in md
+    note = next(ln for ln in md.splitlines() if "PinSAGE samples by the same random walks" in ln)
+    assert "#0119 TW: DGL+C E 2.1x (paper 4.7x), E2E 1.13x (paper 1.31x)" in note
+    assert "| PSG     | UK        | DGL+C       | v100     | OOM" in md
