@@ -21,6 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _first_sightings(ids, slot, seen):
+    """Appends each id not marked in ``slot`` to ``seen`` and marks it; returns how many."""
+    count = 0
+    for x in ids:
+        if slot[x] < 0:
+            slot[x] = 0
+            seen[count] = x
+            count += 1
+    return count
 
 
 def expand(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,23 +105,25 @@ class Sample:
 
 
 class IdTable:
-    """De-duplication and id -> position maps without sorting, over a reusable table of N slots.
+    """De-duplication and id -> position maps without sorting the inputs, over a reusable table of N slots.
 
-    A mini-batch touches few nodes of a large graph, so large inputs use the table (O(ids) plus
-    one O(N) scan of a flag array) and small ones fall back to numpy's sort-based unique.
+    A mini-batch touches few nodes of a large graph: one pass over the ids marks the first sight of
+    each (numba), only the distinct ids are sorted, and the slots are reset afterwards, so a call
+    costs O(ids + distinct log distinct) whatever N is (the earlier flag-array scan was O(N) per
+    call, which made the replay grow with the square of the stand-in's scale).
     """
 
     def __init__(self, num_nodes: int):
         self.slot = np.full(num_nodes, -1, dtype=np.int64)
-        self.flag = np.zeros(num_nodes, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.slot)
 
     def unique(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted distinct ids and, for each input id, its index among them."""
-        if len(ids) * 16 < len(self.flag):
-            return np.unique(ids, return_inverse=True)
-        self.flag[ids] = True
-        uniq = np.flatnonzero(self.flag)
-        self.flag[uniq] = False
+        """Sorted distinct ids and, for each input id, its index among them (np.unique's output)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        seen = np.empty(len(ids), dtype=np.int64)
+        uniq = np.sort(seen[:_first_sightings(ids, self.slot, seen)])
         self.slot[uniq] = np.arange(len(uniq))
         inverse = self.slot[ids]
         self.slot[uniq] = -1
@@ -130,7 +145,7 @@ class IdTable:
 def _table(sampler, indptr) -> IdTable:
     n = len(indptr) - 1
     table = getattr(sampler, "_ids", None)
-    if table is None or len(table.flag) != n:
+    if table is None or len(table) != n:
         table = sampler._ids = IdTable(n)
     return table
 
