@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 
 def _adjacency(indptr, indices, num_nodes):
@@ -63,8 +64,24 @@ def lhop_hotness(indptr, indices, train_idx, hops: int, mode: str = "walks",
         weight = f
         if mode == "sampled":
             weight = f * np.minimum(1.0, fanouts[hop] / np.maximum(degree, 1.0))
-        f = adj_t @ weight + f
+        if symmetric:       # row sums over every core: the same per-row order as scipy's, the same bits
+            f = _row_sums(np.asarray(indptr, dtype=np.int64), np.asarray(indices), weight) + f
+        else:
+            f = adj_t @ weight + f
     return f / len(train)
+
+
+@njit(parallel=True, cache=True)
+def _row_sums(indptr, indices, x):
+    """y[i] = sum of x over row i's entries, in CSR order (A @ x for a 0/1 matrix A)."""
+    n = len(indptr) - 1
+    y = np.zeros(n)
+    for i in prange(n):
+        acc = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            acc += x[indices[e]]
+        y[i] = acc
+    return y
 
 
 def _reach_counts(adj, train: np.ndarray, hops: int, max_entries: int) -> np.ndarray:
