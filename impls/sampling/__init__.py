@@ -15,6 +15,9 @@ Ours (samplers.py, unique.py, minibatch.py; kernels/*.cu on CUDA, numba on CPU; 
   ``min(degree, fanout)`` distinct CSR positions per seed, whole lists in CSR order when
   degree <= fanout. Options: ``store`` (local | split | sharded over the ranks' GPUs, csr.py),
   ``count_remote`` (requests to rows of other ranks, ``remote_stats()``), ``seed``.
+- ``pinsage_walk`` (random_walk.py): PinSAGE's neighbours by random walks with restart, the top
+  ``fanout`` visited nodes per target; ``weighted = True`` and ``sample_weighted`` also returns
+  their visit counts (float32), which ``sample_blocks`` attaches to the blocks as edge weights.
 - interface ``unique``: ``hash_append`` (WholeGraph Fig. 5), ``sort`` (torch.unique),
   ``wholegraph_lib``: ``append_unique(targets, neighbors) -> (unique_ids, local_neighbors,
   dup_count)`` with the targets first in their order.
