@@ -54,3 +54,10 @@ def test_table4_over_budget_runs_summarized_and_pinsage_gain_explained(tmp_path)
     note = next(ln for ln in md.splitlines() if "PinSAGE samples by the same random walks" in ln)
     assert "#0119 TW: DGL+C E 2.1x (paper 4.7x), E2E 1.13x (paper 1.31x)" in note
     assert "| PSG     | UK        | DGL+C       | v100     | OOM" in md
+
+
+def test_table4_drops_cells_skipped_then_run_since(tmp_path):
+    """0047 skipped every PinSAGE cell (no random-walk sampler then); 0119 ran them: only 0119's show."""
+    md = _md(tmp_path, "table4", "0047_h200x4_xgnn.table4", "0119_h200x4_xgnn.table4-pinsage-per-point")
+    assert "| 4xH200 #0047 | GCN " in md and "| 4xH200 #0047 | PSG" not in md
+    assert md.count("| 4xH200 #0119 | PSG") == 16 and "KHop neighbours only" not in md
