@@ -182,16 +182,15 @@ def derived_ids(present: set[str]) -> list[str]:
 def report_all(results_root: Path, out_dir: Path) -> list[Path]:
     """Every experiment of every run under ``results_root``, all its runs combined, plus
     ``out_dir/README.md``: the index of every registered experiment and its status."""
-    from .store import _RUN_DIR
+    from .store import _RUN_DIR, withdrawn_reason
 
     root = Path(results_root)
-    from .store import withdrawn_reason
-
     runs = sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "rows.jsonl").exists()) \
         if root.is_dir() else []
     if not runs:
         raise HarnessError(f"no run directories under {root}")
-    withdrawn = {p.name: withdrawn_reason(p) for p in runs if withdrawn_reason(p)}
+    reasons = {p.name: withdrawn_reason(p) for p in runs}
+    withdrawn = {name: why for name, why in reasons.items() if why}
     runs = [p for p in runs if p.name not in withdrawn]
     by_exp: dict[str, list[Path]] = {}
     for path in runs:

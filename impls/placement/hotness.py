@@ -49,25 +49,24 @@ def lhop_hotness(indptr, indices, train_idx, hops: int, mode: str = "walks",
     train = np.asarray(train_idx, dtype=np.int64)
     if len(train) == 0:
         return np.zeros(n)
-    adj = _adjacency(indptr, indices, n)
     if mode == "exact":
-        return _reach_counts(adj, train, hops, max_exact_entries) / len(train)
+        return _reach_counts(_adjacency(indptr, indices, n), train, hops, max_exact_entries) / len(train)
     if mode not in ("walks", "sampled"):
         raise ValueError(f"unknown mode '{mode}' (walks, sampled, exact)")
     if mode == "sampled" and (fanouts is None or len(fanouts) < hops):
         raise ValueError("sampled mode needs one fanout per hop")
     degree = np.diff(np.asarray(indptr)).astype(np.float64)
-    adj_t = adj if symmetric else adj.T   # CSC view, no copy: f_{l+1}[j] = sum_i f_l[i] A[i, j]
+    # symmetric: A^T f = A f, row sums over every core (scipy's per-row order, the same bits), no
+    # matrix built; else the CSC view of A, no copy: f_{l+1}[j] = sum_i f_l[i] A[i, j]
+    rows = (np.asarray(indptr, dtype=np.int64), np.asarray(indices)) if symmetric else None
+    adj_t = None if symmetric else _adjacency(indptr, indices, n).T
     f = np.zeros(n)
     f[train] = 1.0
     for hop in range(hops):
         weight = f
         if mode == "sampled":
             weight = f * np.minimum(1.0, fanouts[hop] / np.maximum(degree, 1.0))
-        if symmetric:       # row sums over every core: the same per-row order as scipy's, the same bits
-            f = _row_sums(np.asarray(indptr, dtype=np.int64), np.asarray(indices), weight) + f
-        else:
-            f = adj_t @ weight + f
+        f = (_row_sums(*rows, weight) if symmetric else adj_t @ weight) + f
     return f / len(train)
 
 

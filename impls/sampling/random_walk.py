@@ -28,11 +28,10 @@ import numpy as np
 import torch
 
 from harness.errors import HarnessError
-from harness.needs import Needs
 from harness.registry import register_impl
 
 from . import gpu, rng
-from .samplers import MAX_FANOUT, _Sampler
+from .samplers import _NEEDS, MAX_FANOUT, _Sampler
 
 MAX_WALKS = 16           # kernels/random_walk.cu RW_MAX_WALKS
 MAX_VISITS = 64          # RW_MAX_VISITS: random_walks x walk_length
@@ -97,8 +96,7 @@ class RandomWalkSampler(_Sampler):
                                  K, key, self._base_np, P, gpu_rows, host_base, out.numpy(), weight.numpy(),
                                  counts.numpy(), rows.numpy())
         elif n:
-            suffix = "i32" if self.csr.id_bytes == 4 else "i64"
-            gpu.launch(self.device, "random_walk.cu", f"random_walk_topk_{suffix}", gpu.grid_for(self.device, n, 128),
+            gpu.launch(self.device, "random_walk.cu", f"random_walk_topk_{self._suffix()}", gpu.grid_for(self.device, n, 128),
                        128, (gpu.ptr(self.csr.desc(False)), gpu.ptr(seeds), np.int64(n), np.int32(R), np.int32(L),
                              self.restart_thr, np.int32(K), key, gpu.ptr(base), np.int64(P), np.int64(gpu_rows),
                              np.int64(host_base), gpu.ptr(out), gpu.ptr(weight), gpu.ptr(counts), gpu.ptr(rows)))
@@ -112,14 +110,6 @@ class RandomWalkSampler(_Sampler):
                check: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         offsets, neighbors, _ = self.sample_weighted(seeds, fanout, seed=seed, generator=generator, check=check)
         return offsets, neighbors
-
-    def describe(self) -> str:
-        how = ("CUDA kernel" if self.device.type == "cuda" else "CUDA kernel (emulated)") \
-            if self.engine == "kernel" else "numba on CPU"
-        return f"{self.algorithm}; {how}; {self.csr.describe()}"
-
-
-_NEEDS = Needs(cuda_packages=("cupy",), note="numba on CPU")
 
 
 @register_impl("sampling", "pinsage_walk", needs=_NEEDS,

@@ -201,7 +201,8 @@ class TierCounters:
                  offsets: torch.Tensor | None = None, per_item_bytes: int = 0) -> None:
         """Counts reads of the physical rows ``index`` of ``layout`` by ``worker``: ``const_bytes``
         each, plus ``per_item_bytes`` per item of a neighbor list when ``offsets`` (its CSR offsets
-        over ``index``) is given. One kernel (tiers.cu tier_count) where the kernels run."""
+        over ``index``) is given; negative indices (no read) are skipped. One kernel (tiers.cu
+        tier_count) where the kernels run."""
         if not self.enabled or index.numel() == 0:
             return
         if gpu.kernel_device_ok(index.device):
@@ -214,6 +215,10 @@ class TierCounters:
                         np.int64(worker), gpu.ptr(self.accesses[k]), gpu.ptr(self.bytes[k])))
             return
         nbytes = const_bytes if offsets is None else const_bytes + (offsets[1:] - offsets[:-1]) * per_item_bytes
+        read = index >= 0
+        if not bool(read.all()):
+            index = index[read]
+            nbytes = nbytes if offsets is None else nbytes[read]
         self.add(kind, layout.tier_of_physical(index, worker), nbytes)
 
     def reset(self) -> None:
@@ -682,10 +687,8 @@ class TieredWalkSampler:
                         check: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         out = self.inner.sample_weighted(seeds, fanout, seed=seed, generator=generator, check=check)
         if self.counters is not None and self.counters.enabled:
-            rows = self.inner.rows_read.reshape(-1)
-            if not gpu.kernel_device_ok(rows.device):      # tier_count skips the -1 entries itself
-                rows = rows[rows >= 0]
-            self.counters.add_rows("topology", self.layout, rows, self.worker, 16 + self.csr.id_bytes)
+            self.counters.add_rows("topology", self.layout, self.inner.rows_read.reshape(-1), self.worker,
+                                   16 + self.csr.id_bytes)
         return out
 
     def sample(self, seeds, fanout: int, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
