@@ -12,10 +12,14 @@ topology (rank g = GPU g). For each :class:`MeasureJob`:
    CUDA, indexed on CPU.
 2. Every replayed batch of this rank (the simulator's batches: ``simulate.replay_batches``):
    ``Placement.split_for_gather`` splits the input nodes into store rows (local + peer) and
-   host ids outside the timed region (the dev_num lookup); the timed region is one
-   ``p2p_shared`` gather over the store rows, one host gather, and both scattered into the
-   batch's order. Each step is barrier-bracketed and timed by CUDA events (GPU) or
-   ``perf_counter`` (CPU); ranks past their last batch time an empty step.
+   host ids outside the timed region (the dev_num / buf_pos lookup). The timed region is
+   - ``gather="fused"`` (CUDA; ICS'22 3.2's loader): ONE gather kernel over a pointer table of
+     the GPU buffers and the mapped host table (``impls.gather.kernel``, the host as the last,
+     larger part), each row read from where dev_num says, straight into the batch's order;
+   - ``gather="split"`` (and every CPU run): one ``p2p_shared`` gather over the store rows, one
+     host gather, and both scattered into the batch's order.
+   Each step is barrier-bracketed and timed by CUDA events (GPU) or ``perf_counter`` (CPU); ranks
+   past their last batch time an empty step.
 3. The first ``check_batches`` batches are compared with the features of their node ids
    (closed form, ``impls.storage.layout.closed_form_rows``); a mismatch on any rank fails the
    job on every rank.
@@ -44,6 +48,7 @@ class MeasureJob:
     dtype: str = "float32"
     warmup: int = 2
     check_batches: int = 2          # -1: every batch
+    gather: str = "fused"           # fused | split (see the module docstring); CPU ranks always split
     meta: dict = field(default_factory=dict)
 
 
@@ -117,18 +122,43 @@ def measure_placement(rank, job: MeasureJob) -> dict:
         batches = job.batches[me]
         steps = max(len(b) for b in job.batches)
         n = n_gpus
+        if job.gather not in ("fused", "split"):
+            raise ValueError(f"gather must be fused or split, not '{job.gather}'")
+        fused = cuda and job.gather == "fused"
+        if fused:
+            from impls.gather.kernel import gather_into
+
+            if store.rows_per_part != store.rows_per_rank:
+                raise RuntimeError("the fused gather needs one store part per GPU")
+            # parts 0..n-1: the GPU buffers (local or peer through NVLink); part n: the mapped host
+            # table, the kernel's larger last part, so row n * rpp + v reads node v from the host
+            table = torch.cat([store.table, host.ptrs])
+            rpp = store.rows_per_part
+            if n * rpp + placement.num_nodes >= 1 << 32:
+                raise RuntimeError("the fused gather's row ids need 32 bits")
         reads = np.zeros((len(batches), n + 1), dtype=np.int64)
         prepared = []
         for i, nodes in enumerate(batches):
             split = placement.split_for_gather(me, nodes)
             reads[i, :n] = np.bincount(split.store_device, minlength=n)[:n]
             reads[i, n] = len(split.host_ids)
+            if fused:
+                rows = np.empty(len(nodes), dtype=np.int64)
+                rows[split.store_pos] = split.store_rows
+                rows[split.host_pos] = n * rpp + np.asarray(split.host_ids, dtype=np.int64)
+                prepared.append((torch.from_numpy(rows).to(device), len(nodes)))
+                continue
             prepared.append(tuple(torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in
                                   (split.store_rows, split.store_pos, split.host_ids, split.host_pos))
                             + (len(nodes),))
         out_box: list = [None]
 
         def load(item):
+            if fused:
+                rows, count = item
+                out = torch.empty((count, job.row_elems), dtype=tdtype, device=device)
+                out_box[0] = gather_into(out, table, rpp, rows, dtype_spec.row_bytes, store.launch)
+                return
             store_rows, store_pos, host_ids, host_pos, count = item
             out = torch.empty((count, job.row_elems), dtype=tdtype, device=device)
             if store_rows.numel():
@@ -171,7 +201,7 @@ def measure_placement(rank, job: MeasureJob) -> dict:
         return {"key": job.key, "rank": me, "batch_reads": reads, "batch_s": mine_s,
                 "mean_s": mean, "max_mean_s": spread.max, "step_max_s": step_max_s, "checked": checked,
                 "store": store.describe(), "host": host.describe() if host is not None else "",
-                "device": rank.device}
+                "gather": "fused" if fused else "split", "device": rank.device}
     finally:
         if host is not None:
             host.close()

@@ -112,4 +112,6 @@ def test_measured_ratios_are_flagged_when_fixed_costs_dwarf_the_modeled_transfer
     assert "2.00x" in line and "overhead-bound" in line and "10-20 us" in line
     real = pd.DataFrame([m("random", 4.0, 3.0), m("clique_opt", 2.0, 1.5)])
     line = measured_speedups(real, "0001_x")
-    assert "2.00x" in line and "overhead-bound" not in line
+    assert "2.00x" in line and "overhead-bound" not in line and "split gather" in line
+    line = measured_speedups(real.assign(p_measured_gather="fused"), "0001_x")
+    assert "on GPU, fused gather" in line

@@ -1,0 +1,53 @@
+"""The measured placement path run end to end on ranks of any device (CPU tests and tests/gpu)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from harness.launcher import launch
+from impls.placement import make_policy
+from impls.placement.hotness import lhop_hotness
+from impls.placement.measure import MeasureJob, measure_jobs, portable
+from impls.placement.policies import PlacementProblem
+from impls.placement.sampling import LayerWiseSampler
+from impls.placement.simulate import replay
+from impls.placement.topology import by_name
+from tests.placement.placement_graphs import random_graph
+
+POLICIES = ["naive", "random", "pagraph", "hash_modulo", "clique", "clique_opt", "xgnn_solver"] + \
+    (["metis"] if importlib.util.find_spec("pymetis") else [])
+
+
+def check_measured_policies(device: str, world: int, gather: str, policies=POLICIES, row_elems: int = 3,
+                            nodes: int = 400) -> list[str]:
+    """Every policy's replayed batches gathered on ``world`` ranks: every row checked against its
+    closed form (a mismatch raises in the ranks), and the local / peer / host reads of each batch
+    equal the simulator's. Returns the gather path each rank reported."""
+    indptr, indices = random_graph(nodes, 8, seed=3)
+    train = np.sort(np.random.default_rng(4).choice(nodes, nodes * 3 // 10, replace=False))
+    topology = by_name(f"{world}GPU")
+    hot = lhop_hotness(indptr, indices, train, 2, symmetric=True)
+    jobs, sims = [], {}
+    for name in policies:
+        problem = PlacementProblem(indptr, indices, train, hot, topology, nodes * 3 // 20, 2, 0, True)
+        placement = make_policy(name).place(problem)
+        sim = replay(indptr, indices, train, placement, lambda g: LayerWiseSampler(48, 2), 16,
+                     max_batches=3, seed=1, keep_batches=True)
+        sims[name] = sim
+        jobs.append(MeasureJob(name, portable(placement), sim.meta["input_batches"], row_elems=row_elems,
+                               check_batches=-1, warmup=1, gather=gather))
+    per_rank = launch(measure_jobs, (jobs,), world_size=world, device=device, timeout_s=180)
+    tiers_seen = np.zeros(3, dtype=np.int64)
+    paths = []
+    for rank, results in enumerate(per_rank):
+        for res in results:
+            sim = sims[res["key"]]
+            assert res["checked"] == len(sim.meta["input_batches"][rank]) > 0
+            np.testing.assert_array_equal(res["batch_reads"], sim.batch_reads[rank])
+            assert len(res["batch_s"]) == len(sim.batch_reads[rank]) and res["max_mean_s"] > 0
+            tiers_seen += sim.split()[rank]
+            paths.append(res["gather"])
+    assert (tiers_seen > 0).all()                 # local, peer and host reads were all exercised
+    return paths
