@@ -362,7 +362,8 @@ def _home(key, mask):
 
 @njit(cache=True)
 def hash_append_unique(targets, neighbors, H, unique_out, local, dup):
-    """kernels/unique.cu on one core; returns the number of new (non-target) nodes.
+    """kernels/unique.cu on one core; returns the number of new (non-target) nodes, or -1 when the
+    table is full (more distinct ids than H / 2 was sized for: a broken id_bound).
 
     unique_out (capacity nt + nn) gets targets then new nodes numbered per home bucket in
     (home slot, id) order; local[j] = local id of neighbors[j]; dup[id] += 1 per neighbor.
@@ -377,15 +378,20 @@ def hash_append_unique(targets, neighbors, H, unique_out, local, dup):
         key = targets[i] if i < nt else neighbors[i - nt]
         h = _home(key, mask)
         s = h
-        while True:
+        placed = False
+        for _ in range(H):
             cur = keys[s]
             if cur == key:
+                placed = True
                 break
             if cur == EMPTY:
                 keys[s] = key
                 counts[h >> 5] += 1
+                placed = True
                 break
             s = (s + 1) & mask
+        if not placed:
+            return -1
         if i < nt:
             unique_out[i] = key
             if vals[s] == NOT_TARGET:

@@ -26,6 +26,7 @@ def sample_blocks(sampler, unique, seeds, fanouts, *, seed: int | None = None, g
     """Blocks of one mini-batch. ``seeds`` must be distinct. With ``seed``, hop h uses seed
     ``seed * 1_000_003 + h``, so a fixed seed fixes the whole mini-batch."""
     targets = torch.as_tensor(seeds).reshape(-1)
+    id_bound = getattr(sampler, "id_bound", None)    # sizes append-unique's table by the graph
     blocks: list[Block] = []
     for hop, fanout in enumerate(fanouts):
         hop_seed = None if seed is None else int(seed) * 1_000_003 + hop
@@ -37,7 +38,8 @@ def sample_blocks(sampler, unique, seeds, fanouts, *, seed: int | None = None, g
             offsets, neighbors = sampler.sample(targets, int(fanout), seed=hop_seed, generator=generator,
                                                 check=check and hop == 0)
         targets = targets.to(neighbors.device, torch.int64)
-        unique_ids, local, dup = unique.append_unique(targets, neighbors, check=check and hop == 0)
+        unique_ids, local, dup = unique.append_unique(targets, neighbors, check=check and hop == 0,
+                                                      id_bound=id_bound)
         block = Block(indptr=offsets, indices=local, src_ids=unique_ids, num_dst=int(targets.numel()),
                       dup_count=dup)
         if weights is not None:

@@ -86,6 +86,12 @@ class _Sampler:
             return self._sample_numba(seeds, fanout, key)
         return self._sample_kernel(seeds, fanout, key)
 
+    @property
+    def id_bound(self) -> int:
+        """Every id this sampler returns is below this (the CSR's rows: the kernels index indptr by
+        the neighbor ids of the next hop, so ids at or past it are already out of contract)."""
+        return int(self.csr.num_nodes)
+
     def remote_stats(self) -> dict:
         """Requests counted since the last reset (count_remote=True): sectors and bytes."""
         c = self._host_counts.copy() if self.engine == "numba" else self.csr.counters.cpu().numpy()

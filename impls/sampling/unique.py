@@ -7,7 +7,9 @@
 ``neighbors`` that are not targets follow, once each, in an order fixed by the inputs (each
 implementation documents it); ``local_neighbors[j]`` is the position of ``neighbors[j]`` in
 ``unique_ids`` (int64); ``dup_count[k]`` counts the entries of ``neighbors`` equal to
-``unique_ids[k]`` (int32). Ids must be >= 0.
+``unique_ids[k]`` (int32). Ids must be >= 0. ``append_unique(..., id_bound=N)`` promises every id
+is < N (the graph's node count; ``check`` verifies it): the hash table is then sized by
+min(inputs, N) instead of the inputs alone.
 
 - ``hash_append``: WholeGraph's hash table (kernels/unique.cu; numba on CPU): new nodes are
   numbered by bucket counts and an exclusive prefix sum over buckets, in (home slot, id)
@@ -36,10 +38,17 @@ def _ids(x, device) -> torch.Tensor:
     return x.reshape(-1).to(device=device, dtype=torch.int64).contiguous()
 
 
-def _check(targets, neighbors) -> None:
+def _check(targets, neighbors, id_bound: int | None = None) -> None:
     for name, t in (("targets", targets), ("neighbors", neighbors)):
         if t.numel() and int(t.min()) < 0:
             raise HarnessError(f"append-unique {name} must be >= 0")
+        if id_bound is not None and t.numel() and int(t.max()) >= id_bound:
+            raise HarnessError(f"append-unique {name} reach {int(t.max())}, not below id_bound {id_bound}")
+
+
+def _overflow(id_bound) -> HarnessError:
+    return HarnessError(f"append-unique hash table full: more distinct ids than id_bound={id_bound} allows "
+                        "(an id at or above the bound)")
 
 
 class HashAppendUnique:
@@ -55,12 +64,12 @@ class HashAppendUnique:
             raise HarnessError("the numba engine runs on the CPU device only")
         self.engine = engine
 
-    def append_unique(self, targets, neighbors, check: bool = True):
+    def append_unique(self, targets, neighbors, check: bool = True, id_bound: int | None = None):
         targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
         if check:
-            _check(targets, neighbors)
+            _check(targets, neighbors, id_bound)
         nt, nn = targets.numel(), neighbors.numel()
-        H = rng.table_slots(nt + nn)
+        H = rng.table_slots(nt + nn, id_bound)
         if self.engine == "numba":
             from . import cpu
 
@@ -68,20 +77,22 @@ class HashAppendUnique:
             local = np.empty(nn, dtype=np.int64)
             dup = np.zeros(nt + nn, dtype=np.int32)
             new = int(cpu.hash_append_unique(targets.numpy(), neighbors.numpy(), H, unique_out, local, dup))
+            if new < 0:
+                raise _overflow(id_bound)
             return (torch.from_numpy(unique_out[:nt + new]), torch.from_numpy(local),
                     torch.from_numpy(dup[:nt + new]))
         dev = self.device
         ws = torch.full((H + H // 2,), -1, dtype=torch.int64, device=dev)   # keys | values (u32)
         keys, vals = ws[:H], ws[H:].view(torch.int32)
-        zeros = torch.zeros(H // 32 + nt + nn, dtype=torch.int32, device=dev)
-        counts, dup = zeros[:H // 32], zeros[H // 32:]
+        zeros = torch.zeros(1 + H // 32 + nt + nn, dtype=torch.int32, device=dev)
+        overflow, counts, dup = zeros[:1], zeros[1:1 + H // 32], zeros[1 + H // 32:]
         ids = torch.empty(H, dtype=torch.int32, device=dev)
         unique_out = torch.empty(nt + nn, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         mask = np.uint64(H - 1)
         gpu.launch(dev, "unique.cu", "au_insert", gpu.grid_for(dev, nt + nn), 256,
                    (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
-                    gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local)))
+                    gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local), gpu.ptr(overflow)))
         inclusive = torch.cumsum(counts, 0)
         block = 256 if H >= 256 else 64
         gpu.launch(dev, "unique.cu", "au_assign", min(H // block, gpu.sm_count(dev) * 8), block,
@@ -89,8 +100,10 @@ class HashAppendUnique:
                     gpu.ptr(ids), gpu.ptr(unique_out)))
         if nn:
             gpu.launch(dev, "unique.cu", "au_lookup", gpu.grid_for(dev, nn), 256,
-                       (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup)))
-        new = int(inclusive[-1])
+                       (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup), gpu.ptr(overflow)))
+        new, lost = (int(x) for x in torch.stack([inclusive[-1], overflow[0].to(inclusive.dtype)]).tolist())
+        if lost:
+            raise _overflow(id_bound)
         return unique_out[:nt + new], local, dup[:nt + new]
 
     def describe(self) -> str:
@@ -106,10 +119,10 @@ class SortUnique:
     def __init__(self, where, **_):
         self.device, _ = where_of(where)
 
-    def append_unique(self, targets, neighbors, check: bool = True):
+    def append_unique(self, targets, neighbors, check: bool = True, id_bound: int | None = None):
         targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
         if check:
-            _check(targets, neighbors)
+            _check(targets, neighbors, id_bound)
         nt = targets.numel()
         uniq, inverse = torch.unique(torch.cat([targets, neighbors]), return_inverse=True)
         is_new = torch.ones(uniq.numel(), dtype=torch.bool, device=self.device)
@@ -141,12 +154,12 @@ class WholeGraphAppendUnique:
             communicator(rank)       # initializes the library (wholememory_init) once per process
         self.dup_count = dup_count
 
-    def append_unique(self, targets, neighbors, check: bool = True):
+    def append_unique(self, targets, neighbors, check: bool = True, id_bound: int | None = None):
         from pylibwholegraph.torch.graph_ops import append_unique
 
         targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
         if check:
-            _check(targets, neighbors)
+            _check(targets, neighbors, id_bound)
         with torch.cuda.device(self.device):
             uniq, mapping = append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)
         local = mapping.to(torch.int64)

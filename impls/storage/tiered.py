@@ -658,6 +658,10 @@ class TieredSampler:
             self.counters.add_rows("topology", self.layout, index, self.worker, 16, offsets, self.csr.id_bytes)
         return offsets, neighbors
 
+    @property
+    def id_bound(self) -> int:
+        return int(self.layout.num_rows)
+
     def describe(self) -> str:
         return f"{self.inner.algorithm}; {self.csr.describe()}"
 
@@ -694,6 +698,10 @@ class TieredWalkSampler:
     def sample(self, seeds, fanout: int, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
         offsets, neighbors, _ = self.sample_weighted(seeds, fanout, **kwargs)
         return offsets, neighbors
+
+    @property
+    def id_bound(self) -> int:
+        return int(self.layout.num_rows)
 
     def describe(self) -> str:
         return f"{self.inner.algorithm}; {self.csr.describe()}"

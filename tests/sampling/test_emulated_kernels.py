@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from harness.errors import HarnessError
+
 from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler, ReservoirSampler
 from impls.sampling.unique import HashAppendUnique
 
@@ -80,3 +82,16 @@ def test_unique_kernels_equal_numba(case):
     b = HashAppendUnique("cpu", engine="kernel").append_unique(t, n)
     for x, y in zip(a, b):
         assert torch.equal(x, y)
+
+
+def test_unique_kernels_with_id_bound_equal_numba_and_detect_overflow():
+    g = np.random.default_rng(7)
+    t = torch.as_tensor(g.choice(3000, 200, replace=False), dtype=torch.int64)
+    n = torch.as_tensor(g.integers(0, 3000, 20_000), dtype=torch.int64)
+    a = HashAppendUnique("cpu").append_unique(t, n, id_bound=3000)
+    b = HashAppendUnique("cpu", engine="kernel").append_unique(t, n, id_bound=3000)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    with pytest.raises(HarnessError, match="table full"):      # 303 distinct ids in 64 slots: no hang
+        HashAppendUnique("cpu", engine="kernel").append_unique(torch.arange(3), torch.arange(1000, 1300),
+                                                               id_bound=5, check=False)

@@ -64,3 +64,29 @@ def test_int32_inputs_and_errors():
         HashAppendUnique("cpu").append_unique(torch.tensor([1]), torch.tensor([-3]))
     with pytest.raises(HarnessError, match="int32 or int64"):
         HashAppendUnique("cpu").append_unique(torch.tensor([1.0]), torch.tensor([2]))
+
+
+@pytest.mark.parametrize("id_bound", [10_000, 12_345, 1 << 20])
+def test_id_bound_sizes_the_table_and_keeps_the_contract(id_bound):
+    """A graph of N nodes bounds the distinct ids of any hop: the table is sized by min(inputs, N),
+    and the output is still the reference's, in the order that table size gives."""
+    g = np.random.default_rng(id_bound)
+    targets, neighbors = g.choice(10_000, 400, replace=False), g.integers(0, 10_000, 60_000)
+    out = HashAppendUnique("cpu").append_unique(torch.as_tensor(targets), torch.as_tensor(neighbors),
+                                                id_bound=id_bound)
+    check_against_sort(out, targets, neighbors)
+    ru, rl, rd = ref.hash_unique_order(targets, neighbors, id_bound)
+    assert np.array_equal(out[0].numpy(), ru) and np.array_equal(out[1].numpy(), rl)
+    assert np.array_equal(out[2].numpy(), rd)
+    unbounded = ref.hash_unique_order(targets, neighbors)[0]
+    if id_bound < 30_000:      # a smaller table than the inputs' numbers new nodes in another order
+        assert not np.array_equal(unbounded, ru)
+
+
+def test_broken_id_bound_raises_instead_of_spinning():
+    t, n = torch.arange(3), torch.arange(1000, 1300)
+    unique = HashAppendUnique("cpu")
+    with pytest.raises(HarnessError, match="not below id_bound 5"):
+        unique.append_unique(t, n, id_bound=5)
+    with pytest.raises(HarnessError, match="table full"):      # 303 distinct ids in 64 slots
+        unique.append_unique(t, n, id_bound=5, check=False)

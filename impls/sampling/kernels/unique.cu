@@ -13,7 +13,7 @@
 // it landed in), and within a bucket new nodes are numbered by (home slot, node id), so the
 // numbering depends only on the set of nodes and H, never on the order in which threads
 // won their atomicCAS: the output is deterministic, and equal to the CPU version's.
-//   au_insert   thread per input: insert; bucket_counts[bucket(home)] += 1 for each new key,
+//   au_insert   thread per input: insert (a full table counts an overflow, raised on the host); bucket_counts[bucket(home)] += 1 for each new key,
 //               -= 1 when a target claims the key; targets copy themselves to unique[t];
 //               neighbors remember their slot
 //   (host)      inclusive = torch.cumsum(bucket_counts)
@@ -34,25 +34,33 @@ __device__ __forceinline__ u64 home_slot(u64 key, u64 mask) { return mix64(key) 
 extern "C" __global__ void au_insert(const long long* __restrict__ targets, long long nt,
                                      const long long* __restrict__ neighbors, long long nn,
                                      u64* keys, u32* vals, int* bucket_counts, u64 mask,
-                                     long long* __restrict__ unique_out, long long* __restrict__ slot_out) {
+                                     long long* __restrict__ unique_out, long long* __restrict__ slot_out,
+                                     int* overflow) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nt + nn; i += stride) {
         const bool is_target = i < nt;
         const u64 key = (u64)(is_target ? targets[i] : neighbors[i - nt]);
         const u64 h = home_slot(key, mask);
         u64 s = h;
-        while (true) {
+        bool placed = false;
+        // A full table (more distinct ids than the caller's id_bound promised) ends the probe
+        // after one lap instead of spinning; the host raises on the overflow count.
+        for (u64 step = 0; step <= mask; ++step, s = (s + 1) & mask) {
             const u64 cur = ((volatile u64*)keys)[s];
-            if (cur == key) break;
+            if (cur == key) { placed = true; break; }
             if (cur == EMPTY_KEY) {
                 const u64 prev = atomicCAS(&keys[s], EMPTY_KEY, key);
                 if (prev == EMPTY_KEY) {
                     atomicAdd(&bucket_counts[h >> 5], 1);
+                    placed = true;
                     break;
                 }
-                if (prev == key) break;
+                if (prev == key) { placed = true; break; }
             }
-            s = (s + 1) & mask;
+        }
+        if (!placed) {
+            atomicAdd(overflow, 1);
+            continue;
         }
         if (is_target) {
             unique_out[i] = (long long)key;
@@ -98,7 +106,8 @@ extern "C" __global__ void au_assign(const u64* __restrict__ keys, const u32* __
 }
 
 extern "C" __global__ void au_lookup(long long nn, const int* __restrict__ ids, long long* slot_to_local,
-                                     int* __restrict__ dup_count) {
+                                     int* __restrict__ dup_count, const int* __restrict__ overflow) {
+    if (*overflow) return;   // unplaced neighbors have no slot: reading one would leave the tables
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < nn; j += stride) {
         const int id = ids[slot_to_local[j]];

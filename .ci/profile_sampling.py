@@ -1,0 +1,95 @@
+"""Where a [30,30,30] x 512 mini-batch of ours spends its time on one GPU (issue 5): kernel times
+from torch.profiler (CUPTI sees the CuPy kernels too) and wall time per batch, on the products
+stand-in and on a uniform random graph of 2M nodes (the issue's PyG measurement). Not a result:
+a developer's profile, printed.
+
+    python .ci/profile_sampling.py [--device cuda] [--batches 20] [--graphs products,random]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+
+def random_graph(nodes: int, degree: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    deg = rng.poisson(degree, nodes).astype(np.int64)
+    indptr = np.zeros(nodes + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    indices = rng.integers(0, nodes, int(indptr[-1]), dtype=np.int64)
+    return indptr, indices
+
+
+def graph_of(name: str, scale: float):
+    if name == "random":
+        return random_graph(int(2_000_000 * scale), 50)
+    from harness import datasets
+
+    g = datasets.load("ogbn-products", scale=scale, seed=0, feature_dim=1)
+    return g.indptr, g.indices
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--graphs", default="products,random")
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--fanouts", default="30,30,30")
+    ap.add_argument("--batch", type=int, default=512)
+    args = ap.parse_args()
+    from harness import registry
+    from impls.sampling.minibatch import sample_blocks
+
+    registry.discover()
+    dev = torch.device(args.device)
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    for name in args.graphs.split(","):
+        indptr, indices = graph_of(name, args.scale)
+        n = indptr.size - 1
+        sampler = registry.get_impl("sampling", "path_doubling").factory(dev, indptr, indices)
+        unique = registry.get_impl("unique", "hash_append").factory(dev)
+        gen = torch.Generator().manual_seed(0)
+        seeds = [torch.randperm(n, generator=gen)[:args.batch].to(dev) for _ in range(args.batches)]
+
+        class Unbounded:       # the sampler without id_bound: append-unique sized by its inputs
+            def sample(self, *a, **k):
+                return sampler.sample(*a, **k)
+
+        sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+        for label, who in (("no id_bound", Unbounded()), ("id_bound", sampler)):
+            def one(s, who=who):
+                return sum(b.num_edges for b in sample_blocks(who, unique, s, fanouts, check=False))
+
+            for s in seeds[:3]:
+                one(s)
+            sync()
+            times, edges = [], []
+            for s in seeds:
+                t0 = time.perf_counter()
+                e = one(s)
+                sync()
+                times.append(time.perf_counter() - t0)
+                edges.append(e)
+            med = float(np.median(times))
+            print(f"== {name} ({label}): {n} nodes, {indices.size} edges; {fanouts} x {args.batch}: median "
+                  f"{med * 1e3:.3f} ms per batch, {np.mean(edges) / 1e6:.2f}M edges, "
+                  f"{np.mean(edges) / med / 1e9:.2f} G edges/s")
+        if dev.type != "cuda":
+            continue
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for s in seeds[:10]:
+                one(s)
+            sync()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
+        sampler.close()
+
+
+if __name__ == "__main__":
+    main()
