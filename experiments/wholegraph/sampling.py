@@ -58,6 +58,32 @@ def kinds_list(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def sampling_datasets(text: str) -> tuple[str, ...]:
+    """Registry datasets (aliases resolved) and synthetic ``uniform:NODES:DEGREE`` graphs."""
+    from impls.sampling.bench import is_uniform, parse_uniform
+
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    out = []
+    for name in names:
+        if is_uniform(name):
+            parse_uniform(name)
+            out.append(name)
+        else:
+            out.extend(name_list(name))
+    if not out:
+        raise HarnessError("expected at least one dataset name")
+    return tuple(out)
+
+
+def short_name(name: str) -> str:
+    from impls.sampling.bench import is_uniform, parse_uniform
+
+    if is_uniform(name):
+        nodes, degree = parse_uniform(name)
+        return f"uniform random {nodes / 1e6:g}M nodes, degree {degree} (synthetic)"
+    return SHORT.get(name, name)
+
+
 def dataset_scale(name: str, cfg) -> float:
     if cfg.scale is not None:
         return cfg.scale
@@ -194,7 +220,10 @@ class SamplingTable(Experiment):
     paper_hardware = PAPER_HARDWARE
     spawn_ranks = True
     parameters = {
-        "datasets": Param(("ogbn-products", "ogbn-papers100M"), name_list, "stand-ins to sample"),
+        "datasets": Param(("ogbn-products", "ogbn-papers100M"), sampling_datasets,
+                          "stand-ins to sample; uniform:NODES:DEGREE adds a synthetic uniform random graph"),
+        "loader_datasets": Param(None, sampling_datasets,
+                                 "datasets of the PyG-loader target (default: the first of datasets)"),
         "fanouts": Param(((30, 30, 30), (15, 10, 5), (25, 10)), fanout_sets,
                          "fanout sets, outermost hop last (30-30-30,15-10-5,25-10)"),
         "batches": Param((512, 1024, 6000), int_list, "seeds per GPU per mini-batch"),
@@ -239,11 +268,14 @@ class SamplingTable(Experiment):
         if "loader" in kinds:
             batch = 512 if cfg.device == "cuda" else 64
             fanouts = [30, 30, 30] if cfg.device == "cuda" else [15, 10, 5]
-            if world != 1 and "minibatch" in kinds:   # our side of the target, on one GPU
-                yield Point("path_doubling", {"kind": "minibatch", **common(first, 1), "fanouts": fanouts,
-                                              "batch": batch}, 1)
-            yield Point("pyg", {"kind": "loader", **common(first, 1), "fanouts": fanouts, "batch": batch,
-                                "workers": self.param(cfg, "loader_workers")}, 1)
+            for name in self.param(cfg, "loader_datasets") or (first,):
+                mine = {"kind": "minibatch", **common(name, 1), "fanouts": fanouts, "batch": batch}
+                grid = (world == 1 and "minibatch" in kinds and name in names and tuple(fanouts) in
+                        {tuple(f) for f in fsets} and batch in batches)
+                if not grid:                              # our side of the target, on one GPU
+                    yield Point("path_doubling", mine, 1)
+                yield Point("pyg", {"kind": "loader", **common(name, 1), "fanouts": fanouts, "batch": batch,
+                                    "workers": self.param(cfg, "loader_workers")}, 1)
 
     def skip_reason(self, point, cfg):
         p = point.params
@@ -307,7 +339,7 @@ class SamplingTable(Experiment):
         for (run_id, world, ds, fan, batch), grp in mb.groupby(
                 ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
                  "p_batch"], sort=False):
-            rec = {"Machine": labels[run_id], "GPUs": int(world), "Dataset": SHORT.get(ds, ds),
+            rec = {"Machine": labels[run_id], "GPUs": int(world), "Dataset": short_name(ds),
                    "Fanouts": fan, "Batch": int(batch)}
             for impl in IMPLS:
                 sel = grp[grp["impl"] == impl]
@@ -341,7 +373,7 @@ class SamplingTable(Experiment):
                 ax.set_ylabel("ms per mini-batch (log)")
                 ax.set_title(f"fanouts {sel['Fanouts'].iloc[0]}, batch {int(sel['Batch'].iloc[0])}")
         fig.tight_layout()
-        scales = sorted({(SHORT.get(d, d), s) for d, s in zip(ok.get("p_dataset", []), ok.get("p_scale", []))})
+        scales = sorted({(short_name(d), s) for d, s in zip(ok.get("p_dataset", []), ok.get("p_scale", []))})
         caption = ("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
                    "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins (graph and "
                    "splits; sampling reads no features): "
@@ -361,7 +393,7 @@ class SamplingTable(Experiment):
             for ds, grp in hop.groupby("p_dataset"):
                 vals = {r["impl"]: r["value"] for _, r in grp.iterrows()}
                 parts = [f"{k} {v * 1e3:.0f} us" for k, v in sorted(vals.items(), key=lambda kv: kv[1])]
-                line = f"{label}, one hop of {int(grp['p_batch'].iloc[0])} seeds x fanout 10 on {SHORT.get(ds, ds)}: " \
+                line = f"{label}, one hop of {int(grp['p_batch'].iloc[0])} seeds x fanout 10 on {short_name(ds)}: " \
                        + ", ".join(parts)
                 if "path_doubling" in vals and "wholegraph_lib" in vals:
                     ratio = vals["path_doubling"] / vals["wholegraph_lib"]
@@ -369,15 +401,15 @@ class SamplingTable(Experiment):
                              f"{'met' if ratio <= 1 else 'NOT met'})")
                 notes.append(line)
             loader = mine[(mine["p_kind"] == "loader") & (mine["metric"] == "time")]
-            if not loader.empty:
-                lrow = loader.iloc[0]
+            for _, lrow in loader.iterrows():
                 fan = list(lrow["p_fanouts"])
                 ours = mine[(mine["p_kind"] == "minibatch") & (mine["impl"] == "path_doubling")
                             & (mine["metric"] == "time") & (mine["world_size"] == 1)
                             & (mine["p_batch"] == lrow["p_batch"]) & (mine["p_dataset"] == lrow["p_dataset"])
                             & mine["p_fanouts"].map(lambda f: list(f) == fan)]
                 line = (f"{label}, PyG NeighborLoader {fan} x {int(lrow['p_batch'])} with "
-                        f"{int(lrow.get('p_workers', 0))} workers: {lrow['value']:.1f} ms per batch")
+                        f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
+                        f"{lrow['value']:.1f} ms per batch")
                 if not ours.empty:
                     speedup = lrow["value"] / float(ours["value"].iloc[0])
                     where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
@@ -486,7 +518,7 @@ class UniqueTable(Experiment):
         records, notes = [], []
         for (run_id, ds, hop), grp in ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False):
             first = grp.iloc[0]
-            rec = {"Machine": labels[run_id], "Dataset": SHORT.get(ds, ds), "Hop": int(hop),
+            rec = {"Machine": labels[run_id], "Dataset": short_name(ds), "Hop": int(hop),
                    "Targets": int(first["p_targets"]), "Neighbors": int(first["p_neighbors"]),
                    "Unique": int(first["p_unique"])}
             vals = {}

@@ -7,6 +7,9 @@ time is the slowest rank's (``measure_collective``: barriers around every iterat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -26,16 +29,64 @@ def _agree(ok: bool, device) -> bool:
     return int(t.item()) == 0
 
 
+UNIFORM_PREFIX = "uniform:"
+
+
+@dataclass
+class UniformGraph:
+    """A synthetic uniform random graph (not a paper's dataset): every node draws Poisson(degree)
+    neighbours uniformly from all nodes; every node is a training node. DESIGN section 5 timed
+    PyG's NeighborLoader on such a graph of 2M nodes; ``uniform:2000000:50`` rebuilds one."""
+
+    name: str
+    num_nodes: int
+    degree: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    train_idx: np.ndarray
+
+    @classmethod
+    def build(cls, spec: str, scale: float, seed: int) -> "UniformGraph":
+        nodes, degree = parse_uniform(spec)
+        nodes = max(2, int(round(nodes * scale)))
+        rng = np.random.default_rng(seed * 1_000_003 + 17)
+        indptr = np.zeros(nodes + 1, dtype=np.int64)
+        np.cumsum(rng.poisson(degree, nodes), out=indptr[1:])
+        index_dtype = np.int32 if nodes < 2 ** 31 else np.int64
+        indices = rng.integers(0, nodes, int(indptr[-1]), dtype=index_dtype)
+        return cls(spec, nodes, degree, indptr, indices, np.arange(nodes, dtype=np.int64))
+
+
+def is_uniform(name: str) -> bool:
+    return name.startswith(UNIFORM_PREFIX)
+
+
+def parse_uniform(spec: str) -> tuple[int, int]:
+    """'uniform:NODES:DEGREE' -> (nodes, degree)."""
+    try:
+        nodes, degree = (int(x) for x in spec[len(UNIFORM_PREFIX):].split(":"))
+    except ValueError:
+        nodes = degree = 0
+    if nodes < 2 or degree < 1:
+        raise HarnessError(f"a uniform graph is '{UNIFORM_PREFIX}NODES:DEGREE' (NODES >= 2, DEGREE >= 1), "
+                           f"not '{spec}'")
+    return nodes, degree
+
+
 def load_graph(name: str, scale: float, cfg, ctx):
     """The dataset on every rank; rank 0 prepares the stand-in first, the others wait.
 
     Sampling reads no features, so stand-ins are made with one feature column (same graph and
-    splits as the full-width stand-in, without writing gigabytes of features)."""
+    splits as the full-width stand-in, without writing gigabytes of features). ``uniform:N:D``
+    is a synthetic uniform random graph (:class:`UniformGraph`), built by every rank alike."""
     key = (name, scale, cfg.seed, str(cfg.data_root))
     if key in _GRAPHS:
         return _GRAPHS[key]
     close_all()
     _GRAPHS.clear()
+    if is_uniform(name):
+        _GRAPHS[key] = UniformGraph.build(name, scale, cfg.seed)
+        return _GRAPHS[key]
     device = ctx.torch_device() if ctx.device == "cuda" else torch.device("cpu")
     problem = None
     if ctx.rank == 0:

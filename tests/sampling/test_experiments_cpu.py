@@ -46,3 +46,37 @@ def test_fig14_counts_remote_bytes(tmp_path):
     report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "xgnn" / "fig14.md").read_text()
     assert "batched / original remote bytes" in md
+
+
+def test_uniform_graph_spec_and_loader_points(tmp_path):
+    """The synthetic uniform graph of DESIGN section 5's PyG measurement, and one loader target per
+    loader dataset with our side of it on one rank."""
+    import numpy as np
+    import pytest
+
+    from harness.errors import HarnessError
+    from impls.sampling.bench import UniformGraph
+
+    g = UniformGraph.build("uniform:20000:50", 1.0, 0)
+    assert g.num_nodes == 20_000 and g.indptr.size == 20_001 and g.indptr[-1] == g.indices.size
+    assert abs(g.indices.size / g.num_nodes - 50) < 1.0                     # Poisson(50) out-degrees
+    assert g.indices.min() >= 0 and g.indices.max() < g.num_nodes
+    assert np.array_equal(g.train_idx, np.arange(20_000))
+    assert UniformGraph.build("uniform:20000:50", 0.5, 0).num_nodes == 10_000
+    assert np.array_equal(UniformGraph.build("uniform:20000:50", 1.0, 0).indices, g.indices)   # seeded
+    for bad in ("uniform:20000", "uniform:x:5", "uniform:1:5", "uniform:100:0"):
+        with pytest.raises(HarnessError, match="NODES:DEGREE"):
+            UniformGraph.build(bad, 1.0, 0)
+
+    outcome, rows = _run(tmp_path, ["wholegraph.sampling"], impls=("path_doubling", "pyg"),
+                         datasets="products,uniform:200000:20", fanouts="10-5", batches="64",
+                         kinds="minibatch,loader", loader_datasets="uniform:200000:20")
+    mine = [r for r in rows if r["impl"] == "path_doubling" and r["metric"] == "time"]
+    assert {r["params"]["dataset"] for r in mine} == {"ogbn-products", "uniform:200000:20"}
+    assert any(r["params"]["fanouts"] == [15, 10, 5] and r["params"]["dataset"] == "uniform:200000:20"
+               for r in mine), "our side of the loader target"
+    loader = [r for r in rows if r["params"].get("kind") == "loader"]
+    assert [r["params"]["dataset"] for r in loader] == ["uniform:200000:20"]
+    report_runs([outcome.store.path], tmp_path / "rep")
+    md = (tmp_path / "rep" / "wholegraph" / "sampling.md").read_text()
+    assert "uniform random 0.2M nodes, degree 20 (synthetic)" in md
