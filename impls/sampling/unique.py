@@ -82,8 +82,8 @@ class HashAppendUnique:
             return (torch.from_numpy(unique_out[:nt + new]), torch.from_numpy(local),
                     torch.from_numpy(dup[:nt + new]))
         dev = self.device
-        ws = torch.full((H + H // 2,), -1, dtype=torch.int64, device=dev)   # keys | values (u32)
-        keys, vals = ws[:H], ws[H:].view(torch.int32)
+        ws = torch.full((H + H // 2 + 2,), -1, dtype=torch.int64, device=dev)   # keys | values (u32) | tail
+        keys, vals, tail = ws[:H], ws[H:H + H // 2].view(torch.int32), ws[H + H // 2:]
         zeros = torch.zeros(1 + H // 32 + nt + nn, dtype=torch.int32, device=dev)
         overflow, counts, dup = zeros[:1], zeros[1:1 + H // 32], zeros[1 + H // 32:]
         ids = torch.empty(H, dtype=torch.int32, device=dev)
@@ -94,14 +94,15 @@ class HashAppendUnique:
                    (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
                     gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local), gpu.ptr(overflow)))
         inclusive = torch.cumsum(counts, 0)
-        block = 256 if H >= 256 else 64
-        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, gpu.sm_count(dev) * 8), block,
+        warps_per_block = 8
+        blocks = min(-(-(H // 32) // warps_per_block), gpu.sm_count(dev) * 8)
+        gpu.launch(dev, "unique.cu", "au_assign", blocks, 32 * warps_per_block,
                    (gpu.ptr(keys), gpu.ptr(vals), gpu.ptr(counts), gpu.ptr(inclusive), mask, np.int64(nt),
-                    gpu.ptr(ids), gpu.ptr(unique_out)))
+                    gpu.ptr(ids), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
         if nn:
             gpu.launch(dev, "unique.cu", "au_lookup", gpu.grid_for(dev, nn), 256,
                        (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup), gpu.ptr(overflow)))
-        new, lost = (int(x) for x in torch.stack([inclusive[-1], overflow[0].to(inclusive.dtype)]).tolist())
+        new, lost = tail.tolist()
         if lost:
             raise _overflow(id_bound)
         return unique_out[:nt + new], local, dup[:nt + new]

@@ -95,3 +95,22 @@ def test_unique_kernels_with_id_bound_equal_numba_and_detect_overflow():
     with pytest.raises(HarnessError, match="table full"):      # 303 distinct ids in 64 slots: no hang
         HashAppendUnique("cpu", engine="kernel").append_unique(torch.arange(3), torch.arange(1000, 1300),
                                                                id_bound=5, check=False)
+
+
+@pytest.mark.parametrize("distinct", [40, 60, 63])
+def test_unique_assign_on_a_nearly_full_table(distinct):
+    """A 64-slot table (id_bound 32, checks off) holding up to 63 keys: runs of keys cross bucket
+    ends and wrap around the table, so the warp-per-bucket ranking reads several chunks; the
+    kernels still number new nodes exactly as numba and the reference do."""
+    g = np.random.default_rng(distinct)
+    ids = g.choice(10**9, distinct, replace=False)
+    targets = ids[:5]
+    neighbors = g.choice(ids, 400)
+    t, n = torch.as_tensor(targets, dtype=torch.int64), torch.as_tensor(neighbors, dtype=torch.int64)
+    a = HashAppendUnique("cpu").append_unique(t, n, id_bound=32, check=False)
+    b = HashAppendUnique("cpu", engine="kernel").append_unique(t, n, id_bound=32, check=False)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    ru, rl, rd = ref.hash_unique_order(targets, neighbors, 32)
+    assert np.array_equal(b[0].numpy(), ru) and np.array_equal(b[1].numpy(), rl)
+    assert np.array_equal(b[2].numpy(), rd)
