@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 1 x H200 (16 CPU cores; the kind DESIGN section 5's 73 ms PyG measurement names), carry .wheels/pyg.
 # Issue 5: PyG's NeighborLoader (8 workers) and our mini-batch in the same run on the uniform 2M-node
-# graph only, within the last ~2 minutes of this session's device time.
+# graph only (not run in the tenth session: its device time ran out). Takes about 2 minutes.
 cd "$(dirname "$0")/../.."
 .ci/device.sh --limit 95 -- wholegraph.sampling --device cuda --gpus 1 --param kinds=minibatch,loader \
   --param datasets=uniform:2000000:50 --param loader_datasets=uniform:2000000:50 --param fanouts=30-30-30 \
