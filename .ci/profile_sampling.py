@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--fanouts", default="30,30,30")
     ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--max-loads", default="0.5", help="append-unique table loads to time (with id_bound)")
     args = ap.parse_args()
     from harness import registry
     from impls.sampling.minibatch import sample_blocks
@@ -52,7 +53,9 @@ def main() -> None:
         indptr, indices = graph_of(name, args.scale)
         n = indptr.size - 1
         sampler = registry.get_impl("sampling", "path_doubling").factory(dev, indptr, indices)
-        unique = registry.get_impl("unique", "hash_append").factory(dev)
+        loads = [float(x) for x in args.max_loads.split(",")]
+        uniques = {load: registry.get_impl("unique", "hash_append").factory(dev, max_load=load) for load in loads}
+        unique = uniques[loads[0]]
         gen = torch.Generator().manual_seed(0)
         seeds = [torch.randperm(n, generator=gen)[:args.batch].to(dev) for _ in range(args.batches)]
 
@@ -61,9 +64,12 @@ def main() -> None:
                 return sampler.sample(*a, **k)
 
         sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-        for label, who in (("no id_bound", Unbounded()), ("id_bound", sampler)):
-            def one(s, who=who):
-                return sum(b.num_edges for b in sample_blocks(who, unique, s, fanouts, check=False))
+        variants = [("no id_bound", Unbounded(), unique)] + \
+            [(f"id_bound, max_load {load:g}", sampler, uniques[load]) for load in loads[1:]] + \
+            [(f"id_bound, max_load {loads[0]:g}", sampler, unique)]     # last: the one profiled below
+        for label, who, u in variants:
+            def one(s, who=who, u=u):
+                return sum(b.num_edges for b in sample_blocks(who, u, s, fanouts, check=False))
 
             for s in seeds[:3]:
                 one(s)

@@ -8,6 +8,7 @@ reference the tests hold them to, and where samplers turn a seed or a torch.Gene
 
 from __future__ import annotations
 
+import math
 import random
 
 MASK64 = (1 << 64) - 1
@@ -36,13 +37,14 @@ def next_pow2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-def table_slots(n_items: int, id_bound: int | None = None) -> int:
-    """Append-unique hash table size: a power of two >= 2 x the most distinct keys there can be, at
-    least 64 (two buckets). That is the input count, or ``id_bound`` when every id is below it (a
-    sampled hop of a graph of N nodes has at most N distinct ids, however many edges it sampled),
-    so the load factor stays <= 1/2 while the table shrinks to what the graph can fill."""
+def table_slots(n_items: int, id_bound: int | None = None, max_load: float = 0.5) -> int:
+    """Append-unique hash table size: a power of two >= (the most distinct keys there can be) /
+    ``max_load``, at least 64 (two buckets). The most distinct keys is the input count, or
+    ``id_bound`` when every id is below it (a sampled hop of a graph of N nodes has at most N
+    distinct ids, however many edges it sampled), so the load factor stays <= max_load while the
+    table shrinks to what the graph can fill."""
     distinct = int(n_items) if id_bound is None else min(int(n_items), int(id_bound))
-    return max(64, next_pow2(2 * max(1, distinct)))
+    return max(64, next_pow2(math.ceil(max(1, distinct) / max_load)))
 
 
 def resolve_seed(seed: int | None, generator, fallback: random.Random) -> int:

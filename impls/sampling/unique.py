@@ -13,7 +13,8 @@ min(inputs, N) instead of the inputs alone.
 
 - ``hash_append``: WholeGraph's hash table (kernels/unique.cu; numba on CPU): new nodes are
   numbered by bucket counts and an exclusive prefix sum over buckets, in (home slot, id)
-  order, which depends only on the inputs (CPU and GPU agree).
+  order, which depends only on the inputs and the table size (CPU and GPU agree). Option
+  ``max_load`` (default 0.5): the table's largest fill, which sets its size.
 - ``sort``: the sort-based reference (torch.unique, as PyG/DGL do): new nodes in ascending id.
 - ``wholegraph_lib``: pylibwholegraph's ``append_unique`` (its order; dup_count by bincount).
 """
@@ -54,8 +55,11 @@ def _overflow(id_bound) -> HarnessError:
 class HashAppendUnique:
     name = "hash_append"
 
-    def __init__(self, where, engine: str = "auto", **_):
+    def __init__(self, where, engine: str = "auto", max_load: float = 0.5, **_):
         self.device, _ = where_of(where)
+        if not 0.0 < float(max_load) <= 0.9:
+            raise HarnessError(f"max_load must be in (0, 0.9], not {max_load}")
+        self.max_load = float(max_load)   # the table's largest fill; fixes H, hence the new nodes' order
         if engine == "auto":
             engine = "kernel" if self.device.type == "cuda" else "numba"
         if engine == "kernel" and not gpu.kernel_device_ok(self.device):
@@ -69,7 +73,7 @@ class HashAppendUnique:
         if check:
             _check(targets, neighbors, id_bound)
         nt, nn = targets.numel(), neighbors.numel()
-        H = rng.table_slots(nt + nn, id_bound)
+        H = rng.table_slots(nt + nn, id_bound, self.max_load)
         if self.engine == "numba":
             from . import cpu
 
@@ -110,8 +114,9 @@ class HashAppendUnique:
     def describe(self) -> str:
         how = ("CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)") \
             if self.engine == "kernel" else "numba on CPU"
+        load = "" if self.max_load == 0.5 else f", tables filled to at most {self.max_load:g}"
         return ("hash-table append-unique (WholeGraph Fig. 5): open addressing, bucket counts, "
-                f"exclusive prefix sum; {how}")
+                f"exclusive prefix sum{load}; {how}")
 
 
 class SortUnique:

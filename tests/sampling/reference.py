@@ -117,16 +117,16 @@ def random_walk_topk(indptr, indices, seeds, K, seed, walks=4, length=3, restart
             np.array(weights, dtype=np.float32))
 
 
-def hash_unique_order(targets, neighbors, id_bound=None):
+def hash_unique_order(targets, neighbors, id_bound=None, max_load=0.5):
     """hash_append's output: targets, then the new nodes by (home slot, id) for its table size
-    (a power of two >= 2 x min(inputs, id_bound), at least 64)."""
+    (a power of two >= min(inputs, id_bound) / max_load, at least 64)."""
     targets = [int(x) for x in np.asarray(targets)]
     neighbors = [int(x) for x in np.asarray(neighbors)]
     distinct = len(targets) + len(neighbors)
     if id_bound is not None:
         distinct = min(distinct, id_bound)
     H = 64
-    while H < 2 * distinct:
+    while H * max_load < distinct:
         H *= 2
     tset = set(targets)
     new = sorted({x for x in neighbors if x not in tset}, key=lambda x: (rng.mix64(x) & (H - 1), x))

@@ -114,3 +114,20 @@ def test_unique_assign_on_a_nearly_full_table(distinct):
     ru, rl, rd = ref.hash_unique_order(targets, neighbors, 32)
     assert np.array_equal(b[0].numpy(), ru) and np.array_equal(b[1].numpy(), rl)
     assert np.array_equal(b[2].numpy(), rd)
+
+
+@pytest.mark.parametrize("max_load", [0.125, 0.75])
+def test_unique_table_load_option(max_load):
+    """max_load sizes the table (and so the new nodes' order); kernels, numba and the reference agree."""
+    g = np.random.default_rng(11)
+    targets, neighbors = g.choice(4000, 100, replace=False), g.integers(0, 4000, 2400)   # 2500 ids
+    t, n = torch.as_tensor(targets, dtype=torch.int64), torch.as_tensor(neighbors, dtype=torch.int64)
+    a = HashAppendUnique("cpu", max_load=max_load).append_unique(t, n, id_bound=4000)
+    b = HashAppendUnique("cpu", engine="kernel", max_load=max_load).append_unique(t, n, id_bound=4000)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    ru, rl, rd = ref.hash_unique_order(targets, neighbors, 4000, max_load)
+    assert np.array_equal(b[0].numpy(), ru) and np.array_equal(b[1].numpy(), rl)
+    assert not np.array_equal(ru, ref.hash_unique_order(targets, neighbors, 4000)[0])   # another table size
+    with pytest.raises(HarnessError, match="max_load"):
+        HashAppendUnique("cpu", max_load=1.0)
