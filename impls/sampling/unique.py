@@ -98,9 +98,8 @@ class HashAppendUnique:
                    (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
                     gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local), gpu.ptr(overflow)))
         inclusive = torch.cumsum(counts, 0)
-        warps_per_block = 8
-        blocks = min(-(-(H // 32) // warps_per_block), gpu.sm_count(dev) * 8)
-        gpu.launch(dev, "unique.cu", "au_assign", blocks, 32 * warps_per_block,
+        block = 256 if H >= 256 else 64
+        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, gpu.sm_count(dev) * 8), block,
                    (gpu.ptr(keys), gpu.ptr(vals), gpu.ptr(counts), gpu.ptr(inclusive), mask, np.int64(nt),
                     gpu.ptr(ids), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
         if nn:

@@ -109,16 +109,6 @@ inline unsigned __match_any_sync(unsigned, unsigned long long v) {
         return m;
     });
 }
-template <typename T>
-inline T __shfl_sync(unsigned, T v, int src) {
-    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes here");
-    unsigned long long bits = 0;
-    std::memcpy(&bits, &v, sizeof(T));
-    const unsigned long long got = emu::exchange(bits, [src](unsigned long long* s) { return s[src & 31]; });
-    T out;
-    std::memcpy(&out, &got, sizeof(T));
-    return out;
-}
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
