@@ -15,21 +15,15 @@ import numpy as np
 import torch
 
 
-def random_graph(nodes: int, degree: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    deg = rng.poisson(degree, nodes).astype(np.int64)
-    indptr = np.zeros(nodes + 1, dtype=np.int64)
-    np.cumsum(deg, out=indptr[1:])
-    indices = rng.integers(0, nodes, int(indptr[-1]), dtype=np.int64)
-    return indptr, indices
-
-
 def graph_of(name: str, scale: float):
     if name == "random":
-        return random_graph(int(2_000_000 * scale), 50)
-    from harness import datasets
+        from impls.sampling.bench import UniformGraph
 
-    g = datasets.load("ogbn-products", scale=scale, seed=0, feature_dim=1)
+        g = UniformGraph.build("uniform:2000000:50", scale, 0)
+    else:
+        from harness import datasets
+
+        g = datasets.load("ogbn-products", scale=scale, seed=0, feature_dim=1)
     return g.indptr, g.indices
 
 

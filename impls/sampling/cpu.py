@@ -363,7 +363,7 @@ def _home(key, mask):
 @njit(cache=True)
 def hash_append_unique(targets, neighbors, H, unique_out, local, dup):
     """kernels/unique.cu on one core; returns the number of new (non-target) nodes, or -1 when the
-    table is full (more distinct ids than H / 2 was sized for: a broken id_bound).
+    table is full (more distinct ids than the table was sized for: a broken id_bound).
 
     unique_out (capacity nt + nn) gets targets then new nodes numbered per home bucket in
     (home slot, id) order; local[j] = local id of neighbors[j]; dup[id] += 1 per neighbor.

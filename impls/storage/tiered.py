@@ -631,7 +631,22 @@ class TieredCSR:
 
 # --- sampler over a tiered CSR -------------------------------------------------------------------
 
-class TieredSampler:
+class _OverTieredCSR:
+    """What the samplers over a tiered CSR share: ids below the layout's rows (append-unique's
+    table bound), the inner sampler's description, nothing to close."""
+
+    @property
+    def id_bound(self) -> int:
+        return int(self.layout.num_rows)
+
+    def describe(self) -> str:
+        return f"{self.inner.algorithm}; {self.csr.describe()}"
+
+    def close(self) -> None:
+        pass
+
+
+class TieredSampler(_OverTieredCSR):
     """A sampler of impls/sampling over a tiered CSR: ``sample(seeds, fanout)`` takes and returns
     hot-order ids (the samplers' convention otherwise), counting topology bytes per tier.
 
@@ -658,18 +673,8 @@ class TieredSampler:
             self.counters.add_rows("topology", self.layout, index, self.worker, 16, offsets, self.csr.id_bytes)
         return offsets, neighbors
 
-    @property
-    def id_bound(self) -> int:
-        return int(self.layout.num_rows)
 
-    def describe(self) -> str:
-        return f"{self.inner.algorithm}; {self.csr.describe()}"
-
-    def close(self) -> None:
-        pass
-
-
-class TieredWalkSampler:
+class TieredWalkSampler(_OverTieredCSR):
     """PinSAGE's random-walk sampler (impls/sampling/random_walk.py) over a tiered CSR: every step
     of every walk reads its row through the layout (local GPU, peer GPU or pinned host) and is
     counted per tier (16 bytes of indptr and one neighbour id). Hot-order ids in and out."""
@@ -698,16 +703,6 @@ class TieredWalkSampler:
     def sample(self, seeds, fanout: int, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
         offsets, neighbors, _ = self.sample_weighted(seeds, fanout, **kwargs)
         return offsets, neighbors
-
-    @property
-    def id_bound(self) -> int:
-        return int(self.layout.num_rows)
-
-    def describe(self) -> str:
-        return f"{self.inner.algorithm}; {self.csr.describe()}"
-
-    def close(self) -> None:
-        pass
 
 
 # --- the store -----------------------------------------------------------------------------------
