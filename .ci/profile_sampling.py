@@ -1,5 +1,6 @@
 """Where a [30,30,30] x 512 mini-batch of ours spends its time on one GPU (issue 5): kernel times
-from torch.profiler (CUPTI sees the CuPy kernels too) and wall time per batch, on the products
+from torch.profiler (CUPTI sees the CuPy kernels too) and wall time per batch, with hash_append
+(without and with the id bound, at each --max-loads) and dense_append, on the products
 stand-in and on a uniform random graph of 2M nodes (the issue's PyG measurement). Not a result:
 a developer's profile, printed.
 
@@ -58,10 +59,12 @@ def main() -> None:
                 return sampler.sample(*a, **k)
 
         sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+        dense = registry.get_impl("unique", "dense_append").factory(dev)
         variants = [("no id_bound", Unbounded(), unique)] + \
             [(f"id_bound, max_load {load:g}", sampler, uniques[load]) for load in loads[1:]] + \
-            [(f"id_bound, max_load {loads[0]:g}", sampler, unique)]     # last: the one profiled below
-        for label, who, u in variants:
+            [(f"id_bound, max_load {loads[0]:g}", sampler, unique),     # the last two are profiled below
+             ("dense_append", sampler, dense)]
+        for i, (label, who, u) in enumerate(variants):
             def one(s, who=who, u=u):
                 return sum(b.num_edges for b in sample_blocks(who, u, s, fanouts, check=False))
 
@@ -79,15 +82,16 @@ def main() -> None:
             print(f"== {name} ({label}): {n} nodes, {indices.size} edges; {fanouts} x {args.batch}: median "
                   f"{med * 1e3:.3f} ms per batch, {np.mean(edges) / 1e6:.2f}M edges, "
                   f"{np.mean(edges) / med / 1e9:.2f} G edges/s")
-        if dev.type != "cuda":
-            continue
-        from torch.profiler import ProfilerActivity, profile
+            if dev.type != "cuda" or i < len(variants) - 2:
+                continue
+            from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for s in seeds[:10]:
-                one(s)
-            sync()
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for s in seeds[:10]:
+                    one(s)
+                sync()
+            print(f"-- profile of {label}, 10 batches")
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
         sampler.close()
 
 

@@ -58,6 +58,22 @@ def kinds_list(text: str) -> tuple[str, ...]:
     return kinds
 
 
+UNIQUES = ("hash_append", "dense_append")
+
+
+def unique_list(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in str(text).split(",") if x.strip())
+    bad = sorted(set(names) - set(UNIQUES))
+    if bad or not names:
+        raise HarnessError(f"uniques are {', '.join(UNIQUES)}, not '{text}'")
+    return names
+
+
+def unique_of(params: dict) -> str:
+    """Our samplers' append-unique at a point (rows before the parameter existed: hash_append)."""
+    return params.get("unique") or "hash_append"
+
+
 def sampling_datasets(text: str) -> tuple[str, ...]:
     """Registry datasets (aliases resolved) and synthetic ``uniform:NODES:DEGREE`` graphs."""
     from impls.sampling.bench import is_uniform, parse_uniform
@@ -137,7 +153,7 @@ def minibatch_fn(impl: str, ctx, graph, params):
     fanouts = list(params["fanouts"])
     sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
     if impl in OURS:
-        unique = implementation("unique", "hash_append", ctx, graph)
+        unique = implementation("unique", unique_of(params), ctx, graph)
 
         def fn(seeds):
             return sum(b.num_edges for b in sample_blocks(sampler, unique, seeds, fanouts, check=False))
@@ -236,6 +252,9 @@ class SamplingTable(Experiment):
         "cpu_max_edges": Param(20_000_000, positive_int,
                                "skip PyG/DGL mini-batches whose edge bound batch x (f0 + f0 f1 + ...) is larger"),
         "loader_workers": Param(8, positive_int, "NeighborLoader worker processes"),
+        "uniques": Param(("hash_append",), unique_list,
+                         "our samplers' append-unique: hash_append (WholeGraph's hash table), dense_append "
+                         "(direct-mapped id table); each is a point of its own"),
     }
 
     def points(self, cfg):
@@ -252,13 +271,19 @@ class SamplingTable(Experiment):
             fsets = ((15, 10, 5), (25, 10))
         common = lambda name, w: {"dataset": name, "scale": dataset_scale(name, cfg),  # noqa: E731
                                   "store": store if w == world else "local", "mode": mode}
+        uniques = self.param(cfg, "uniques")
+
+        def with_uniques(impl, params):
+            return [{**params, "unique": u} for u in uniques] if impl in OURS else [params]
+
         if "minibatch" in kinds:
             for name in names:
                 for fanouts in fsets:
                     for batch in batches:
                         for impl in IMPLS:
-                            yield Point(impl, {"kind": "minibatch", **common(name, world),
-                                               "fanouts": list(fanouts), "batch": batch}, world)
+                            for params in with_uniques(impl, {"kind": "minibatch", **common(name, world),
+                                                              "fanouts": list(fanouts), "batch": batch}):
+                                yield Point(impl, params, world)
         first = names[0]
         if "hop" in kinds:
             batch = 6000 if cfg.device == "cuda" else 600
@@ -273,7 +298,8 @@ class SamplingTable(Experiment):
                 grid = (world == 1 and "minibatch" in kinds and name in names and tuple(fanouts) in
                         {tuple(f) for f in fsets} and batch in batches)
                 if not grid:                              # our side of the target, on one GPU
-                    yield Point("path_doubling", mine, 1)
+                    for params in with_uniques("path_doubling", mine):
+                        yield Point("path_doubling", params, 1)
                 yield Point("pyg", {"kind": "loader", **common(name, 1), "fanouts": fanouts, "batch": batch,
                                     "workers": self.param(cfg, "loader_workers")}, 1)
 
@@ -341,11 +367,10 @@ class SamplingTable(Experiment):
                  "p_batch"], sort=False):
             rec = {"Machine": labels[run_id], "GPUs": int(world), "Dataset": short_name(ds),
                    "Fanouts": fan, "Batch": int(batch)}
-            for impl in IMPLS:
-                sel = grp[grp["impl"] == impl]
+            for impl, sel in _by_column(grp):
                 rec[f"{impl} ms"] = value(sel, "time")
-            for impl in IMPLS:
-                rate = value(grp[grp["impl"] == impl], "edges_per_s")
+            for impl, sel in _by_column(grp):
+                rate = value(sel, "edges_per_s")
                 rec[f"{impl} Medges/s"] = rate / 1e6 if rate else None
             records.append(rec)
         table = pd.DataFrame.from_records(records)
@@ -355,7 +380,8 @@ class SamplingTable(Experiment):
             table = pd.DataFrame({"note": ["no successful mini-batch measurements"]})
         notes += self._target_notes(ok, labels)
         notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
-                     "duplicate counts via hash_append; WholeGraph: its sampler and its append_unique, no "
+                     "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
+                     "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
                      "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
                      "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
         notes += skip_notes(rows, labels)
@@ -410,20 +436,38 @@ class SamplingTable(Experiment):
                 line = (f"{label}, PyG NeighborLoader {fan} x {int(lrow['p_batch'])} with "
                         f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
                         f"{lrow['value']:.1f} ms per batch")
-                if not ours.empty:
-                    speedup = lrow["value"] / float(ours["value"].iloc[0])
-                    where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
-                    line += (f"; path_doubling + hash_append on {where} {float(ours['value'].iloc[0]):.3f} ms = "
-                             f"{speedup:.1f}x faster")
+                where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
+                for _, orow in ours.iterrows():
+                    speedup = lrow["value"] / float(orow["value"])
+                    line += (f"; path_doubling + {unique_of(_params_of(orow))} on {where} {float(orow['value']):.3f} "
+                             f"ms = {speedup:.1f}x faster")
                     if lrow["device"] == "cuda":
                         line += f" (issue target >= 50x: {'met' if speedup >= 50 else 'NOT met'})"
                 notes.append(line)
         return notes
 
 
+def _params_of(row) -> dict:
+    u = row.get("p_unique")
+    return {"unique": u if isinstance(u, str) else None}
+
+
+def _by_column(grp):
+    """(column name, rows) per implementation in the table: ours with hash_append under its own name,
+    with another append-unique as name+unique."""
+    for impl in IMPLS:
+        sel = grp[grp["impl"] == impl]
+        if impl not in OURS or "p_unique" not in sel:
+            yield impl, sel
+            continue
+        kind = sel["p_unique"].map(lambda u: u if isinstance(u, str) else "hash_append")
+        for u in UNIQUES:
+            yield (impl if u == "hash_append" else f"{impl}+{u}"), sel[kind == u]
+
+
 # ----------------------------------------------------------------------------- unique
 
-UNIQUE_IMPLS = ("hash_append", "sort", "wholegraph_lib")
+UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
 
 
 def frontier(graph, ctx, cfg, batch: int, fanouts, hop: int):
@@ -494,7 +538,8 @@ class UniqueTable(Experiment):
         targets, neighbors = frontier(graph, rank, cfg, p["batch"], p["fanouts"], p["hop"])
         options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
         unique = implementation("unique", point.impl, rank, graph, **options)
-        out = unique.append_unique(targets, neighbors)
+        id_bound = len(graph.indptr) - 1          # as sample_blocks passes it: the graph's node count
+        out = unique.append_unique(targets, neighbors, id_bound=id_bound)
         check_unique(out, targets, neighbors)
         n_unique = int(out[0].numel())
         if point.impl == "wholegraph_lib":       # time the library call alone
@@ -502,7 +547,7 @@ class UniqueTable(Experiment):
 
             fn = lambda _: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
         else:
-            fn = lambda _: unique.append_unique(targets, neighbors, check=False)  # noqa: E731
+            fn = lambda _: unique.append_unique(targets, neighbors, check=False, id_bound=id_bound)  # noqa: E731
         stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5))
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
                  "neighbors": int(neighbors.numel()), "unique": n_unique}
@@ -535,11 +580,15 @@ class UniqueTable(Experiment):
                     if first["device"] == "cuda":
                         line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
                     notes.append(line)
+            if vals["dense_append"] and vals["sort"]:
+                rec["sort / dense"] = vals["sort"] / vals["dense_append"]
             records.append(rec)
         table = pd.DataFrame.from_records(records) if records else pd.DataFrame({"note": ["no rows"]})
         table = table[[c for c in table.columns if table[c].notna().any()]]
         notes.append("Every implementation's output is checked against the sort reference before timing "
-                     "(targets first in order, each node once, local ids reconstruct the neighbors). "
+                     "(targets first in order, each node once, local ids reconstruct the neighbors). Ours get the "
+                     "graph's node count as id_bound, as in a mini-batch (runs from 0126 on; before, hash_append "
+                     "sized its table by the inputs alone). "
                      "WholeGraph is timed without duplicate counts (its API has none); ours computes them.")
         notes += skip_notes(rows, labels)
         fig, ax = plt.subplots(figsize=(8, 4))

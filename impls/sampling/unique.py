@@ -15,6 +15,10 @@ min(inputs, N) instead of the inputs alone.
   numbered by bucket counts and an exclusive prefix sum over buckets, in (home slot, id)
   order, which depends only on the inputs and the table size (CPU and GPU agree). Option
   ``max_load`` (default 0.5): the table's largest fill, which sets its size.
+- ``dense_append``: a direct-mapped id table instead of a hash table (kernels/unique_dense.cu;
+  torch on CPU): one slot per node id below ``id_bound`` (the graph's node count) and a bitmap of
+  new nodes, kept between calls; new nodes in ascending id, so the output equals ``sort``'s.
+  Without ``id_bound`` it takes the largest id + 1 (one read-back more).
 - ``sort``: the sort-based reference (torch.unique, as PyG/DGL do): new nodes in ascending id.
 - ``wholegraph_lib``: pylibwholegraph's ``append_unique`` (its order; dup_count by bincount).
 """
@@ -118,6 +122,117 @@ class HashAppendUnique:
                 f"exclusive prefix sum{load}; {how}")
 
 
+DENSE_MAX_BOUND = 2**31 - 1      # slot values are u32 local ids; the workspace is 4.125 bytes per id
+
+
+class DenseAppendUnique:
+    name = "dense_append"
+
+    def __init__(self, where, engine: str = "auto", **_):
+        self.device, _ = where_of(where)
+        if engine == "auto":
+            engine = "kernel" if self.device.type == "cuda" else "torch"
+        if engine == "kernel" and not gpu.kernel_device_ok(self.device):
+            raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
+        if engine not in ("kernel", "torch"):
+            raise HarnessError(f"dense_append's engine is auto, kernel or torch, not '{engine}'")
+        self.engine = engine
+        self._slot = self._bits = None      # the kernels' workspace, clean between calls
+        self._clean = False
+
+    @staticmethod
+    def _bound(targets, neighbors, id_bound) -> int:
+        if id_bound is None:
+            top = max([int(t.max()) for t in (targets, neighbors) if t.numel()], default=0)
+            id_bound = top + 1
+        if not 0 < int(id_bound) <= DENSE_MAX_BOUND:
+            raise HarnessError(f"dense_append needs ids below {DENSE_MAX_BOUND:,} (a table of one slot per id), "
+                               f"not a bound of {int(id_bound):,}")
+        return int(id_bound)
+
+    def append_unique(self, targets, neighbors, check: bool = True, id_bound: int | None = None):
+        targets, neighbors = _ids(targets, self.device), _ids(neighbors, self.device)
+        if check:
+            _check(targets, neighbors, id_bound)
+        bound = self._bound(targets, neighbors, id_bound)
+        if self.engine == "torch":
+            return self._torch(targets, neighbors, bound)
+        return self._kernels(targets, neighbors, bound)
+
+    def _torch(self, targets, neighbors, bound):
+        nt = targets.numel()
+        if (nt and int(targets.max()) >= bound) or (neighbors.numel() and int(neighbors.max()) >= bound):
+            raise _overflow(bound)
+        empty = torch.iinfo(torch.int64).max
+        slot = torch.full((bound,), empty, dtype=torch.int64)
+        slot.scatter_reduce_(0, targets, torch.arange(nt), "amin")
+        new = torch.unique(neighbors[slot[neighbors] == empty])       # ascending
+        slot[new] = nt + torch.arange(new.numel())
+        local = slot[neighbors]
+        unique_ids = torch.cat([targets, new])
+        return unique_ids, local, torch.bincount(local, minlength=unique_ids.numel()).to(torch.int32)
+
+    def _workspace(self, bound: int):
+        if not self._clean or self._slot.numel() < bound:
+            self._slot = torch.full((bound,), -1, dtype=torch.int32, device=self.device)
+            self._bits = torch.zeros(-(-bound // 32), dtype=torch.int32, device=self.device)
+            self._clean = True
+        return self._slot, self._bits
+
+    def _kernels(self, targets, neighbors, bound):
+        dev = self.device
+        nt, nn = targets.numel(), neighbors.numel()
+        cap = nt + min(nn, bound)                # the most nodes the output can hold
+        slot, bits = self._workspace(bound)
+        words = -(-bound // 32)
+        nchunks = -(-words // _DM_CHUNK_WORDS)
+        small = torch.zeros(3 + 2 * nchunks, dtype=torch.int64, device=dev)   # tail | overflow, counts | cumsum
+        tail, overflow = small[:2], small[2:3].view(torch.int32)[:1]
+        counts = small[3:3 + nchunks].view(torch.int32)[:nchunks]
+        unique_out = torch.empty(cap, dtype=torch.int64, device=dev)
+        local = torch.empty(nn, dtype=torch.int64, device=dev)
+        dup = torch.zeros(cap, dtype=torch.int32, device=dev)
+        src = "unique_dense.cu"
+        self._clean = False                      # until dm_reset is queued
+        if nt:
+            gpu.launch(dev, src, "dm_mark_targets", gpu.grid_for(dev, nt), 256,
+                       (gpu.ptr(targets), np.int64(nt), np.int64(bound), gpu.ptr(slot), gpu.ptr(unique_out),
+                        gpu.ptr(overflow)))
+        if nn:
+            gpu.launch(dev, src, "dm_mark_neighbors", gpu.grid_for(dev, nn), 256,
+                       (gpu.ptr(neighbors), np.int64(nn), np.int64(bound), gpu.ptr(slot), gpu.ptr(bits),
+                        gpu.ptr(overflow)))
+        grid = min(nchunks, gpu.sm_count(dev) * 8)
+        gpu.launch(dev, src, "dm_count", grid, 256,
+                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts)))
+        inclusive = small[3 + nchunks:]
+        torch.cumsum(counts, 0, dtype=torch.int64, out=inclusive)
+        gpu.launch(dev, src, "dm_assign", grid, 256,
+                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts), gpu.ptr(inclusive),
+                    np.int64(nt), gpu.ptr(slot), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
+        if nn:
+            gpu.launch(dev, src, "dm_lookup", gpu.grid_for(dev, nn), 256,
+                       (gpu.ptr(neighbors), np.int64(nn), gpu.ptr(slot), gpu.ptr(local), gpu.ptr(dup),
+                        gpu.ptr(overflow)))
+        gpu.launch(dev, src, "dm_reset", gpu.grid_for(dev, cap), 256,
+                   (gpu.ptr(unique_out), np.int64(nt), gpu.ptr(tail), np.int64(bound), gpu.ptr(slot), gpu.ptr(bits)))
+        self._clean = True
+        new, lost = tail.tolist()
+        if lost:
+            raise _overflow(bound)
+        return unique_out[:nt + new], local, dup[:nt + new]
+
+    def describe(self) -> str:
+        if self.engine == "torch":
+            return "direct-mapped append-unique (one slot per node id, new nodes in ascending id); torch on CPU"
+        how = "CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)"
+        return ("direct-mapped append-unique: one slot per node id and a bitmap of new nodes, kept between calls; "
+                f"bitmap chunk counts + prefix sum, new nodes in ascending id; {how}")
+
+
+_DM_CHUNK_WORDS = 1024     # DM_CHUNK in kernels/unique_dense.cu
+
+
 class SortUnique:
     name = "sort"
 
@@ -182,6 +297,13 @@ class WholeGraphAppendUnique:
                        "(CuPy kernels; numba on CPU)")
 def make_hash_append(where, **options):
     return HashAppendUnique(where, **options)
+
+
+@register_impl("unique", "dense_append", needs=Needs(cuda_packages=("cupy",), note="torch on CPU"),
+               summary="direct-mapped append-unique: one slot per node id (ids below the graph's node count), "
+                       "new nodes in ascending id (CuPy kernels; torch on CPU)")
+def make_dense_append(where, **options):
+    return DenseAppendUnique(where, **options)
 
 
 @register_impl("unique", "sort", summary="sort-based append-unique reference (torch.unique)")

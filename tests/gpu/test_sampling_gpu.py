@@ -17,10 +17,11 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)", allow_module_level=True)
 pytest.importorskip("cupy")
 
+from harness.errors import HarnessError  # noqa: E402
 from harness.launcher import launch  # noqa: E402
 from impls.sampling.minibatch import sample_blocks  # noqa: E402
 from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler, ReservoirSampler  # noqa: E402
-from impls.sampling.unique import HashAppendUnique, SortUnique  # noqa: E402
+from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique  # noqa: E402
 from tests.sampling import reference as ref  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -138,12 +139,34 @@ def test_gpu_hash_append_unique(case):
     assert all(torch.equal(a, b) for a, b in zip(again, (uniq, local, dup)))
 
 
-def test_gpu_blocks_reconstruct():
+def test_gpu_dense_append_unique_equals_sort():
+    """One object over every case (its workspace is reused: a slot left set would show), equal to the
+    sort reference exactly; ids near 2^62 have no table; a broken bound raises and leaves it clean."""
+    dense = DenseAppendUnique(DEV)
+    for targets, neighbors in _unique_cases():
+        t = torch.as_tensor(targets, dtype=torch.int64, device=DEV)
+        n = torch.as_tensor(neighbors, dtype=torch.int64, device=DEV)
+        if max(targets.max(initial=0), neighbors.max(initial=0)) >= 2**31:
+            with pytest.raises(HarnessError, match="dense_append needs ids below"):
+                dense.append_unique(t, n)
+            continue
+        for bound in (None, 50_000_000):
+            out = dense.append_unique(t, n, id_bound=bound)
+            for x, y in zip(out, SortUnique(DEV).append_unique(t, n)):
+                assert torch.equal(x, y)
+    with pytest.raises(HarnessError, match="table full"):
+        dense.append_unique(torch.arange(3, device=DEV), torch.arange(1000, 1300, device=DEV), id_bound=1100,
+                            check=False)
+    assert int((dense._slot != -1).sum()) == 0 and int(dense._bits.count_nonzero()) == 0
+
+
+@pytest.mark.parametrize("unique_cls", [HashAppendUnique, DenseAppendUnique])
+def test_gpu_blocks_reconstruct(unique_cls):
     indptr, indices = ref.random_graph(5000, seed=13, max_degree=100)
     sampler = PathDoublingSampler(DEV, indptr, indices)
     seeds = torch.from_numpy(np.random.default_rng(1).choice(5000, 512, replace=False)).to(DEV)
     fanouts = [30, 30, 30]
-    blocks = sample_blocks(sampler, HashAppendUnique(DEV), seeds, fanouts, seed=9)
+    blocks = sample_blocks(sampler, unique_cls(DEV), seeds, fanouts, seed=9)
     targets = seeds
     for h, fanout in enumerate(fanouts):
         block = blocks[-1 - h]

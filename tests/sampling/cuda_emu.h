@@ -127,6 +127,7 @@ inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long ex
     std::atomic_ref<unsigned long long>(*p).compare_exchange_strong(expected, desired);
     return expected;
 }
+inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
 inline unsigned atomicMin(unsigned* p, unsigned v) {
     std::atomic_ref<unsigned> a(*p);
     unsigned old = a.load();

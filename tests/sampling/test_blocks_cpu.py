@@ -8,13 +8,13 @@ import torch
 
 from impls.sampling.minibatch import sample_blocks, sampled_edges
 from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler
-from impls.sampling.unique import HashAppendUnique, SortUnique
+from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique
 
 from . import reference as ref
 
 
 @pytest.mark.parametrize("sampler_cls", [PathDoublingSampler, KHopBatchedSampler])
-@pytest.mark.parametrize("unique_cls", [HashAppendUnique, SortUnique])
+@pytest.mark.parametrize("unique_cls", [HashAppendUnique, DenseAppendUnique, SortUnique])
 def test_blocks_reconstruct_sampled_edges(sampler_cls, unique_cls):
     indptr, indices = ref.random_graph(2000, seed=13, max_degree=40)
     sampler = sampler_cls("cpu", indptr, indices)
@@ -42,6 +42,19 @@ def test_blocks_reconstruct_sampled_edges(sampler_cls, unique_cls):
     again = sample_blocks(sampler, unique_cls("cpu"), seeds, fanouts, seed=99)
     assert all(torch.equal(a.src_ids, b.src_ids) and torch.equal(a.indices, b.indices)
                for a, b in zip(blocks, again))
+
+
+def test_dense_append_blocks_equal_the_sort_references():
+    """The direct-mapped table numbers new nodes as torch.unique does, so with the sampler's id bound a
+    whole mini-batch through it is the sort reference's, block for block."""
+    indptr, indices = ref.random_graph(3000, seed=4, max_degree=30)
+    sampler = PathDoublingSampler("cpu", indptr, indices)
+    seeds = torch.from_numpy(np.random.default_rng(2).choice(3000, 100, replace=False))
+    a = sample_blocks(sampler, DenseAppendUnique("cpu"), seeds, [8, 4], seed=7)
+    b = sample_blocks(sampler, SortUnique("cpu"), seeds, [8, 4], seed=7)
+    for x, y in zip(a, b):
+        assert torch.equal(x.src_ids, y.src_ids) and torch.equal(x.indices, y.indices)
+        assert torch.equal(x.indptr, y.indptr) and torch.equal(x.dup_count, y.dup_count)
 
 
 def test_blocks_feed_pyg_style_edge_index():

@@ -13,7 +13,7 @@ import torch
 from harness.errors import HarnessError
 
 from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler, ReservoirSampler
-from impls.sampling.unique import HashAppendUnique
+from impls.sampling.unique import DenseAppendUnique, HashAppendUnique
 
 from . import emu
 from . import reference as ref
@@ -131,3 +131,32 @@ def test_unique_table_load_option(max_load):
     assert not np.array_equal(ru, ref.hash_unique_order(targets, neighbors, 4000)[0])   # another table size
     with pytest.raises(HarnessError, match="max_load"):
         HashAppendUnique("cpu", max_load=1.0)
+
+
+def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
+    """One object, several calls with different bounds and inputs (the workspace is reused, so a
+    call that left a slot or a bitmap word set would change the next call's output), a chunk
+    boundary crossed (bound > 32 x 1024 ids), and an out-of-bound id caught without writing."""
+    g = np.random.default_rng(13)
+    kernels, reference = DenseAppendUnique("cpu", engine="kernel"), DenseAppendUnique("cpu")
+    cases = [
+        (g.choice(5000, 100, replace=False), g.integers(0, 5000, 1500), 5000),
+        (np.array([3, 1]), np.full(300, 42), 50),
+        (np.array([3, 1, 8]), np.zeros(0, dtype=np.int64), 9),
+        (np.arange(40), np.tile(np.arange(40), 5), 40),
+        (np.zeros(0, dtype=np.int64), g.integers(0, 50, 200), 50),
+        (g.choice(70_000, 30, replace=False), g.integers(0, 70_000, 4000), 70_000),
+        (g.choice(5000, 100, replace=False), g.integers(0, 5000, 1500), 5000),
+    ]
+    for targets, neighbors, bound in cases:
+        t, n = torch.as_tensor(targets, dtype=torch.int64), torch.as_tensor(neighbors, dtype=torch.int64)
+        a = reference.append_unique(t, n, id_bound=bound)
+        b = kernels.append_unique(t, n, id_bound=bound)
+        for x, y in zip(a, b):
+            assert torch.equal(x, y)
+        assert int((kernels._slot != -1).sum()) == 0 and int(kernels._bits.count_nonzero()) == 0
+    with pytest.raises(HarnessError, match="table full"):
+        kernels.append_unique(torch.arange(3), torch.arange(1000, 1300), id_bound=1100, check=False)
+    assert int((kernels._slot != -1).sum()) == 0 and int(kernels._bits.count_nonzero()) == 0
+    t, n = torch.tensor([7, 3]), torch.tensor([9, 3, 1, 9, 7])
+    assert kernels.append_unique(t, n)[0].tolist() == [7, 3, 1, 9]    # bound from the largest id

@@ -8,7 +8,7 @@ from harness.runner import run as run_experiments
 from harness.store import load_run
 
 
-OURS = ("path_doubling", "reservoir", "khop_batched", "hash_append", "sort", "wholegraph_lib", "dgl")
+OURS = ("path_doubling", "reservoir", "khop_batched", "hash_append", "dense_append", "sort", "wholegraph_lib", "dgl")
 
 
 def _run(tmp_path, ids, impls=(), **params):
@@ -27,7 +27,7 @@ def test_sampling_and_unique_tables(tmp_path):
     assert mini == {"path_doubling", "reservoir", "khop_batched"}
     hop = {r["impl"] for r in ok if r["params"].get("kind") == "hop"}
     assert hop == {"path_doubling", "reservoir", "khop_batched"}
-    assert {r["impl"] for r in ok if r["experiment"] == "wholegraph.unique"} == {"hash_append", "sort"}
+    assert {r["impl"] for r in ok if r["experiment"] == "wholegraph.unique"} == {"hash_append", "dense_append", "sort"}
     skipped = {r["impl"] for r in rows if r["status"] == "skipped"}
     assert {"wholegraph_lib", "dgl"} <= skipped                       # rows, not gaps
     assert all(r["value"] > 0 for r in ok)
@@ -35,7 +35,21 @@ def test_sampling_and_unique_tables(tmp_path):
     md = (tmp_path / "rep" / "wholegraph" / "sampling.md").read_text()
     assert "path_doubling ms" in md and "one hop of" in md
     md = (tmp_path / "rep" / "wholegraph" / "unique.md").read_text()
-    assert "sort / hash" in md and "torch.unique" in md
+    assert "sort / hash" in md and "sort / dense" in md and "torch.unique" in md
+
+
+def test_our_samplers_with_both_append_uniques(tmp_path):
+    """--param uniques=hash_append,dense_append: a point per append-unique for our samplers only, and
+    a column per pair in the report."""
+    outcome, rows = _run(tmp_path, ["wholegraph.sampling"], impls=("path_doubling", "pyg"), datasets="products",
+                         fanouts="10-5", batches="64", kinds="minibatch", uniques="hash_append,dense_append")
+    mine = {r["params"]["unique"]: r for r in rows if r["impl"] == "path_doubling" and r["metric"] == "time"}
+    assert set(mine) == {"hash_append", "dense_append"}
+    assert "direct-mapped" in mine["dense_append"]["extra"]["placement"]
+    assert all("unique" not in r["params"] for r in rows if r["impl"] == "pyg")
+    report_runs([outcome.store.path], tmp_path / "rep")
+    md = (tmp_path / "rep" / "wholegraph" / "sampling.md").read_text()
+    assert "path_doubling+dense_append ms" in md and "path_doubling ms" in md
 
 
 def test_fig14_counts_remote_bytes(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.errors import HarnessError
-from impls.sampling.unique import HashAppendUnique, SortUnique
+from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique
 
 from . import reference as ref
 
@@ -90,3 +90,29 @@ def test_broken_id_bound_raises_instead_of_spinning():
         unique.append_unique(t, n, id_bound=5)
     with pytest.raises(HarnessError, match="table full"):      # 303 distinct ids in 64 slots
         unique.append_unique(t, n, id_bound=5, check=False)
+
+
+@pytest.mark.parametrize("name,targets,neighbors", CASES, ids=[c[0] for c in CASES])
+def test_dense_append_equals_sort_exactly(name, targets, neighbors):
+    """New nodes in ascending id, as the sort reference numbers them: the outputs are identical."""
+    t, n = torch.as_tensor(targets), torch.as_tensor(neighbors)
+    if name == "large ids":       # one slot per id: ids near 2^62 have no table
+        with pytest.raises(HarnessError, match="dense_append needs ids below"):
+            DenseAppendUnique("cpu").append_unique(t, n)
+        return
+    out = DenseAppendUnique("cpu").append_unique(t, n)
+    check_against_sort(out, targets, neighbors)
+    for x, y in zip(out, SortUnique("cpu").append_unique(t, n)):
+        assert torch.equal(x, y)
+
+
+def test_dense_append_id_bound():
+    g = np.random.default_rng(5)
+    t, n = torch.as_tensor(g.choice(3000, 50, replace=False)), torch.as_tensor(g.integers(0, 3000, 900))
+    bounded = DenseAppendUnique("cpu").append_unique(t, n, id_bound=3000)
+    for x, y in zip(bounded, SortUnique("cpu").append_unique(t, n)):
+        assert torch.equal(x, y)
+    with pytest.raises(HarnessError, match="not below id_bound 100"):
+        DenseAppendUnique("cpu").append_unique(t, n, id_bound=100)
+    with pytest.raises(HarnessError, match="table full"):
+        DenseAppendUnique("cpu").append_unique(t, n, id_bound=100, check=False)
