@@ -186,9 +186,9 @@ class DenseAppendUnique:
         slot, bits = self._workspace(bound)
         words = -(-bound // 32)
         nchunks = -(-words // _DM_CHUNK_WORDS)
-        small = torch.zeros(3 + 2 * nchunks, dtype=torch.int64, device=dev)   # tail | overflow, counts | cumsum
+        small = torch.zeros(3 + nchunks, dtype=torch.int64, device=dev)      # tail | overflow | chunk counts
         tail, overflow = small[:2], small[2:3].view(torch.int32)[:1]
-        counts = small[3:3 + nchunks].view(torch.int32)[:nchunks]
+        counts = small[3:].view(torch.int32)
         unique_out = torch.empty(cap, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         dup = torch.zeros(cap, dtype=torch.int32, device=dev)
@@ -205,11 +205,9 @@ class DenseAppendUnique:
         grid = min(nchunks, gpu.sm_count(dev) * 8)
         gpu.launch(dev, src, "dm_count", grid, 256,
                    (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts)))
-        inclusive = small[3 + nchunks:]
-        torch.cumsum(counts, 0, dtype=torch.int64, out=inclusive)
         gpu.launch(dev, src, "dm_assign", grid, 256,
-                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts), gpu.ptr(inclusive),
-                    np.int64(nt), gpu.ptr(slot), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
+                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts), np.int64(nt),
+                    gpu.ptr(slot), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
         if nn:
             gpu.launch(dev, src, "dm_lookup", gpu.grid_for(dev, nn), 256,
                        (gpu.ptr(neighbors), np.int64(nn), gpu.ptr(slot), gpu.ptr(local), gpu.ptr(dup),
@@ -227,7 +225,7 @@ class DenseAppendUnique:
             return "direct-mapped append-unique (one slot per node id, new nodes in ascending id); torch on CPU"
         how = "CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)"
         return ("direct-mapped append-unique: one slot per node id and a bitmap of new nodes, kept between calls; "
-                f"bitmap chunk counts + prefix sum, new nodes in ascending id; {how}")
+                f"chunked bitmap scan, new nodes in ascending id; {how}")
 
 
 _DM_CHUNK_WORDS = 1024     # DM_CHUNK in kernels/unique_dense.cu

@@ -10,10 +10,11 @@
 //   dm_mark_neighbors  thread per neighbor (after the targets): a node with an EMPTY slot is new:
 //                      set its bit (read first, so a popular node costs one atomicOr)
 //   dm_count           block per chunk: new nodes in the chunk
-//   (host)             inclusive = torch.cumsum(chunk counts)
-//   dm_assign          block per chunk: block scan of the threads' bit counts; each set bit gets
-//                      num_targets + the new nodes before it; slot[v] = id; unique_out[id] = v;
-//                      copies the new-node and overflow counts to `tail` (the host's one read-back)
+//   dm_assign          block per chunk: the chunks before it summed by the block (there are
+//                      N / 32768 chunks: a few reads per thread, and no host-side prefix sum), a
+//                      block scan of the threads' bit counts; each set bit gets num_targets + the
+//                      new nodes before it; slot[v] = id; unique_out[id] = v; block 0 writes the
+//                      new-node and overflow counts to `tail` (the host's one read-back)
 //   dm_lookup          thread per neighbor: local id = slot[v]; dup_count[id] += 1
 //   dm_reset           thread per output node: slot[v] = EMPTY, its bitmap word = 0
 // An id at or above the bound counts an overflow instead of writing outside the workspace; the
@@ -93,16 +94,29 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS) dm_count(const u32* __r
     }
 }
 
+// Sum of chunk_counts[0, end) by the whole block.
+__device__ __forceinline__ long long dm_block_sum(const int* __restrict__ chunk_counts, long long end, int* s) {
+    long long mine = 0;
+    for (long long k = threadIdx.x; k < end; k += DM_THREADS) mine += chunk_counts[k];
+    int total;
+    dm_block_exclusive((int)mine, s, &total);      // fits: the sum is at most the bound (< 2^31)
+    return total;
+}
+
 extern "C" __global__ void __launch_bounds__(DM_THREADS) dm_assign(
         const u32* __restrict__ bits, long long words, long long nchunks, const int* __restrict__ chunk_counts,
-        const long long* __restrict__ inclusive, long long nt, u32* __restrict__ slot,
-        long long* __restrict__ unique_out, const int* __restrict__ overflow, long long* __restrict__ tail) {
+        long long nt, u32* __restrict__ slot, long long* __restrict__ unique_out, const int* __restrict__ overflow,
+        long long* __restrict__ tail) {
     __shared__ int s[DM_THREADS];
-    if (blockIdx.x == 0 && threadIdx.x == 0) {     // what the host reads back, in one copy
-        tail[0] = nchunks ? inclusive[nchunks - 1] : 0;
-        tail[1] = *overflow;
+    if (blockIdx.x == 0) {                          // what the host reads back, in one copy
+        const long long all = dm_block_sum(chunk_counts, nchunks, s);
+        if (threadIdx.x == 0) {
+            tail[0] = all;
+            tail[1] = *overflow;
+        }
     }
     for (long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        const long long earlier = dm_block_sum(chunk_counts, c, s);
         const long long first = c * DM_CHUNK + (long long)threadIdx.x * DM_WORDS_PER_THREAD;
         u32 w[DM_WORDS_PER_THREAD];
         dm_load_words(bits, words, first, w);
@@ -110,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS) dm_assign(
         for (int k = 0; k < DM_WORDS_PER_THREAD; ++k) n += __popc(w[k]);
         int total;
         const int before = dm_block_exclusive(n, s, &total);
-        long long id = nt + (inclusive[c] - chunk_counts[c]) + before;
+        long long id = nt + earlier + before;
         for (int k = 0; k < DM_WORDS_PER_THREAD; ++k) {
             for (u32 m = w[k]; m; m &= m - 1) {
                 const long long v = ((first + k) << 5) + (__ffs(m) - 1);
