@@ -18,7 +18,7 @@ def bench(label, f, n=2000):
     print(f"{label}: {(t1-t)/n*1e6:.1f} us per call (host)")
 bench("gpu.launch dm_count", lambda: gpu.launch(dev, "unique_dense.cu", "dm_count", 1, 256, args))
 fn = gpu._function("unique_dense.cu", "dm_count", 0)
-st = gpu._stream(dev, 0)
+st = gpu._stream(0)
 
 def withctx():
     with cp.cuda.Device(0), st:
