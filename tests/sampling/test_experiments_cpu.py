@@ -94,3 +94,14 @@ def test_uniform_graph_spec_and_loader_points(tmp_path):
     report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "wholegraph" / "sampling.md").read_text()
     assert "uniform random 0.2M nodes, degree 20 (synthetic)" in md
+
+
+def test_loader_rate_from_windows_and_from_old_median_gap_rows():
+    """A windowed row is its own value; a row of the old median-gap timing is read by its mean gap
+    (the median is the spacing inside a wave of workers), and says so."""
+    from experiments.wholegraph.sampling import loader_ms
+
+    ms, how = loader_ms({"value": 2164.4, "p_window": 8, "stats": {"mean": 2186.0, "repeats": 3}})
+    assert ms == 2164.4 and how == "median of windows of 8 batches"
+    ms, how = loader_ms({"value": 35.6, "p_window": float("nan"), "stats": {"mean": 1569.0, "repeats": 12}})
+    assert ms == 1569.0 and "mean gap over 12 consecutive batches" in how and "35.6 ms" in how
