@@ -46,6 +46,9 @@ def block_from_dgl(block, device) -> Block:
 class DglHostPipeline(Pipeline):
     name = "dgl_host"
 
+    def cap_unit(self) -> int:
+        return max(1, getattr(self, "workers", 0))     # each worker builds a whole batch
+
     def build_stores(self) -> None:
         import dgl
 

@@ -109,6 +109,9 @@ class PygHostPipeline(Pipeline):
     name = "pyg_host"
     default_backend = "pyg"
 
+    def cap_unit(self) -> int:
+        return max(1, getattr(self, "workers", 0))     # each worker builds a whole batch
+
     def build_stores(self) -> None:
         from impls.sampling.baselines import pyg_backend
 

@@ -217,3 +217,24 @@ def profiled_epochs(ctx, graph: Graph, case: dict) -> int:
         return sum(pipe.train_epoch(e, breakdown=e == 0).batches for e in range(2))
     finally:
         pipe.close()
+
+
+def capped_host_epochs(ctx, graph: Graph, workers: int, caps: list[int]) -> list[tuple[int, int]]:
+    """pyg_host with ``workers`` loader processes: (batches run, batches of a full epoch) of one
+    epoch per cap."""
+    from harness import registry
+
+    install_fake_pyg_sampler()
+    config = PipelineConfig(graph=graph, seed=5, model="sage", num_layers=2, hidden=16, fanouts=(4, 3),
+                            batch_size=16, lr=0.01, eval_batch_size=64,
+                            options={"num_workers": workers, "multiprocessing_context": "fork"})
+    pipe = registry.get_impl("pipelines", "pyg_host").factory(ctx, config)
+    try:
+        pipe.setup()
+        out = []
+        for e, cap in enumerate(caps):
+            st = pipe.train_epoch(e, max_batches=cap)
+            out.append((st.batches, st.batches_full))
+        return out
+    finally:
+        pipe.close()

@@ -278,3 +278,17 @@ def test_table3_spread_leaves_out_capped_pipelines():
     # equal steps (every pipeline capped alike): all compared
     spread, capped = accuracy_spread([rec("wholegraph", 0.99, 12), rec("pyg_host", 0.95, 12)])
     assert round(spread[0][1], 3) == 0.04 and not capped
+
+
+def test_table5_marks_host_epochs_capped_below_whole_loader_waves():
+    from experiments.wholegraph.table5 import partial_wave
+
+    def rec(impl, run, full, workers, extrapolated=True):
+        return {"key": {"impl": impl}, "extra": {"epoch_time": {"batches_run": run, "batches_full": full,
+                                                                "workers": workers, "extrapolated": extrapolated}}}
+
+    assert partial_wave(rec("pyg_host", 2, 7, 8)) and partial_wave(rec("dgl_host", 12, 97, 8))
+    assert not partial_wave(rec("pyg_host", 16, 97, 8))            # two whole waves
+    assert not partial_wave(rec("pyg_host", 7, 7, 8, extrapolated=False))   # the whole epoch
+    assert not partial_wave(rec("pyg_host", 3, 97, 0))             # batches built in the rank, one at a time
+    assert not partial_wave(rec("wholegraph", 2, 97, 8)) and not partial_wave(None)

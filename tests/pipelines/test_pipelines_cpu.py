@@ -312,3 +312,14 @@ def test_prefetched_batches_protect_every_block_tensor():
     found = list(_tensors([block]))
     assert any(t is weight for t in found) and len(found) == 5
     assert block_bytes([block]) == plain + 8
+
+
+def test_a_host_loader_epoch_is_capped_at_whole_waves_of_its_workers():
+    """Three loader workers build three batches at once: caps of 1, 4 and 6 run 3, 6 and 6 batches, and
+    a cap past the epoch runs the epoch."""
+    pytest.importorskip("torch_geometric")
+    (result,) = launch(targets.capped_host_epochs, (GRAPH, 3, [1, 4, 6, 10_000]), world_size=1, device="cpu",
+                       timeout_s=300)
+    full = result[0][1]
+    assert full >= 7, "the planted graph's epoch must be longer than two waves for this check"
+    assert [b for b, _ in result] == [3, 6, 6, full]
