@@ -18,7 +18,8 @@ min(inputs, N) instead of the inputs alone.
 - ``dense_append``: a direct-mapped id table instead of a hash table (kernels/unique_dense.cu;
   torch on CPU): one slot per node id below ``id_bound`` (the graph's node count) and a bitmap of
   new nodes, kept between calls; new nodes in ascending id, so the output equals ``sort``'s.
-  Without ``id_bound`` it takes the largest id + 1 (one read-back more).
+  Without ``id_bound`` it takes the largest id + 1 (one read-back more). The workspace belongs to
+  the object: one call at a time per object (a second thread or stream needs its own).
 - ``sort``: the sort-based reference (torch.unique, as PyG/DGL do): new nodes in ascending id.
 - ``wholegraph_lib``: pylibwholegraph's ``append_unique`` (its order; dup_count by bincount).
 """
