@@ -101,9 +101,9 @@ class Fig9(TrainingExperiment):
                      "blocks are on the GPU; for loader pipelines the time the training loop waits for its workers); "
                      "'epoch s' is the free-running epoch time of Table V.")
         if "capped" in table:
-            notes.append("Rows marked 'capped' (host pipelines of earlier runs, epochs capped below whole waves of the "
-                         "loader's workers) overstate the epoch and its sampling share: a partial wave of batches costs "
-                         "a whole one (Table V's notes).")
+            notes.append("Rows marked 'capped' (host pipelines of earlier runs, epochs capped below whole waves of "
+                         "the loader's workers) overstate the epoch and its sampling share: a partial wave of batches "
+                         "costs a whole one (Table V's notes).")
         notes += skip_notes(rows, labels)
         status = "measured"
         if not table.empty and "Pipeline" in table:
