@@ -417,7 +417,11 @@ class SamplingTable(Experiment):
                    + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
                    + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table. "
                    + caption_hardware(runs))
-        return ReportArtifact("sampling", "Mini-batch sampling, every implementation", caption, table, notes, fig)
+        targets = [n for n in notes if "(issue target" in n]
+        latest = [n for n in targets if "NeighborLoader" in n][-1:] + [n for n in targets if "one hop of" in n][-1:]
+        headline = "; ".join(latest)
+        return ReportArtifact("sampling", "Mini-batch sampling, every implementation", caption, table, notes, fig,
+                              headline=headline)
 
     @staticmethod
     def _target_notes(ok, labels) -> list[str]:
@@ -631,5 +635,6 @@ class UniqueTable(Experiment):
                    "input nodes, neighbors = its samples), one GPU, median of repeats. "
                    f"WholeGraph (SC'22, {PAPER_HARDWARE}) describes the hash method without timing it. "
                    + caption_hardware(runs))
+        headline = [n for n in notes if "(issue target" in n][-1:]
         return ReportArtifact("unique", "Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption,
-                              table, notes, fig)
+                              table, notes, fig, headline=headline[0] if headline else "")
