@@ -20,9 +20,12 @@ bench("gpu.launch dm_count", lambda: gpu.launch(dev, "unique_dense.cu", "dm_coun
 fn = gpu._function("unique_dense.cu", "dm_count", 0)
 st = gpu._stream(0)
 
+
 def withctx():
     with cp.cuda.Device(0), st:
         fn((1,), (256,), args, shared_mem=0)
+
+
 bench("fn under with", withctx)
 bench("fn(stream=)", lambda: fn((1,), (256,), args, shared_mem=0, stream=st))
 bench("fn bare", lambda: fn((1,), (256,), args))

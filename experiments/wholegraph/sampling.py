@@ -71,9 +71,10 @@ def unique_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def unique_of(params: dict) -> str:
-    """Our samplers' append-unique at a point (rows before the parameter existed: hash_append)."""
-    return params.get("unique") or "hash_append"
+def unique_of(value) -> str:
+    """Our samplers' append-unique from a point's ``unique`` parameter (absent in rows before the
+    parameter existed, NaN in their report columns: hash_append)."""
+    return value if isinstance(value, str) and value else "hash_append"
 
 
 def sampling_datasets(text: str) -> tuple[str, ...]:
@@ -155,7 +156,7 @@ def minibatch_fn(impl: str, ctx, graph, params):
     fanouts = list(params["fanouts"])
     sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
     if impl in OURS:
-        unique = implementation("unique", unique_of(params), ctx, graph)
+        unique = implementation("unique", unique_of(params.get("unique")), ctx, graph)
 
         def fn(seeds):
             return sum(b.num_edges for b in sample_blocks(sampler, unique, seeds, fanouts, check=False))
@@ -455,8 +456,8 @@ class SamplingTable(Experiment):
                 where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
                 for _, orow in ours.iterrows():
                     speedup = pyg_ms / float(orow["value"])
-                    line += (f"; path_doubling + {unique_of(_params_of(orow))} on {where} {float(orow['value']):.3f} "
-                             f"ms = {speedup:.1f}x faster")
+                    line += (f"; path_doubling + {unique_of(orow.get('p_unique'))} on {where} "
+                             f"{float(orow['value']):.3f} ms = {speedup:.1f}x faster")
                     if lrow["device"] == "cuda" and how.startswith("median of windows"):
                         line += f" (issue target >= 50x: {'met' if speedup >= 50 else 'NOT met'})"
                 notes.append(line)
@@ -480,11 +481,6 @@ def loader_ms(row) -> tuple[float, str]:
                          "is the spacing inside a wave")
 
 
-def _params_of(row) -> dict:
-    u = row.get("p_unique")
-    return {"unique": u if isinstance(u, str) else None}
-
-
 def _by_column(grp):
     """(column name, rows) per implementation in the table: ours with hash_append under its own name,
     with another append-unique as name+unique."""
@@ -493,7 +489,7 @@ def _by_column(grp):
         if impl not in OURS or "p_unique" not in sel:
             yield impl, sel
             continue
-        kind = sel["p_unique"].map(lambda u: u if isinstance(u, str) else "hash_append")
+        kind = sel["p_unique"].map(unique_of)
         for u in UNIQUES:
             yield (impl if u == "hash_append" else f"{impl}+{u}"), sel[kind == u]
 

@@ -20,8 +20,9 @@ quick runs (the stats say how many batches a full epoch has, so a capped epoch c
 extrapolated). A pipeline whose loader builds batches in waves (``cap_unit``: W worker processes
 each build a whole batch, so W batches come at once) rounds a cap up to whole waves: a partial
 wave costs a whole one, and its per-batch time would overstate the epoch (1xH200, products,
-pyg_host with 8 workers: a 2-batch cap extrapolated to 1407 s, 8 and 16 batches to 453 and 481 s). Per batch: ``sample`` -> ``gather`` + the labels of the seeds -> ``train_step``
-(model under DDP, Adam, cross-entropy).
+pyg_host with 8 workers: a 2-batch cap extrapolated to 1407 s, 8 and 16 batches to 453 and
+481 s). Per batch: ``sample`` -> ``gather`` + the labels of the seeds -> ``train_step`` (model
+under DDP, Adam, cross-entropy).
 
 Timing: with ``breakdown=True`` (the default) the device is synchronized between the stages so
 sample / gather / train seconds are honest; ``breakdown=False`` puts no synchronization inside

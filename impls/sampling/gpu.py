@@ -98,7 +98,7 @@ def launch(device: torch.device, source: str, name: str, grid: int, block: int, 
         return
     current = torch.cuda.current_device()
     index = device.index if device.index is not None else current
-    fn = _functions.get((source, name, index)) or _function(source, name, index)
+    fn = _function(source, name, index)
     if index == current:       # the launch path of every sampling hop: no context switches
         fn((grid,), (int(block),), args, shared_mem=int(shared_mem), stream=_stream(index))
         return
