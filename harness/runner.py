@@ -14,7 +14,7 @@ from pathlib import Path
 from . import envinfo, registry
 from .config import RunConfig
 from .errors import HarnessError, LaunchError, SkipPoint
-from .experiment import Experiment, Measurement, Point
+from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .needs import detect
 from .progress import PointProgress
@@ -69,11 +69,11 @@ def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | Non
     return reason or exp.skip_reason(point, cfg)
 
 
-def run_one_point(exp: Experiment, point: Point, cfg: RunConfig, rank: RankContext | None = None
-                  ) -> list[dict]:
+def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:
     """Measure a point and turn the outcome into rows (never raises for the point's own failure)."""
+    cfg = ctx.cfg
     try:
-        measurements = exp.run_point(point, cfg) if rank is None else exp.run_point(point, cfg, rank)
+        measurements = exp.run_point(point, ctx)
     except SkipPoint as skip:
         return [make_row(exp, point, cfg, None, "skipped", str(skip))]
     except HarnessError:
@@ -104,11 +104,12 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, points: list[Poin
     store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
     progress = PointProgress(exp.id, len(points), enabled=ctx.is_main) if ctx.is_main else None
     written = 0
+    run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
         for point in points:
             if progress:
                 progress.start_point(point.label())
-            rows = run_one_point(exp, point, cfg, ctx)
+            rows = run_one_point(exp, point, run)
             if store:
                 for row in rows:
                     store.append(row)
@@ -254,12 +255,13 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
     _tally(outcome, skipped_rows)
 
     if not exp.spawn_ranks:
+        run = RunContext(cfg)
         with PointProgress(exp.id, len(points)) as progress:
             for label, row in zip(skipped_labels, skipped_rows):
                 progress.finish_point(label, f"skipped: {row['reason']}")
             for point in runnable:
                 progress.start_point(point.label())
-                rows = run_one_point(exp, point, cfg)
+                rows = run_one_point(exp, point, run)
                 for row in rows:
                     store.append(row)
                 _tally(outcome, rows)

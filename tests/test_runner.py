@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harness import cli, runner
+from harness.argtypes import positive_int
 from harness.config import RunConfig, parse_param_assignments
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.store import load_run
 from harness.timing import Stats
@@ -28,7 +29,7 @@ class FakeExperiment(Experiment):
             for i in range(self.param(cfg, "n")):
                 yield Point(impl, {"i": i})
 
-    def run_point(self, point, cfg):
+    def run_point(self, point, ctx):
         if point.impl == "skipper":
             raise SkipPoint("too big for this machine")
         if point.impl == "broken":
@@ -125,7 +126,7 @@ def test_a_harness_error_inside_a_point_stops_the_run_and_marks_it_failed(regist
         id, paper = "zzstop.fig1", "zzstop"
         impls = ("fast",)
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             raise HarnessError("dataset missing")
 
     registry_sandbox.impl("zztest", "fast")
@@ -144,10 +145,10 @@ def test_an_interrupted_run_keeps_its_rows_and_names_the_points_it_never_measure
         impls = ("fast",)
         parameters = {"n": Param(3, positive_int, "points")}
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             if point.params["i"] == 1:
                 raise KeyboardInterrupt          # what `timeout --signal=INT` delivers
-            return super().run_point(point, cfg)
+            return super().run_point(point, ctx)
 
     registry_sandbox.impl("zztest", "fast")
     registry_sandbox.experiment(Interrupted)

@@ -12,11 +12,12 @@ import json
 import subprocess
 import sys
 
+from harness.argtypes import str_list
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
@@ -26,21 +27,14 @@ register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
 TARGETS = {("ogbn-products", "cpu"): (60.0, 6.0), ("ogbn-papers100M", "cuda"): (180.0, None)}
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
 @register_experiment
 class Generation(Experiment):
-    id = "datasets.generation"
-    paper = "datasets"
-    artifact = "generation"
     title = "Stand-in generation: seconds and peak memory to generate and cache"
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "seconds", "s", "lower"
     parameters = {
-        "names": Param(("ogbn-products", "ogbn-papers100M"), _names, "datasets to generate"),
+        "names": Param(("ogbn-products", "ogbn-papers100M"), str_list, "datasets to generate"),
         "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),
     }
 
@@ -56,7 +50,8 @@ class Generation(Experiment):
             return "the papers100M target is for one H200; on CPU use --scale <= 0.05"
         return None
 
-    def run_point(self, point, cfg):
+    def run_point(self, point, ctx):
+        cfg = ctx.cfg
         p = point.params
         sink = self.param(cfg, "feature_sink")
         if sink == "auto":

@@ -9,10 +9,11 @@ that scale and its degree distribution (max, mean, tail exponent) beside the rea
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, Param, Point, positive_float
-from harness.registry import register_impl
+from harness.argtypes import positive_float
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
-from harness.report import ReportArtifact
+from harness.registry import register_impl
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 register_impl("datasets", "registry", needs=Needs(devices=("cpu", "cuda")),
@@ -23,7 +24,6 @@ class DatasetTable(Experiment):
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "nodes", "count", "higher"
-    table_id = ""
     parameters = {
         "max_edges": Param(5e7, positive_float, "largest stand-in generated (stored edges); bigger graphs "
                                                  "are generated at the scale that fits"),
@@ -34,7 +34,7 @@ class DatasetTable(Experiment):
 
         cap = self.param(cfg, "max_edges") if not cfg.quick else 2e6
         seen = []
-        for row in datasets.paper_table(self.table_id):
+        for row in datasets.paper_table(self.id):
             name = row["dataset"]
             if name in seen:
                 continue
@@ -45,9 +45,10 @@ class DatasetTable(Experiment):
             scale = cfg.scale if cfg.scale is not None else float(f"{fit:.2g}")
             yield Point("standin", {"dataset": name, "scale": scale})
 
-    def run_point(self, point, cfg):
+    def run_point(self, point, ctx):
         from harness import datasets
 
+        cfg = ctx.cfg
         name, scale = point.params["dataset"], point.params["scale"]
         spec = datasets.get(name)
         graph = datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, prefer_real=False,
@@ -69,9 +70,9 @@ class DatasetTable(Experiment):
 
         from harness import datasets
 
-        paper = pd.DataFrame(datasets.paper_table(self.table_id))
-        registry = pd.DataFrame(datasets.registry_table(self.table_id))
-        compare = datasets.compare_table(self.table_id)
+        paper = pd.DataFrame(datasets.paper_table(self.id))
+        registry = pd.DataFrame(datasets.registry_table(self.id))
+        compare = datasets.compare_table(self.id)
         table = paper.drop(columns=["dataset"]).copy()
         mismatches = [c for c in compare if not c["matches"]]
         table["registry matches"] = ["yes" if all(c["matches"] for c in compare if c["dataset"] == d) else "no"
@@ -101,7 +102,7 @@ class DatasetTable(Experiment):
                  + (f" ({c['note']})" if c.get("note") else "") for c in mismatches]
         notes += sorted({f"{c['row']}: {c['note']}" for c in compare if c.get("note") and c["matches"]})
         notes += skip_notes(rows, labels)
-        caption = (f"{datasets.table_caption(self.table_id)} as the paper prints it; 'registry matches' says "
+        caption = (f"{datasets.table_caption(self.id)} as the paper prints it; 'registry matches' says "
                    "whether every cell is recomputed identically from harness/datasets/catalog.toml. Stand-in "
                    "columns: each dataset's synthetic stand-in generated at the scale shown (scale 1.0 = full "
                    "size), node/edge count error against the target at that scale, and its degree statistics "

@@ -10,9 +10,9 @@ stage broadcasts when P > 1), GeMM, activation (Eq. 7 and its derivative), loss 
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 from harness.timing import Stats
 
@@ -27,9 +27,6 @@ OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss":
 
 @register_experiment
 class Fig5(Experiment):
-    id = "mggcn.fig5"
-    paper = "mggcn"
-    artifact = "fig5"
     title = "Runtime breakdown of a training epoch by operation (MG-GCN Fig. 5)"
     interface = "fullbatch"
     impls = ("mggcn",)
@@ -65,20 +62,20 @@ class Fig5(Experiment):
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch.distributed as dist
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx, profile_ops=True)
-        warmup, repeats = epoch_counts(cfg)
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        trainer = build_trainer(self, point, graph, ctx, profile_ops=True)
+        warmup, repeats = epoch_counts(ctx.cfg)
         per_epoch = []
         try:
             for _ in range(warmup):
                 trainer.train_epoch()
             trainer.collect_op_times()
             for _ in range(repeats):
-                if ctx.world_size > 1:
+                if ctx.rank.world_size > 1:
                     dist.barrier()
                 trainer.train_epoch()
                 per_epoch.append(trainer.collect_op_times())   # this rank's (rank 0 is stored)

@@ -10,22 +10,20 @@ over the ideal (all nonzeros spread evenly), which is what a stage-synchronous S
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_V100
 from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     dataset_scale, gather, graph_params, limit_threads, load_graph, ok_rows,
+                     dataset_scale, graph_params, limit_threads, load_graph, ok_rows,
                      release, scale_note, time_epochs, world_sizes)
 
 
 @register_experiment
 class Fig7(Experiment):
-    id = "mggcn.fig7"
-    paper = "mggcn"
-    artifact = "fig7"
     title = "Effect of random permutation on epoch time (MG-GCN Fig. 7)"
     interface = "fullbatch"
     impls = ("mggcn",)
@@ -61,15 +59,15 @@ class Fig7(Experiment):
                                           "scale": scale, "gpus": world, "permute": permute,
                                           **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.fullbatch.problem import nnz_imbalance
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx)
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        trainer = build_trainer(self, point, graph, ctx)
         try:
-            balance = nnz_imbalance(gather(ctx, trainer.tile_nnz))
-            stats = time_epochs(trainer, cfg, ctx)
+            balance = nnz_imbalance(all_gather(ctx.rank, trainer.tile_nnz))
+            stats = time_epochs(trainer, ctx)
         finally:
             release(trainer)
         extra = graph_params(graph)

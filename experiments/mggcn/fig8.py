@@ -10,15 +10,16 @@ intervals are gathered to rank 0; each is stored as start and duration (median o
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE_V100
 from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_scale,
-                     epoch_counts, gather, graph_params, limit_threads, load_graph, ok_rows,
+                     epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
                      release, scale_note, time_epochs, world_sizes)
 
 
@@ -30,9 +31,6 @@ def _dataset(text: str) -> str:
 
 @register_experiment
 class Fig8(Experiment):
-    id = "mggcn.fig8"
-    paper = "mggcn"
-    artifact = "fig8"
     title = "SpMM stage timeline with and without communication overlap (MG-GCN Fig. 8)"
     interface = "fullbatch"
     impls = ("mggcn",)
@@ -64,26 +62,26 @@ class Fig8(Experiment):
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
                                       "gpus": world, "overlap": overlap, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch.distributed as dist
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx, overlap=point.params["overlap"])
-        _, repeats = epoch_counts(cfg)
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        trainer = build_trainer(self, point, graph, ctx, overlap=point.params["overlap"])
+        _, repeats = epoch_counts(ctx.cfg)
         epochs = []
         try:
-            epoch_stats = time_epochs(trainer, cfg, ctx)     # timeline off: clean epoch times
+            epoch_stats = time_epochs(trainer, ctx)     # timeline off: clean epoch times
             trainer.timeline.enabled = True
             for _ in range(repeats):
-                if ctx.world_size > 1:
+                if ctx.rank.world_size > 1:
                     dist.barrier()
                 trainer.train_epoch()
                 epochs.append([(i.spmm, i.stage, i.kind, i.start_s, i.end_s)
                                for i in trainer.collect_timeline()])
         finally:
             release(trainer)
-        by_rank = gather(ctx, epochs)           # [rank][epoch][interval]
+        by_rank = all_gather(ctx.rank, epochs)           # [rank][epoch][interval]
         extra = graph_params(graph)
         out = [Measurement("epoch_time", "s", epoch_stats, extra=extra)]
         spans: dict[str, list[float]] = {}

@@ -10,9 +10,10 @@ model, so the first model (2 x 512) is the default.
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
@@ -22,9 +23,6 @@ from .common import (mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters, 
 
 @register_experiment
 class Fig9(Experiment):
-    id = "mggcn.fig9"
-    paper = "mggcn"
-    artifact = "fig9"
     title = "Speedup vs average degree on the x1..x128 density sweep (MG-GCN Fig. 9)"
     interface = "fullbatch"
     impls = ("mggcn",)
@@ -70,10 +68,10 @@ class Fig9(Experiment):
                 yield Point("mggcn", {"dataset": choice.key, "factor": k, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
-        limit_threads(ctx)
-        graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], cfg, ctx)
-        return measure_epoch_time(self, point, graph, cfg, ctx)
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        limit_threads(ctx.rank)
+        graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], ctx)
+        return measure_epoch_time(self, point, graph, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:
         import matplotlib.pyplot as plt

@@ -21,14 +21,15 @@ is what compares reuse with fresh allocation.
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, Param, Point
+from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .common import (mggcn_params, DATASETS, GiB, build_trainer, common_parameters, dataset_list, dataset_scale,
-                     epoch_counts, gather, graph_params, limit_threads, load_graph, model_list, ok_rows,
+                     epoch_counts, graph_params, limit_threads, load_graph, model_list, ok_rows,
                      release, resolve_model, scale_note, world_sizes)
 
 BOUND_ROUNDING = 0.002
@@ -37,9 +38,6 @@ VARIANTS = (("mggcn", "reuse"), ("mggcn", "fresh"), ("single_gpu", "autograd"))
 
 @register_experiment
 class Memory(Experiment):
-    id = "mggcn.memory"
-    paper = "mggcn"
-    artifact = "memory"
     title = "Peak memory per GPU: L+3 shared buffers vs a naive implementation (MG-GCN Sec. 4.2)"
     interface = "fullbatch"
     impls = ("mggcn", "single_gpu")
@@ -83,19 +81,19 @@ class Memory(Experiment):
                     "see the engine-counted buffer_bytes rows")
         return None
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        on_gpu = ctx.device == "cuda"
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        on_gpu = ctx.rank.device == "cuda"
         if on_gpu:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
         options = {"reuse_buffers": point.params["buffers"] == "reuse"} if point.impl == "mggcn" else {}
-        trainer = build_trainer(self, point, graph, cfg, ctx, **options)
-        warmup, _ = epoch_counts(cfg)
+        trainer = build_trainer(self, point, graph, ctx, **options)
+        warmup, _ = epoch_counts(ctx.cfg)
         try:
             for _ in range(max(2, warmup)):
                 trainer.train_epoch()
@@ -111,8 +109,8 @@ class Memory(Experiment):
         out = []
         if report is not None:
             # the largest rank decides whether a graph fits: report the maximum over ranks
-            engine_peak = max(gather(ctx, report.engine_peak_bytes))
-            bound = max(gather(ctx, report.static_bytes + report.planned_buffer_bytes
+            engine_peak = max(all_gather(ctx.rank, report.engine_peak_bytes))
+            bound = max(all_gather(ctx.rank, report.static_bytes + report.planned_buffer_bytes
                                + report.loss_workspace_bytes))
             out.append(Measurement("buffer_bytes", "GiB", value=engine_peak / GiB,
                                    extra={**extra, "buffer_count": report.buffer_count}))
@@ -120,9 +118,9 @@ class Memory(Experiment):
                 out.append(Measurement("memory_bound", "GiB", value=bound / GiB, extra=extra))
                 for library, size in workspaces.items():
                     out.append(Measurement(f"{library}_workspace", "GiB",
-                                           value=max(gather(ctx, size)) / GiB, extra=extra))
+                                           value=max(all_gather(ctx.rank, size)) / GiB, extra=extra))
         if on_gpu:
-            out.append(Measurement("peak_memory", "GiB", value=max(gather(ctx, peak)) / GiB, extra=extra))
+            out.append(Measurement("peak_memory", "GiB", value=max(all_gather(ctx.rank, peak)) / GiB, extra=extra))
         return out
 
     def report(self, rows, runs) -> ReportArtifact:

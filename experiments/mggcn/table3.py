@@ -9,9 +9,9 @@ Adam step over the whole graph.  ``mggcn`` runs at every world size; the one-dev
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_A100
@@ -49,9 +49,6 @@ def _paper_values():
 
 @register_experiment
 class Table3(Experiment):
-    id = "mggcn.table3"
-    paper = "mggcn"
-    artifact = "table3"
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
     interface = "fullbatch"
     impls = ("mggcn",) + BASELINES
@@ -85,11 +82,11 @@ class Table3(Experiment):
                 for impl in BASELINES:
                     yield Point(impl, {**base, "gpus": 1}, 1)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
-        limit_threads(ctx)
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        limit_threads(ctx.rank)
         choice = DATASETS[point.params["dataset"]]
-        graph = load_graph(choice, point.params["scale"], cfg, ctx)
-        return measure_epoch_time(self, point, graph, cfg, ctx)
+        graph = load_graph(choice, point.params["scale"], ctx)
+        return measure_epoch_time(self, point, graph, ctx)
 
     # --- report --------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:

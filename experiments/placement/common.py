@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.argtypes import choice, or_word, positive_float, positive_int, str_list, unit_float
+from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, choice, positive_float, positive_int
-from harness.report import ReportArtifact
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
@@ -51,29 +52,7 @@ def scaled(value: float, scale: float, floor: int) -> int:
     return max(int(floor), int(round(value * scale)))
 
 
-def str_list(text: str) -> tuple[str, ...]:
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not items:
-        raise HarnessError("expected a comma-separated list")
-    return items
-
-
-def bool_flag(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise HarnessError(f"expected true or false, got '{text}'")
-
-
-def alpha_param(text: str) -> float | str:
-    if text.strip() == "auto":
-        return "auto"
-    value = float(text)
-    if not 0 <= value < 1:
-        raise HarnessError("alpha must be in [0, 1) or 'auto'")
-    return value
+alpha_param = or_word("auto", unit_float)
 
 
 # --- graphs ----------------------------------------------------------------------------------
@@ -212,7 +191,6 @@ class BreakdownExperiment(Experiment):
     charges Eq. 3 with C_gpu and C_cpu. 'Our+LAS' adds locality-aware sampling with s = MAXS.
     """
 
-    paper = "placement"
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
     paper_hardware = PAPER_HARDWARE
@@ -295,7 +273,8 @@ class BreakdownExperiment(Experiment):
         return None
 
     # --- one point --------------------------------------------------------------------------
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        cfg = ctx.cfg
         if point.params.get("mode") == "measured":
             return self.run_measured(point, cfg)
         setup = self.setup(point, cfg)

@@ -13,15 +13,16 @@ from __future__ import annotations
 import math
 import re
 
+from harness.argtypes import positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import measure
 
 from . import PAPER_HARDWARE
-from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph, str_list
+from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
@@ -31,9 +32,6 @@ LABELS = {"pagraph": "PaGraph", "metis": "METIS", "clique_opt": "Our"}
 
 @register_experiment
 class Table2(Experiment):
-    id = "placement.table2"
-    paper = "placement"
-    artifact = "table2"
     title = "ICS'22 Table 2: data preprocessing time (s) of the partitioning methods"
     interface = "placement"
     impls = ("pagraph", "metis", "clique_opt")
@@ -56,12 +54,13 @@ class Table2(Experiment):
             for impl in self.impls:
                 yield Point(impl, {"dataset": dataset, "scale": scale, "parts": self.param(cfg, "parts")})
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.placement import ics22
         from impls.placement.hotness import lhop_hotness
         from impls.placement.pagraph import PlacementTimeout, pagraph_partition
         from impls.placement.policies import metis_membership
 
+        cfg = ctx.cfg
         prm = point.params
         graph = load_graph(prm["dataset"], prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
         parts = prm["parts"]

@@ -24,23 +24,25 @@ import time
 
 import numpy as np
 
-from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
-from harness.report import ReportArtifact
+from harness.argtypes import BadValue, or_word, positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE,
-                     QUICK_PAGRAPH_CAP_S, WORKBENCH, cost_model, load_graph, paper_alpha, scaled, str_list)
+                     QUICK_PAGRAPH_CAP_S, WORKBENCH, cost_model, load_graph, paper_alpha, scaled)
 
 
-def las_scale_param(text: str):
-    if text.strip() == "adaptive":
-        return "adaptive"
-    value = float(text)
+def las_factor(text: str) -> float:
+    value = positive_float(text)
     if value < 1:
-        raise HarnessError("las_scale must be >= 1 or 'adaptive'")
+        raise BadValue("las_scale must be >= 1 or 'adaptive'")
     return value
+
+
+las_scale_param = or_word("adaptive", las_factor)
 
 
 @contextlib.contextmanager
@@ -88,7 +90,6 @@ def build_model(in_dim: int, hidden: int, classes: int, layers: int, seed: int):
 class LossExperiment(Experiment):
     """Training loss per epoch, Our placement with and without LAS (and PaGraph's local shuffling)."""
 
-    paper = "placement"
     interface = "placement"
     impls = ("clique_opt", "pagraph")
     metric, unit, better = "train_loss", "", "lower"
@@ -129,9 +130,9 @@ class LossExperiment(Experiment):
             if not cfg.quick:
                 yield Point("pagraph", {**base, "las": False})
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         with one_torch_thread():
-            return self._run_point(point, cfg)
+            return self._run_point(point, ctx.cfg)
 
     def _run_point(self, point: Point, cfg) -> list[Measurement]:
         import torch

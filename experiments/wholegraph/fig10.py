@@ -19,9 +19,10 @@ import torch
 import torch.distributed as dist
 
 from harness import registry
-from harness.experiment import Experiment, Measurement, Param, Point, int_list, positive_float, positive_int
+from harness.argtypes import int_list, positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
 from impls.sampling.minibatch import sample_blocks
@@ -34,10 +35,6 @@ DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
 VARIANTS = (("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"))
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
 def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, ...]) -> torch.Tensor:
     """The ids a pipeline gathers for one mini-batch: the first block's source nodes."""
     blocks = sample_blocks(sampler, unique, seeds, fanouts, check=False)
@@ -46,9 +43,6 @@ def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, 
 
 @register_experiment
 class Fig10(Experiment):
-    id = "wholegraph.fig10"
-    paper = "wholegraph"
-    artifact = "fig10"
     title = "Per-mini-batch feature gather: NCCL alltoallv vs shared-memory gather"
     interface = "gather"
     impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
@@ -56,7 +50,7 @@ class Fig10(Experiment):
     paper_hardware = PAPER_HARDWARE
     spawn_ranks = True
     parameters = {
-        "datasets": Param(DATASETS, _names, "WholeGraph Table II datasets"),
+        "datasets": Param(DATASETS, str_list, "WholeGraph Table II datasets"),
         "fanouts": Param((30, 30, 30), int_list, "fanout per hop"),
         "batch_size": Param(512, positive_int, "seeds per mini-batch"),
         "batches": Param(8, positive_int, "mini-batches per rank"),
@@ -80,9 +74,10 @@ class Fig10(Experiment):
                     params["mode"] = mode
                 yield Point(impl, params, world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         from harness import datasets
 
+        cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         device = rank.torch_device()
         if rank.rank == 0:  # one rank builds the cache, the others read it

@@ -10,8 +10,8 @@ native points of a table5 run are reused (``derives_from``); run alone this trai
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -24,8 +24,6 @@ PIPES = ("wholegraph", "wholegraph_lib")
 
 @register_experiment
 class Fig11(TrainingExperiment):
-    id = "wholegraph.fig11"
-    artifact = "fig11"
     title = "WholeGraph Fig. 11: WholeGraph storage and sampling with PyG layers vs native layers"
     impls = ("wholegraph",)
     derives_from = ("wholegraph.table5",)

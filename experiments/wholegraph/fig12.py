@@ -11,8 +11,8 @@ GraphSAGE.
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -26,8 +26,6 @@ MIN_SAMPLES = 25          # 0.5 s of signal at the 20 ms poll interval
 
 @register_experiment
 class Fig12(TrainingExperiment):
-    id = "wholegraph.fig12"
-    artifact = "fig12"
     title = "WholeGraph Fig. 12: GPU utilization over time during training"
     impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     metric, unit, better = "utilization", "%", "higher"

@@ -10,9 +10,10 @@ same run with a one-way peer copy.
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, PaperValue, Param, Point, int_list, positive_float, positive_int
+from harness.argtypes import int_list, positive_float, positive_int
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
@@ -25,9 +26,6 @@ VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("wholegrap
 
 @register_experiment
 class Fig8(Experiment):
-    id = "wholegraph.fig8"
-    paper = "wholegraph"
-    artifact = "fig8"
     title = "Random read bandwidth of the multi-GPU shared store vs segment size"
     interface = "gather"
     impls = ("p2p_shared", "wholegraph_lib", "ceiling_peer_copy")
@@ -61,7 +59,8 @@ class Fig8(Experiment):
                                    "num_rows": int(table_gb * 1e9 * world) // seg, "mode": mode,
                                    "ids_per_rank": int(min(16 << 20, max(1 << 16, per_rank // seg)))}, world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
+        cfg, rank = ctx.cfg, ctx.rank
         if "num_rows" in point.params:
             require_row_fit(point.params["num_rows"])
         return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(3, 1), repeats=cfg.repeats_or(20, 5))

@@ -10,8 +10,8 @@ seen"), for WholeGraph training takes most of it.
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -63,8 +63,6 @@ def stacked_bars(table, title):
 
 @register_experiment
 class Fig9(TrainingExperiment):
-    id = "wholegraph.fig9"
-    artifact = "fig9"
     title = "WholeGraph Fig. 9: epoch time breakdown (sampling, gathering, training)"
     impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)

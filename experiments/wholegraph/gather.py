@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-from harness.experiment import Experiment, Param, Point, choice, int_list, positive_float, positive_int
+from harness.argtypes import choice, int_list, positive_float, positive_int
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from impls.gather.kernel import DEFAULT_LAUNCH, launch_name, parse_launch
@@ -183,9 +184,6 @@ def variant_label(impl: str, mode: str | None) -> str:
 
 @register_experiment
 class GatherTable(Experiment):
-    id = "wholegraph.gather"
-    paper = "wholegraph"
-    artifact = "gather"
     title = "Feature gather bandwidth: every implementation and real WholeGraph, same run"
     interface = "gather"
     impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
@@ -233,7 +231,8 @@ class GatherTable(Experiment):
                     for order in self.param(cfg, "id_orders"):
                         yield Point(impl, {**params, "ids": order}, world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
+        cfg, rank = ctx.cfg, ctx.rank
         host = point.impl in HOST_IMPLS
         repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
         return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),

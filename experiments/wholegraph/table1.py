@@ -10,12 +10,12 @@ Chased from GPU 0. ``local`` and ``host_zero_copy`` are reference lines.
 from __future__ import annotations
 
 from harness import registry
+from harness.argtypes import float_list, positive_float, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import (Experiment, Measurement, PaperValue, Param, Point, float_list,
-                                positive_float, positive_int)
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.needs import detect
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
@@ -46,9 +46,6 @@ def selected_gpus(cfg) -> list[int]:
 
 @register_experiment
 class Table1(Experiment):
-    id = "wholegraph.table1"
-    paper = "wholegraph"
-    artifact = "table1"
     title = "UM vs GPUDirect P2P memory access latency (pointer chasing)"
     interface = "probes"
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
@@ -77,10 +74,11 @@ class Table1(Experiment):
                 yield Point(impl, {"paper_size_gb": size, "size_gb": round(size * scale, 6),
                                    "gpus": world}, world_size=world)
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import parts_for
         from impls.probes.bench import time_chase, verify_chain
 
+        cfg = ctx.cfg
         gpus = selected_gpus(cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)

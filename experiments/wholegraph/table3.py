@@ -1,24 +1,22 @@
-"""WholeGraph Table III and Fig. 7: validation and test accuracy of PyG, DGL and WholeGraph.
+"""WholeGraph Table III: validation and test accuracy of PyG, DGL and WholeGraph.
 
-Table III: validation and test accuracy of GCN, GraphSAGE and GAT on ogbn-products and
-ogbn-papers100M after about 24 epochs; PyG, DGL and WholeGraph agree within about a point. Fig. 7:
-the validation accuracy of DGL and WholeGraph training GraphSAGE on ogbn-products, epoch by
-epoch ("almost the same accuracy ... iteration by iteration"). Here every training point
-evaluates after each epoch (the curve) and at the end (validation and test) on at most
-``eval_nodes`` labelled nodes per split. On a stand-in the labels are planted communities, so
-the numbers are not the paper's; the claim checked is that every pipeline reaches the same
-accuracy. A table5 run gives these rows (``derives_from``); run alone each trains its own grid.
+GCN, GraphSAGE and GAT on ogbn-products and ogbn-papers100M after about 24 epochs; PyG, DGL and
+WholeGraph agree within about a point. Here every training point evaluates after each epoch and
+at the end (validation and test) on at most ``eval_nodes`` labelled nodes per split. On a
+stand-in the labels are planted communities, so the numbers are not the paper's; the claim
+checked is that every pipeline reaches the same accuracy. A table5 run gives these rows
+(``derives_from``); run alone this trains its own grid.
 """
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
 from .table5 import default_backend
-from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TABLE3, TrainingExperiment, collect,
+from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, collect,
                        common_parameters, datasets_caption, finite, machine_labels, settings_caption,
                        table3_paper_values)
 
@@ -57,8 +55,6 @@ def accuracy_spread(records, labels: dict | None = None) -> tuple[list[tuple[str
 
 @register_experiment
 class Table3(TrainingExperiment):
-    id = "wholegraph.table3"
-    artifact = "table3"
     title = "WholeGraph Table III: validation and test accuracy, PyG / DGL / WholeGraph"
     impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
@@ -130,69 +126,3 @@ class Table3(TrainingExperiment):
                    f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
         return ReportArtifact("table3", "WholeGraph Table III: validation and test accuracy", caption, table, notes,
                               fig, headline=headline, status=status)
-
-
-@register_experiment
-class Fig7(TrainingExperiment):
-    id = "wholegraph.fig7"
-    artifact = "fig7"
-    title = "WholeGraph Fig. 7: validation accuracy per epoch, DGL vs WholeGraph (GraphSAGE, products)"
-    impls = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
-    derives_from = ("wholegraph.table5",)
-    parameters = common_parameters(datasets=("ogbn-products",), models=("sage",))
-
-    def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = [r for r in collect(rows, prefer=self.id) if default_backend(r)
-                   and r["extra"].get("epoch_time", {}).get("val_acc_per_epoch")]
-        preferred = [r for r in records if r["key"]["dataset"] == "ogbn-products" and r["key"]["model"] == "sage"]
-        records = preferred or records
-        out, curves = [], []
-        for rec in records:
-            k = rec["key"]
-            curve = rec["extra"]["epoch_time"]["val_acc_per_epoch"]
-            name = PIPELINE_NAMES.get(k["impl"], k["impl"])
-            label = f"{name} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}"
-            curves.append((labels.get(k["run_id"], k["run_id"]), label, curve))
-            row = {"Machine": labels.get(k["run_id"], k["run_id"]), "Pipeline": name,
-                   "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]]}
-            for i, acc in enumerate(curve, start=1):
-                row[f"epoch {i}"] = acc
-            out.append(row)
-        table = pd.DataFrame.from_records(out)
-        notes, headline, status = [], "", "measured"
-        if not table.empty:
-            if table["Machine"].nunique() == 1:
-                table = table.drop(columns=["Machine"])
-            finals: dict = {}
-            for rec in records:
-                k = rec["key"]
-                finals.setdefault((k["run_id"], k["dataset"], k["model"]), []).append(
-                    rec["extra"]["epoch_time"]["val_acc_per_epoch"][-1])
-            gaps = [max(v) - min(v) for v in finals.values() if len(v) > 1]
-            if gaps:
-                headline = f"final validation accuracy of the pipelines within {100 * max(gaps):.1f} points"
-                status = "reproduced" if max(gaps) <= 0.03 else "partly"
-        else:
-            table = pd.DataFrame({"note": ["no per-epoch validation curves"]})
-        notes.append("Paper (Fig. 7, ogbn-products, GraphSAGE): DGL and WholeGraph reach almost the same validation "
-                     "accuracy iteration by iteration. Here: validation accuracy after each epoch, same model, "
-                     "seeds and batches on every pipeline (only the samplers' random draws differ).")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(6, 3.8))
-        for machine, label, curve in curves:
-            ax.plot(range(1, len(curve) + 1), curve, marker="o", label=f"{label} ({machine})")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("validation accuracy")
-        ax.grid(True, alpha=0.3)
-        if curves:
-            ax.legend(fontsize=7)
-        ax.set_title("WholeGraph Fig. 7: validation accuracy per epoch")
-        fig.tight_layout()
-        caption = (f"Validation accuracy after every epoch. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("fig7", "WholeGraph Fig. 7: validation accuracy per epoch", caption, table, notes, fig,
-                              headline=headline, status=status)

@@ -12,8 +12,8 @@ bytes of features, and their share per GPU is the total / GPUs. A table5 run giv
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -31,8 +31,6 @@ def theoretical_bytes(graph: dict) -> dict:
 
 @register_experiment
 class Table4(TrainingExperiment):
-    id = "wholegraph.table4"
-    artifact = "table4"
     title = "WholeGraph Table IV: memory per GPU (graph structure, node features, training)"
     impls = PIPES
     derives_from = ("wholegraph.table5",)

@@ -11,8 +11,8 @@ from a table5 run.
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, machine_kind, skip_notes
 
 from . import PAPER_HARDWARE
@@ -90,8 +90,6 @@ def run_number(rec: dict) -> str:
 
 @register_experiment
 class Table5(TrainingExperiment):
-    id = "wholegraph.table5"
-    artifact = "table5"
     title = "WholeGraph Table V: average epoch time and speedups, PyG / DGL / WholeGraph"
     paper_values = table5_paper_values()
 

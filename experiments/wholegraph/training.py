@@ -38,10 +38,11 @@ from __future__ import annotations
 import math
 import time
 
+from harness.argtypes import (cap, cap_int, choice, fanouts, names_of, nonneg_int, or_word, positive_float,
+                              positive_int, unit_float)
+from harness.argtypes import dataset_names as name_list
 from harness.errors import HarnessError
-from harness.experiment import (Experiment, Measurement, Param, Point, PaperValue, choice, names_of, nonneg_int,
-                                positive_float, positive_int)
-from harness.experiment import dataset_names as name_list
+from harness.experiment import Experiment, Measurement, Param, Point, PaperValue
 from harness.experiment import device_setting
 from harness.timing import Stats
 
@@ -118,40 +119,7 @@ model_list = names_of("models", *MODEL_NAMES)
 backend_list = names_of("backends", "native", "pyg", "default")
 
 
-def fanout_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.replace("-", ",").split(",") if x.strip())
-    except ValueError:
-        raise HarnessError(f"fanouts take integers like 30,30,30, not '{text}'") from None
-    if not values or min(values) < 1:
-        raise HarnessError(f"fanouts take positive integers like 30,30,30, not '{text}'")
-    return values
-
-
-def optional_int(text: str) -> int:
-    """A positive integer, or 0 for none/all (no cap)."""
-    if text.strip().lower() in ("none", "all", "0", ""):
-        return 0
-    return positive_int(text)
-
-
-def cap(value):
-    """A cap parameter's value: None (no cap) for 0 / None."""
-    return value or None
-
-
-def unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise HarnessError(f"expected a number, got '{text}'") from None
-    if not 0 <= value < 1:
-        raise HarnessError(f"expected a number in [0, 1), got {value}")
-    return value
-
-
-def workers_param(text: str):
-    return "auto" if text == "auto" else nonneg_int(text)
+workers_param = or_word("auto", nonneg_int)
 
 
 # Defaults by device: (cuda, cuda --quick, cpu, cpu --quick). The CPU ones are toy settings that
@@ -181,16 +149,16 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU default 64)"),
         "layers": Param(3, positive_int, "layers (paper: 3)"),
         "heads": Param(4, positive_int, "GAT heads (paper: 4)"),
-        "fanouts": Param(None, fanout_list, "fanout per hop, seeds first (paper: 30,30,30; CPU default 5,5,5)"),
+        "fanouts": Param(None, fanouts, "fanout per hop, seeds first (paper: 30,30,30; CPU default 5,5,5)"),
         "batch_size": Param(None, positive_int, "seeds per GPU per mini-batch (paper: 512; CPU default 64)"),
         "lr": Param(None, positive_float, "Adam learning rate (default 0.003; CPU 0.01)"),
         "dropout": Param(0.0, unit_float, "dropout between layers"),
         "epochs": Param(None, positive_int, "measured epochs (default 2; --quick 1 / CPU --quick 1)"),
         "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
-        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (every pipeline; none = no cap); capped "
+        "max_batches": Param(None, cap_int, "cap on mini-batches per epoch (every pipeline; none = no cap); capped "
                                                  "epochs are extrapolated (default none; --quick 20, CPU --quick 6)"),
-        "host_max_batches": Param(None, optional_int, "cap on mini-batches per epoch for pyg_host / dgl_host only"),
-        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split, all ranks together (all = every "
+        "host_max_batches": Param(None, cap_int, "cap on mini-batches per epoch for pyg_host / dgl_host only"),
+        "eval_nodes": Param(None, cap_int, "labelled nodes evaluated per split, all ranks together (all = every "
                                                 "one; default CUDA 10000, CPU 1024)"),
         "eval_batch_size": Param(None, positive_int, "seeds per evaluation mini-batch"),
         "workers": Param("auto", workers_param, "loader worker processes per rank for pyg_host / dgl_host "
@@ -221,7 +189,6 @@ def setting(exp, cfg, name):
 class TrainingExperiment(Experiment):
     """Base of every training experiment: grid = pipelines x datasets x models x backends."""
 
-    paper = "wholegraph"
     interface = "pipelines"
     impls = PIPELINES
     metric, unit, better = "epoch_time", "s", "lower"
@@ -290,8 +257,8 @@ class TrainingExperiment(Experiment):
             return f"{point.params.get('backend')} layers: {problem}"
         return unavailable(point.impl, cfg.device)
 
-    def run_point(self, point, cfg, rank):
-        return train_point(self, point, cfg, rank)
+    def run_point(self, point, ctx):
+        return train_point(self, point, ctx)
 
 
 def pipeline_config(exp, point, cfg):
@@ -325,11 +292,12 @@ def explicit_options(exp, cfg) -> dict:
     return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
-def train_point(exp, point, cfg, rank) -> list[Measurement]:
+def train_point(exp, point, ctx) -> list[Measurement]:
     from harness import registry
     from impls.pipelines.base import MEMORY_CATEGORIES, collective_lifetime
     from impls.pipelines.monitor import UtilizationMonitor
 
+    cfg, rank = ctx.cfg, ctx.rank
     p = point.params
     config = pipeline_config(exp, point, cfg)
     timing = exp.param(cfg, "timing")

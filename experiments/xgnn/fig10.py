@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import statistics
 
-from harness.experiment import PaperValue, Param, names_of
+from harness.argtypes import names_of
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -91,8 +92,6 @@ def judge(step: str, prev, cur) -> tuple[float | None, str]:
 
 @register_experiment
 class Fig10(XGNNTraining):
-    id = "xgnn.fig10"
-    artifact = "fig10"
     title = "XGNN Fig. 10: factor analysis (BASE, +MSG, +MSF, +OGA, +PSA)"
     impls = ("xgnn",)
     paper_values = paper_values()

@@ -11,9 +11,10 @@ points are also Fig. 12's (its report reads this experiment's rows).
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -47,8 +48,6 @@ class ScalingExperiment(XGNNTraining):
 
 @register_experiment
 class Fig11(ScalingExperiment):
-    id = "xgnn.fig11"
-    artifact = "fig11"
     title = "XGNN Fig. 11: scalability of DGL+C and XGNN (epoch time vs GPUs)"
     impls = ("dgl_cache", "xgnn")
     paper_values = paper_values()

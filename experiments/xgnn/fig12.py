@@ -13,9 +13,10 @@ xgnn.fig11's rows (its XGNN GraphSAGE+UK points are these), so a Fig. 11 run giv
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from .fig11 import ScalingExperiment
@@ -31,8 +32,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Fig12(ScalingExperiment):
-    id = "xgnn.fig12"
-    artifact = "fig12"
     title = "XGNN Fig. 12: GPU memory of topology and features, and mini-batch Sampler/Trainer time, vs GPUs"
     impls = ("xgnn",)
     derives_from = ("xgnn.fig11",)

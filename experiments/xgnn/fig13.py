@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.argtypes import names_of, or_word, positive_float, positive_int, unit_float
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import measure
 
@@ -27,35 +28,17 @@ POLICY_LABELS = {"xgnn_solver": "Solver", "clique": "Clique", "clique_opt": "Cli
 _S = "Sec. 6.6 (Fig. 13)"
 
 
-def _dataset_list(text: str) -> tuple[str, ...]:
-    from harness.errors import HarnessError
-
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in items if x not in DATASETS]
-    if unknown or not items:
-        raise HarnessError(f"datasets must be among {', '.join(DATASETS)}")
-    return items
+_dataset_list = names_of("datasets", *DATASETS)
 
 
 def _topology_list(text: str) -> tuple[str, ...]:
-    from harness.errors import HarnessError
     from impls.placement.topology import XGNN_TOPOLOGIES
 
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not items or any(x not in XGNN_TOPOLOGIES for x in items):
-        raise HarnessError(f"topologies must be among {', '.join(XGNN_TOPOLOGIES)}")
-    return items
-
-
-def _alpha(text: str):
-    return "auto" if text.strip() == "auto" else float(text)
+    return names_of("topologies", *XGNN_TOPOLOGIES)(text)
 
 
 @register_experiment
 class Fig13(Experiment):
-    id = "xgnn.fig13"
-    paper = "xgnn"
-    artifact = "fig13"
     title = "XGNN Fig. 13: feature extraction with Solver, Clique and CliqueOpt placement"
     interface = "placement"
     impls = ("xgnn_solver", "clique", "clique_opt")
@@ -77,7 +60,7 @@ class Fig13(Experiment):
         "buffer_fraction": Param(0.2, positive_float,
                                  "feature cache per GPU as a fraction of N (0.2: a clique of two caches 40%, "
                                  "near the 41% XGNN reports for CF on 6G)"),
-        "alpha": Param("auto", _alpha, "CliqueOpt alpha; auto = PCIe / slowest NVLink in the clique (Eq. 7)"),
+        "alpha": Param("auto", or_word("auto", unit_float), "CliqueOpt alpha; auto = PCIe / slowest NVLink in the clique (Eq. 7)"),
         "hotness": Param("presample", str, "presample (GNNLab/XGNN) or degree"),
         "max_batches": Param(24, positive_int, "mini-batches replayed per GPU"),
     }
@@ -93,7 +76,7 @@ class Fig13(Experiment):
                 for impl in self.impls:
                     yield Point(impl, {"dataset": dataset, "scale": scale, "topology": topology}, world)
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from experiments.placement.common import WORKBENCH, load_graph, scaled
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
@@ -101,6 +84,7 @@ class Fig13(Experiment):
         from impls.placement.topology import xgnn_topology
         from impls.placement.xgnn_solver import solve
 
+        cfg = ctx.cfg
         prm = point.params
         graph = load_graph(DATASETS[prm["dataset"]], prm["scale"], cfg.seed,
                            str(cfg.data_root) if cfg.data_root else None)

@@ -19,15 +19,16 @@ kernels' request model is evaluated for rank 0 of a virtual 4-way partition.
 
 from __future__ import annotations
 
+from harness.argtypes import dataset_names as name_list
+from harness.argtypes import fanout_sets, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_int
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.needs import detect
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import Stats
 
-from ..wholegraph.sampling import fanout_sets, name_list
 from . import PAPER_HARDWARE
 
 VARIANTS = ("original", "batched")
@@ -51,9 +52,6 @@ def world_and_parts(cfg, gpus: int) -> tuple[int, int]:
 
 @register_experiment
 class Fig14(Experiment):
-    id = "xgnn.fig14"
-    paper = "xgnn"
-    artifact = "fig14"
     title = "KHop optimization: remote bytes and sampling time per epoch, original vs batched"
     interface = "sampling"
     impls = ("khop_batched",)
@@ -89,9 +87,10 @@ class Fig14(Experiment):
                                              "store": "sharded" if (cfg.device == "cuda" and world > 1) else "local"},
                             world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         import torch
 
+        cfg, rank = ctx.cfg, ctx.rank
         from impls.sampling.bench import epoch_batches, implementation, load_graph
         from impls.sampling.minibatch import sample_blocks
         from harness.timing import measure_collective

@@ -18,9 +18,10 @@ accuracies as the common target and compares the training time each needs to rea
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, positive_int
+from harness.argtypes import names_of, positive_int
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
@@ -31,13 +32,7 @@ SYSTEMS_A = ("dgl_host", "quiver", "xgnn_g", "xgnn_f")
 SYSTEMS_B = ("dgl", "dgl_cache", "xgnn")
 
 
-def parts_list(text: str) -> tuple[str, ...]:
-    from harness.errors import HarnessError
-
-    parts = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not parts or any(p not in ("a", "b") for p in parts):
-        raise HarnessError(f"parts are a (large graph on one GPU), b (convergence), not '{text}'")
-    return parts
+parts_list = names_of("parts", "a", "b")
 
 
 def paper_values() -> tuple[PaperValue, ...]:
@@ -53,8 +48,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Fig15(XGNNTraining):
-    id = "xgnn.fig15"
-    artifact = "fig15"
     title = "XGNN Fig. 15: (a) one GPU, topology or features first; (b) convergence of XGNN, DGL+C, DGL"
     impls = ("xgnn", "quiver", "dgl_cache")
     paper_values = paper_values()
@@ -81,12 +74,12 @@ class Fig15(XGNNTraining):
                 for system in self.param(cfg, "systems_b"):
                     yield self.point(system, ds, model, world, cfg, part="b", epochs=epochs, timing="free")
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         from .training import train_system
 
         if point.params.get("timing") == "free":
-            return train_system(_Free(self), point, cfg, rank)
-        return train_system(self, point, cfg, rank)
+            return train_system(_Free(self), point, ctx)
+        return train_system(self, point, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:
         import matplotlib.pyplot as plt

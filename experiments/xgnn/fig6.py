@@ -11,10 +11,11 @@ this probe reads peers from one process with peer access, the same hardware path
 from __future__ import annotations
 
 from harness import registry
+from harness.argtypes import float_list, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, float_list, positive_int
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from ..wholegraph.table1 import selected_gpus
@@ -29,9 +30,6 @@ LABELS = {"local": "local", "p2p_remote": "remote (P2P/UVA)", "um": "UM spread o
 
 @register_experiment
 class Fig6(Experiment):
-    id = "xgnn.fig6"
-    paper = "xgnn"
-    artifact = "fig6"
     title = "Random-access bandwidth and pointer-chase latency, local vs remote vs size"
     interface = "probes"
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
@@ -73,10 +71,11 @@ class Fig6(Experiment):
             return f"managed allocations capped at {self.param(cfg, 'um_max_gb'):g} GB (--param um_max_gb)"
         return None
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import parts_for
         from impls.probes.bench import time_chase, time_random_reads, verify_chain
 
+        cfg = ctx.cfg
         gpus = selected_gpus(cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)

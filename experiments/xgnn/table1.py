@@ -12,9 +12,10 @@ machine is at hand: the H200s are all connected.
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
@@ -42,8 +43,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Table1(XGNNTraining):
-    id = "xgnn.table1"
-    artifact = "table1"
     title = "XGNN Table 1: GraphSAGE on Twitter, epoch time of DGL, GNNLab, Quiver, WholeGraph, XGNN on 1 and 4 GPUs"
     paper_values = paper_values()
     parameters = common_parameters(

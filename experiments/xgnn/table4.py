@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import statistics
 
+from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from . import PAPER_HARDWARE
@@ -88,8 +88,6 @@ def paper_cell(model, ds, system):
 
 @register_experiment
 class Table4(XGNNTraining):
-    id = "xgnn.table4"
-    artifact = "table4"
     title = "XGNN Table 4: epoch breakdown (S, E, T, E2E), cache ratio and hit rate of DGL, Quiver, DGL+C, XGNN"
     paper_values = paper_values()
     parameters = common_parameters(

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import statistics
 
+from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
 from harness.tables import caption_hardware, skip_notes
 
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
@@ -50,8 +50,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Table5(XGNNTraining):
-    id = "xgnn.table5"
-    artifact = "table5"
     title = "XGNN Table 5: WholeGraph vs XGNN (S, E, T, E2E, total GPU memory)"
     impls = ("wholegraph", "xgnn")
     paper_values = paper_values()

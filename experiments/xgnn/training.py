@@ -61,10 +61,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError
-from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
-from harness.experiment import dataset_names as name_list
-from harness.experiment import choice, device_setting
+from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
+from harness.argtypes import dataset_names as name_list
+from harness.experiment import Experiment, Measurement, Param, Point, device_setting
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -153,10 +152,10 @@ def combo_list(text: str) -> tuple[tuple[str, str], ...]:
     for item in (x.strip() for x in text.split(",") if x.strip()):
         model, sep, ds = item.partition(":")
         if not sep:
-            raise HarnessError(f"combos take model:dataset pairs like gcn:TW,sage:UK, not '{item}'")
+            raise BadValue(f"combos take model:dataset pairs like gcn:TW,sage:UK, not '{item}'")
         out.append((model_list(model)[0], name_list(ds)[0]))
     if not out:
-        raise HarnessError("expected at least one model:dataset pair")
+        raise BadValue("expected at least one model:dataset pair")
     return tuple(out)
 
 
@@ -173,18 +172,11 @@ def budget_rule(text: str) -> str:
     try:
         parse_bytes(t)
     except ValueError as exc:
-        raise HarnessError(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
+        raise BadValue(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
     return t
 
 
-def optional_int(text: str):
-    if text.strip().lower() in ("none", "all", "0", ""):
-        return None
-    return positive_int(text)
-
-
-def batch_param(text: str):
-    return "auto" if text.strip() == "auto" else positive_int(text)
+batch_param = or_word("auto", positive_int)
 
 
 # (cuda, cuda --quick, cpu, cpu --quick)
@@ -217,8 +209,8 @@ def common_parameters(**defaults) -> dict[str, Param]:
         "synced_epochs": Param(None, positive_int, "how many of the measured epochs come first synchronized between "
                                                    "stages (S/E/T: their median); the rest are free-running (E2E)"),
         "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
-        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
-        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split"),
+        "max_batches": Param(None, cap_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
+        "eval_nodes": Param(None, cap_int, "labelled nodes evaluated per split"),
         "lr": Param(None, positive_float, "Adam learning rate (CUDA 0.003, CPU 0.01)"),
         "stage_barrier": Param("off", choice("off", "on"), "synced epochs: a barrier of all ranks before each "
                                                           "stage, so T does not absorb the peers' S and E "
@@ -295,7 +287,6 @@ def wholegraph_need(graph, world: int) -> int:
 class XGNNTraining(Experiment):
     """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
 
-    paper = "xgnn"
     interface = "pipelines"
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph")
     metric, unit, better = "epoch_time", "s", "lower"
@@ -353,9 +344,9 @@ class XGNNTraining(Experiment):
                   "hidden": setting(self, cfg, "hidden"),
                   "batch_size": self.batch_for(dataset, scale, model, ref_world or world, cfg),
                   "budget": budget or self.param(cfg, "budget"), "epochs": setting(self, cfg, "epochs")}
-        cap = setting(self, cfg, "max_batches")
-        if cap is not None:
-            params["max_batches"] = cap
+        limit = cap(setting(self, cfg, "max_batches"))
+        if limit is not None:
+            params["max_batches"] = limit
         if self.param(cfg, "stage_barrier") == "on":       # absent = off: rows of earlier runs read the same
             params["stage_barrier"] = "on"
         params.update(extra)
@@ -371,19 +362,20 @@ class XGNNTraining(Experiment):
             return NO_PINSAGE[point.params["system"]]
         return unavailable(point.impl, cfg.device)
 
-    def run_point(self, point, cfg, rank):
-        return train_system(self, point, cfg, rank)
+    def run_point(self, point, ctx):
+        return train_system(self, point, ctx)
 
 
 # ----------------------------------------------------------------------------- one training point
 
 
-def train_system(exp, point, cfg, rank) -> list[Measurement]:
+def train_system(exp, point, ctx) -> list[Measurement]:
     from harness import registry
     from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, collective_lifetime, load_graph
     from impls.pipelines.xgnn import xgnn_config
     from impls.storage.budget import OutOfMemoryBudget
 
+    cfg, rank = ctx.cfg, ctx.rank
     p = point.params
     system = SYSTEMS[p["system"]]
     data_root = str(cfg.data_root) if cfg.data_root else None
@@ -404,7 +396,7 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
     config = xgnn_config(p["model"], graph=graph, dataset=p["dataset"], scale=p["scale"], data_root=data_root,
                          hidden=p["hidden"], batch_size=p["batch_size"], lr=setting(exp, cfg, "lr"), seed=cfg.seed,
                          epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
-                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=setting(exp, cfg, "eval_nodes"),
+                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
                          memory_budget_bytes=budget, options=options,
                          stage_barrier=p.get("stage_barrier") == "on")
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"

@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 
 from harness import registry, runner
+from harness.artifact import RunInfo
 from harness.config import RunConfig
+from harness.experiment import RunContext
 from harness.launcher import RankContext
-from harness.report import RunInfo, report_runs, write_artifact
+from harness.report import report_runs, write_artifact
 
 EXPERIMENTS = ("mggcn.table3", "mggcn.fig5", "mggcn.fig7", "mggcn.fig8", "mggcn.fig9", "mggcn.memory")
 # small models and one small graph keep every artifact to a few seconds on one core
@@ -90,7 +92,7 @@ def test_reports_from_measured_rows(data_root, tmp_path):
             if reason:
                 rows.append(runner.make_row(exp, point, cfg, None, "skipped", reason))
             elif point.world_size == 1:
-                got = runner.run_one_point(exp, point, cfg, ctx)
+                got = runner.run_one_point(exp, point, RunContext(cfg, ctx))
                 assert all(r["status"] == "ok" for r in got), got
                 rows += got
         # the same measurements as if taken on two ranks, half as long

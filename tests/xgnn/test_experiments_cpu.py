@@ -40,7 +40,8 @@ def report_text(run_dir, exp_id):
     import matplotlib.pyplot as plt
 
     from harness import registry
-    from harness.report import RunInfo, rows_frame
+    from harness.artifact import RunInfo
+    from harness.report import rows_frame
 
     stored = load_run(run_dir)
     frame = rows_frame([stored])
