@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .argtypes import BadValue
 from .timing import Stats
+from .worlds import Worlds, world_sizes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -146,6 +147,7 @@ class Experiment:
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()
     spawn_ranks: bool = False    # True: points run in one process per rank (launcher)
+    worlds: Worlds = Worlds()    # the rank counts its points can use (harness.worlds)
     # experiments whose stored rows this one's report also reads (a view of another run's data,
     # e.g. a breakdown figure of the training runs of a table); its own rows are read too
     derives_from: tuple[str, ...] = ()
@@ -159,11 +161,18 @@ class Experiment:
         return self.id.split(".", 1)[-1]
 
     # --- configuration -----------------------------------------------------------
-    def default_scale(self, cfg: "RunConfig") -> float:
+    def scale(self, cfg: "RunConfig", dataset: str | None = None) -> float:
+        """The size of ``dataset`` (or of the experiment's own sizes, for None) relative to the
+        paper's: ``--scale`` when given, else :meth:`default_scale`. The runner records it per
+        dataset in the manifest."""
+        return cfg.scale if cfg.scale is not None else self.default_scale(cfg, dataset)
+
+    def default_scale(self, cfg: "RunConfig", dataset: str | None = None) -> float:
         return 1.0
 
-    def scale(self, cfg: "RunConfig") -> float:
-        return cfg.scale if cfg.scale is not None else self.default_scale(cfg)
+    def world_sizes(self, cfg: "RunConfig") -> list[int]:
+        """The rank counts of this run's points (``worlds``, harness.worlds)."""
+        return world_sizes(cfg, self.worlds, self.id)
 
     def param(self, cfg: "RunConfig", name: str):
         spec = self.parameters[name]
@@ -182,6 +191,11 @@ class Experiment:
     def skip_reason(self, point: Point, cfg: "RunConfig") -> str | None:
         """A reason beyond the implementation's needs why this point cannot run here."""
         return None
+
+    def on_ranks(self, point: Point) -> bool:
+        """True when the runner runs ``point`` on ranks it launches (one process per rank, the
+        point's ``world_size`` of them), False when it runs it in its own process."""
+        return self.spawn_ranks
 
     def run_point(self, point: Point, ctx: RunContext) -> list[Measurement]:
         """Measure one point: ``ctx.cfg`` is the run's configuration, ``ctx.rank`` this process's

@@ -7,7 +7,8 @@ gives up never leaves the others waiting inside a collective.
 - :func:`agree`: True on every rank when every rank says ok (all skip a point together);
 - :func:`broadcast`: rank 0's value on every rank;
 - :func:`all_gather`: every rank's value, in rank order, on every rank;
-- :func:`load_on_ranks`: rank 0 prepares, the others then open what it prepared.
+- :func:`load_on_ranks`: rank 0 prepares, the others then open what it prepared;
+- :func:`prepare_on_rank0`: rank 0 computes, every rank gets its result.
 """
 
 from __future__ import annotations
@@ -61,26 +62,46 @@ def all_gather(rank, value: Any) -> list:
     return out
 
 
+def _first(rank, build: Callable[[], T]):
+    """``build()`` on rank 0 (or alone), and what every rank must do about its outcome:
+    (value, skip reason, this rank's exception, rank 0's failure as text)."""
+    value = skip = error = None
+    if rank is None or rank.rank == 0:
+        try:
+            value = build()
+        except (SkipPoint, HarnessError) as exc:    # e.g. a dataset that cannot exist at this scale
+            skip = str(exc)
+        except Exception as exc:                    # noqa: BLE001 - every rank leaves the point together
+            error = exc
+    skip, failed = broadcast(rank, (skip, None if error is None else f"{type(error).__name__}: {error}"))
+    return value, skip, error, failed
+
+
+def _settle(skip, error, failed) -> None:
+    if skip:
+        raise SkipPoint(skip)
+    if error is not None:
+        raise error
+    if failed:
+        raise RuntimeError(f"rank 0 failed to prepare the point: {failed}")
+
+
 def load_on_ranks(rank, load: Callable[[], T]) -> T:
     """``load()`` on every rank, rank 0 first: it prepares what the others then open (a stand-in
     generated into the dataset cache, say), so the ranks never build the same files at once.
 
-    Rank 0's :class:`HarnessError` (a dataset that cannot exist at this scale) skips the point on
-    every rank with its message; any other failure there is an error on every rank."""
-    first = rank is None or rank.rank == 0
-    value = problem = failure = None
-    if first:
-        try:
-            value = load()
-        except HarnessError as exc:
-            problem = str(exc)
-        except Exception as exc:            # noqa: BLE001 - every rank must leave the point together
-            failure = exc
-    problem, failed = broadcast(rank, (problem, None if failure is None else f"{type(failure).__name__}: {failure}"))
-    if problem:
-        raise SkipPoint(problem)
-    if failure is not None:
-        raise failure
-    if failed:
-        raise RuntimeError(f"rank 0 could not prepare the data: {failed}")
-    return value if first else load()
+    Rank 0's :class:`HarnessError` or :class:`SkipPoint` (a dataset that cannot exist at this
+    scale) skips the point on every rank with its message; any other failure there is an error on
+    every rank."""
+    value, skip, error, failed = _first(rank, load)
+    _settle(skip, error, failed)
+    return value if rank is None or rank.rank == 0 else load()
+
+
+def prepare_on_rank0(rank, build: Callable[[], T]) -> T:
+    """``build()`` on rank 0 alone, its result on every rank (broadcast): for work whose result
+    the ranks share and must agree on (a placement and its replayed batches). Rank 0's skip or
+    failure is every rank's, as in :func:`load_on_ranks`."""
+    value, skip, error, failed = _first(rank, build)
+    _settle(skip, error, failed)
+    return broadcast(rank, value)

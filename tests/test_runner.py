@@ -198,3 +198,22 @@ def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, p
     outcome = runner.run(["xgnn.fig10"], cfg, ["test"])
     assert launched == ([["oga"], ["psa"]] if per_point else [["oga", "psa"]])
     assert load_run(outcome.store.path).manifest["config"]["launch_per_point"] is per_point
+
+
+def test_the_manifest_records_each_datasets_scale(registry_sandbox, tmp_path):
+    class PerDataset(FakeExperiment):
+        id = "zzscale.fig1"
+        impls = ("fast",)
+
+        def default_scale(self, cfg, dataset=None):
+            return {"small": 1.0, "big": 0.01}[dataset]
+
+        def points(self, cfg):
+            return [Point("fast", {"dataset": d, "scale": self.scale(cfg, d), "i": 0}) for d in ("small", "big")]
+
+    registry_sandbox.impl("zztest", "fast")
+    registry_sandbox.experiment(PerDataset)
+    outcome = runner.run(["zzscale.fig1"], RunConfig(device="cpu", out_dir=tmp_path), ["x"])
+    assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.01, "small": 1.0}}
+    outcome = runner.run(["zzscale.fig1"], RunConfig(device="cpu", scale=0.5, out_dir=tmp_path), ["x"])
+    assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.5, "small": 0.5}}

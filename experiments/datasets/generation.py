@@ -19,6 +19,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.worlds import Worlds
 
 register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
               summary="harness.datasets stand-in generator (Chung-Lu with planted communities)")(
@@ -33,20 +34,22 @@ class Generation(Experiment):
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "seconds", "s", "lower"
+    worlds = Worlds(fixed=(1,))
     parameters = {
         "names": Param(("ogbn-products", "ogbn-papers100M"), str_list, "datasets to generate"),
         "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.01 if cfg.quick else 1.0
 
     def points(self, cfg):
+        (world,) = self.world_sizes(cfg)
         for name in self.param(cfg, "names"):
-            yield Point("standin", {"dataset": name, "scale": self.scale(cfg), "backend": cfg.device})
+            yield Point("standin", {"dataset": name, "scale": self.scale(cfg, name), "backend": cfg.device}, world)
 
     def skip_reason(self, point, cfg):
-        if point.params["dataset"] == "ogbn-papers100M" and cfg.device != "cuda" and self.scale(cfg) > 0.05:
+        if point.params["dataset"] == "ogbn-papers100M" and cfg.device != "cuda" and point.params["scale"] > 0.05:
             return "the papers100M target is for one H200; on CPU use --scale <= 0.05"
         return None
 

@@ -15,6 +15,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_impl
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.worlds import Worlds
 
 register_impl("datasets", "registry", needs=Needs(devices=("cpu", "cuda")),
               summary="harness.datasets registry: published statistics of every dataset")(lambda **_: None)
@@ -24,26 +25,28 @@ class DatasetTable(Experiment):
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "nodes", "count", "higher"
+    worlds = Worlds(fixed=(1,))
     parameters = {
         "max_edges": Param(5e7, positive_float, "largest stand-in generated (stored edges); bigger graphs "
                                                  "are generated at the scale that fits"),
     }
 
-    def points(self, cfg):
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores at most ``max_edges`` edges (2e6 with --quick)."""
         from harness import datasets
 
         cap = self.param(cfg, "max_edges") if not cfg.quick else 2e6
-        seen = []
-        for row in datasets.paper_table(self.id):
-            name = row["dataset"]
-            if name in seen:
-                continue
-            seen.append(name)
-            spec = datasets.get(name)
-            stored = spec.standin.stored_edges if spec.standin else spec.edges
-            fit = min(1.0, cap / max(stored, 1))
-            scale = cfg.scale if cfg.scale is not None else float(f"{fit:.2g}")
-            yield Point("standin", {"dataset": name, "scale": scale})
+        spec = datasets.get(dataset)
+        stored = spec.standin.stored_edges if spec.standin else spec.edges
+        return float(f"{min(1.0, cap / max(stored, 1)):.2g}")
+
+    def points(self, cfg):
+        from harness import datasets
+
+        (world,) = self.world_sizes(cfg)
+        names = dict.fromkeys(row["dataset"] for row in datasets.paper_table(self.id))
+        for name in names:
+            yield Point("standin", {"dataset": name, "scale": self.scale(cfg, name)}, world)
 
     def run_point(self, point, ctx):
         from harness import datasets

@@ -8,8 +8,11 @@ import math
 from dataclasses import dataclass
 
 from harness.argtypes import BadValue, choice, int_list, str_list
-from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Param
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Param
+from harness.worlds import Worlds, world_sizes
+
+from . import PAPER_HARDWARE
 
 GiB = float(1 << 30)
 
@@ -105,36 +108,40 @@ def mggcn_params(exp, cfg) -> dict:
     return {} if choice == "exact" else {"first_layer_backward": choice}
 
 
-def dataset_scale(choice: DatasetChoice, cfg, exp) -> float:
-    """--scale wins, then --param scales=..., then the dataset's default for this device."""
-    if cfg.scale is not None:
-        return float(cfg.scale)
-    explicit = exp.param(cfg, "scales") if "scales" in exp.parameters else {}
-    if choice.key in explicit:
-        return explicit[choice.key]
-    if cfg.device == "cuda":
-        return choice.gpu_scale
-    return choice.quick_scale if cfg.quick else choice.cpu_scale
+def choice_of(key: str) -> DatasetChoice:
+    """A dataset of the MG-GCN tables by its key, or a graph of the density sweep ('16x')."""
+    if key in DATASETS:
+        return DATASETS[key]
+    return sweep_choice(int(key.removesuffix("x")))
 
 
-def world_sizes(cfg, exp=None) -> list[int]:
-    from harness.needs import detect
+class MGGCNExperiment(Experiment):
+    """What every MG-GCN artifact shares: full-batch training on one rank per GPU, the datasets'
+    scales and the GPU counts of the scaling figures."""
 
-    if cfg.device == "cuda":
-        limit, ladder = cfg.world_size or max(1, detect().gpu_count), (1, 2, 4, 8)
-    else:
-        limit, ladder = cfg.world_size or 2, (1, 2, 4)
-    requested = exp.param(cfg, "gpus") if exp is not None and "gpus" in exp.parameters else None
-    if requested:
-        sizes = sorted({w for w in requested if 1 <= w <= limit})
-        if not sizes:
-            raise HarnessError(f"--param gpus={','.join(map(str, requested))}: none fits the "
-                               f"{limit} {'GPUs' if cfg.device == 'cuda' else 'ranks'} of this run")
-        return sizes
-    sizes = [w for w in ladder if w <= limit]
-    if limit not in sizes:
-        sizes.append(limit)
-    return sizes
+    interface = "fullbatch"
+    impls = ("mggcn",)
+    metric, unit, better = "epoch_time", "s", "lower"
+    paper_hardware = PAPER_HARDWARE
+    spawn_ranks = True
+    # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
+    worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
+
+    def default_scale(self, cfg, dataset=None) -> float:
+        """--param scales=..., else the dataset's default for this device."""
+        choice = choice_of(dataset)
+        explicit = self.param(cfg, "scales") if "scales" in self.parameters else {}
+        if choice.key in explicit:
+            return explicit[choice.key]
+        if cfg.device == "cuda":
+            return choice.gpu_scale
+        return choice.quick_scale if cfg.quick else choice.cpu_scale
+
+    def world_sizes(self, cfg) -> list[int]:
+        """``--param gpus`` (those above the run's count left out), else :attr:`worlds`."""
+        if "gpus" in self.parameters and self.param(cfg, "gpus"):
+            return world_sizes(cfg, Worlds(counts=self.param(cfg, "gpus")), self.id)
+        return super().world_sizes(cfg)
 
 
 def resolve_model(text: str, choice: DatasetChoice) -> str | None:

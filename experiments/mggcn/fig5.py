@@ -11,27 +11,25 @@ stage broadcasts when P > 1), GeMM, activation (Eq. 7 and its derivative), loss 
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 from harness.timing import Stats
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     dataset_scale, epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
-                     release, scale_note, world_sizes)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
+                     epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
+                     release, scale_note)
 
 OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss": "loss layer",
              "allreduce": "all-reduce dW", "adam": "Adam"}
 
 
 @register_experiment
-class Fig5(Experiment):
+class Fig5(MGGCNExperiment):
     title = "Runtime breakdown of a training epoch by operation (MG-GCN Fig. 5)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
     metric, unit, better = "op_time.spmm", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     paper_values = (
         PaperValue("Sec. 6.2 (Fig. 5)", "mggcn", {"dataset": "proteins,products,reddit", "op": "spmm"},
                    "share_min", 60.0, "%", "SpMM takes 60%-94% of the runtime on the large datasets"),
@@ -42,7 +40,6 @@ class Fig5(Experiment):
         PaperValue("Sec. 6.2 (Fig. 5)", "mggcn", {"dataset": "proteins,products,reddit", "op": "gemm"},
                    "share_max", 20.0, "%", "GeMM is second with 5%-20%"),
     )
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins", "arxiv", "cora"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -50,14 +47,12 @@ class Fig5(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
+    worlds = Worlds(default=1)           # the paper profiles one GPU (--gpus N, --param gpus for more)
 
     def points(self, cfg):
-        requested = self.param(cfg, "gpus")
-        worlds = world_sizes(cfg, self) if requested else [1]     # the paper profiles one GPU
+        worlds = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
-            scale = dataset_scale(DATASETS[ds], cfg, self)
+            scale = self.scale(cfg, ds)
             for world in worlds:
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)

@@ -11,23 +11,20 @@ over the ideal (all nonzeros spread evenly), which is what a stage-synchronous S
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_V100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     dataset_scale, graph_params, limit_threads, load_graph, ok_rows,
-                     release, scale_note, time_epochs, world_sizes)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
+                     graph_params, limit_threads, load_graph, ok_rows,
+                     release, scale_note, time_epochs)
 
 
 @register_experiment
-class Fig7(Experiment):
+class Fig7(MGGCNExperiment):
     title = "Effect of random permutation on epoch time (MG-GCN Fig. 7)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE_V100
     paper_values = (
         PaperValue("Sec. 6.3 (Fig. 7)", "mggcn", {"dataset": "products", "gpus": 8},
@@ -39,7 +36,6 @@ class Fig7(Experiment):
         PaperValue("Sec. 6.3 (Fig. 6)", "mggcn", {"dataset": "products", "permute": True},
                    "spmm_time", 38.0, "ms", "SpMM on Products, permuted ordering"),
     )
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "arxiv", "proteins"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -47,13 +43,10 @@ class Fig7(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
-
     def points(self, cfg):
         for ds in self.param(cfg, "datasets"):
-            scale = dataset_scale(DATASETS[ds], cfg, self)
-            for world in world_sizes(cfg, self):
+            scale = self.scale(cfg, ds)
+            for world in self.world_sizes(cfg):
                 for permute in (False, True):
                     yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
                                           "scale": scale, "gpus": world, "permute": permute,

@@ -11,16 +11,17 @@ intervals are gathered to rank 0; each is stored as start and duration (median o
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 from harness.timing import Stats
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE_V100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_scale,
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters,
                      epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
-                     release, scale_note, time_epochs, world_sizes)
+                     release, scale_note, time_epochs)
 
 
 def _dataset(text: str) -> str:
@@ -30,11 +31,8 @@ def _dataset(text: str) -> str:
 
 
 @register_experiment
-class Fig8(Experiment):
+class Fig8(MGGCNExperiment):
     title = "SpMM stage timeline with and without communication overlap (MG-GCN Fig. 8)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE_V100
     paper_values = (
         PaperValue("Sec. 6.4 (Fig. 8)", "mggcn", {"dataset": "products", "gpus": 4, "overlap": False},
@@ -42,21 +40,18 @@ class Fig8(Experiment):
         PaperValue("Sec. 6.4 (Fig. 8)", "mggcn", {"dataset": "products", "gpus": 4, "overlap": True},
                    "spmm_time", 30.0, "ms", "Products, 4 GPUs, permuted, with overlap"),
     )
-    spawn_ranks = True
     parameters = {
         "dataset": Param("products", _dataset, "dataset (paper: products)"),
         "model": Param(DGL_MODEL, str, "LAYERSxHIDDEN"),
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
+    worlds = Worlds()                    # the run's GPUs (--param gpus for a ladder)
 
     def points(self, cfg):
-        requested = self.param(cfg, "gpus")
-        worlds = world_sizes(cfg, self) if requested else [max(world_sizes(cfg, self))]
+        worlds = self.world_sizes(cfg)
         ds = self.param(cfg, "dataset")
-        scale = dataset_scale(DATASETS[ds], cfg, self)
+        scale = self.scale(cfg, ds)
         for world in worlds:
             for overlap in (False, True):
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,

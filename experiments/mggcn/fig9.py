@@ -12,22 +12,18 @@ from __future__ import annotations
 
 from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters, dataset_scale,
-                     limit_threads, load_graph, ok_rows, sweep_choice, world_sizes, measure_epoch_time)
+from .common import (MGGCNExperiment, mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters,
+                     limit_threads, load_graph, ok_rows, sweep_choice, measure_epoch_time)
 
 
 @register_experiment
-class Fig9(Experiment):
+class Fig9(MGGCNExperiment):
     title = "Speedup vs average degree on the x1..x128 density sweep (MG-GCN Fig. 9)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
-    metric, unit, better = "epoch_time", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     paper_values = (
         PaperValue("Sec. 6.5 (Fig. 9)", "mggcn", {"gpus": 2}, "superlinear_from_factor", 32, "x",
                    "super-linear speedup with 2 GPUs after 32x"),
@@ -36,16 +32,12 @@ class Fig9(Experiment):
         PaperValue("Sec. 6.5 (Fig. 9)", "mggcn", {"gpus": 8}, "superlinear_from_factor", 64, "x",
                    "super-linear speedup with 8 GPUs after 64x"),
     )
-    spawn_ranks = True
     parameters = {
         "factors": Param(None, int_list, "density factors k of the sweep (1..128); default all on GPUs, "
                                          "1,2,4,8 on CPU (1,4,16 with --quick)"),
         "model": Param(DGL_MODEL, str, "LAYERSxHIDDEN (not stated by the paper)"),
         **common_parameters(),
     }
-
-    def scale(self, cfg):
-        return cfg.scale
 
     def factors(self, cfg) -> tuple[int, ...]:
         chosen = self.param(cfg, "factors")
@@ -63,8 +55,8 @@ class Fig9(Experiment):
     def points(self, cfg):
         for k in self.factors(cfg):
             choice = sweep_choice(k)
-            scale = dataset_scale(choice, cfg, self)
-            for world in world_sizes(cfg, self):
+            scale = self.scale(cfg, choice.key)
+            for world in self.world_sizes(cfg):
                 yield Point("mggcn", {"dataset": choice.key, "factor": k, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 

@@ -22,29 +22,26 @@ is what compares reuse with fresh allocation.
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, Param, Point
+from harness.experiment import Measurement, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DATASETS, GiB, build_trainer, common_parameters, dataset_list, dataset_scale,
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, GiB, build_trainer, common_parameters, dataset_list,
                      epoch_counts, graph_params, limit_threads, load_graph, model_list, ok_rows,
-                     release, resolve_model, scale_note, world_sizes)
+                     release, resolve_model, scale_note)
 
 BOUND_ROUNDING = 0.002
 VARIANTS = (("mggcn", "reuse"), ("mggcn", "fresh"), ("single_gpu", "autograd"))
 
 
 @register_experiment
-class Memory(Experiment):
+class Memory(MGGCNExperiment):
     title = "Peak memory per GPU: L+3 shared buffers vs a naive implementation (MG-GCN Sec. 4.2)"
-    interface = "fullbatch"
     impls = ("mggcn", "single_gpu")
     metric, unit, better = "peak_memory", "GiB", "lower"
-    paper_hardware = PAPER_HARDWARE
     paper_values = ()     # Sec. 4.2 states the structure (L + 3 buffers; 4x-6x elsewhere), no sizes
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -52,19 +49,16 @@ class Memory(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
-
     def points(self, cfg):
         measures = ("device_peak",) if cfg.device == "cuda" else ("device_peak", "engine")
         for ds in self.param(cfg, "datasets"):
             choice = DATASETS[ds]
-            scale = dataset_scale(choice, cfg, self)
+            scale = self.scale(cfg, choice.key)
             for model_text in self.param(cfg, "models"):
                 model = resolve_model(model_text, choice)
                 if model is None:
                     continue
-                for world in world_sizes(cfg, self):
+                for world in self.world_sizes(cfg):
                     for impl, buffers in VARIANTS:
                         if impl != "mggcn" and world != 1:
                             continue

@@ -10,14 +10,14 @@ Adam step over the whole graph.  ``mggcn`` runs at every world size; the one-dev
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_A100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list, dataset_scale,
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list,
                      limit_threads, load_graph, model_list, ok_rows, resolve_model, scale_note,
-                     world_sizes, measure_epoch_time)
+                     measure_epoch_time)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -48,14 +48,11 @@ def _paper_values():
 
 
 @register_experiment
-class Table3(Experiment):
+class Table3(MGGCNExperiment):
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
-    interface = "fullbatch"
     impls = ("mggcn",) + BASELINES
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE_A100
     paper_values = _paper_values()
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins", "papers"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -64,14 +61,11 @@ class Table3(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale      # per dataset otherwise: see the rows' "scale"
-
     def points(self, cfg):
-        worlds = world_sizes(cfg, self)
+        worlds = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
             choice = DATASETS[ds]
-            scale = dataset_scale(choice, cfg, self)
+            scale = self.scale(cfg, choice.key)
             for model_text in self.param(cfg, "models"):
                 model = resolve_model(model_text, choice)
                 if model is None:

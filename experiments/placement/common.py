@@ -1,19 +1,21 @@
 """Shared machinery of the ICS'22 placement experiments and XGNN Fig. 13.
 
-- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, cached
-  in the process; the one place that talks to ``harness.datasets``.
-- :class:`Workbench`: hotness, policies and placements cached per graph, so a sweep over buffer
-  sizes and topologies computes METIS / PaGraph partitions once.
+- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, kept
+  in the run's cache; the one place that talks to ``harness.datasets``.
+- :class:`Workbench`: hotness, policies and placements kept per graph in the run's cache
+  (:func:`workbench`), so a sweep over buffer sizes and topologies computes METIS / PaGraph
+  partitions once per process.
 - :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
-  per topology, buffer size and policy), simulated by replaying sampled mini-batches; the
-  measured half gathers the same batches on real ranks (impls/placement/measure.py: GPUs, or CPU
-  ranks at toy scale), skipped where the machine lacks the topology's GPUs or NVLinks.
+  per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
+  runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
+  of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
+  (impls/placement/measure.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
+  topology's GPUs or NVLinks.
 - paper-vs-measured comparison lines for the reports.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
@@ -90,16 +92,22 @@ class GraphData:
         return (self.name, self.scale, self.seed)
 
 
-@functools.lru_cache(maxsize=8)
-def load_graph(name: str, scale: float, seed: int = 0, data_root: str | None = None) -> GraphData:
-    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1)."""
+def load_graph(ctx, name: str, scale: float) -> GraphData:
+    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1),
+    kept in the run's cache."""
     from harness import datasets
 
-    g = datasets.load(name, scale=scale, seed=seed, data_root=data_root)
-    return GraphData(name, scale, seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
-                     np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
-                     np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
-                     g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
+    cfg = ctx.cfg
+    data_root = str(cfg.data_root) if cfg.data_root else None
+
+    def load() -> GraphData:
+        g = datasets.load(name, scale=scale, seed=cfg.seed, data_root=data_root)
+        return GraphData(name, scale, cfg.seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
+                         np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
+                         np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
+                         g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
+
+    return ctx.cached(("placement-graph", name, scale, cfg.seed, data_root), load)
 
 
 # --- cached placements -------------------------------------------------------------------------
@@ -165,7 +173,9 @@ class Workbench:
         return self._boosts[key]
 
 
-WORKBENCH = Workbench()
+def workbench(ctx) -> Workbench:
+    """The run's workbench (one per process that runs the experiment's points)."""
+    return ctx.cached(("workbench",), Workbench)
 
 
 def timeout_skip(exc) -> SkipPoint:
@@ -235,7 +245,7 @@ class BreakdownExperiment(Experiment):
                                      "ICS'22 3.2), 'split' = a p2p_shared gather, a host gather and two scatters"),
         }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return self.quick_scale if cfg.quick else self.full_scale
 
     # --- grid -----------------------------------------------------------------------------
@@ -269,47 +279,37 @@ class BreakdownExperiment(Experiment):
 
     def skip_reason(self, point, cfg):
         if point.params.get("mode") == "measured":
-            return measured_skip_reason(point.params["topology"], cfg)
+            return measured_skip_reason(self, point.params["topology"], cfg)
         return None
+
+    def on_ranks(self, point: Point) -> bool:
+        return point.params.get("mode") == "measured"
 
     # --- one point --------------------------------------------------------------------------
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        cfg = ctx.cfg
         if point.params.get("mode") == "measured":
-            return self.run_measured(point, cfg)
-        setup = self.setup(point, cfg)
-        topology = point.params["topology"]
-        keep = (not point.params["las"] and topology in self.param(cfg, "measured")
-                and measured_skip_reason(topology, cfg) is None)
-        return setup.measurements(self._replay(point, cfg, setup, keep))
+            return self.run_measured(point, ctx)
+        setup = self.setup(point, ctx)
+        return setup.measurements(self.replay(point, ctx, setup, keep_batches=False))
 
-    def _replay(self, point: Point, cfg, setup, keep: bool):
-        """The point's replay. One kept for a measured point of the same configuration (same
-        batches by construction: same placement, sampler and seed) is handed over once, so the
-        measured group does not sample everything again (on a 55M-node stand-in a replay takes
-        minutes)."""
+    def replay(self, point: Point, ctx, setup, keep_batches: bool):
+        """The point's sampled mini-batches replayed over its placement (the same batches for the
+        same placement, sampler and seed)."""
         from impls.placement.simulate import replay
 
-        key = (id(cfg), self.id, point.impl,
-               tuple(sorted((k, str(v)) for k, v in point.params.items() if k != "mode")))
-        if key in _REPLAYS:
-            return _REPLAYS.pop(key)
-        sim = replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
-                     setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches, seed=cfg.seed,
-                     keep_batches=keep)
-        if keep and point.params.get("mode") != "measured":
-            _REPLAYS[key] = sim
-        return sim
+        return replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
+                      setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches,
+                      seed=ctx.cfg.seed, keep_batches=keep_batches)
 
-    def setup(self, point: Point, cfg) -> "PointSetup":
+    def setup(self, point: Point, ctx) -> "PointSetup":
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
         from impls.placement.topology import by_name
 
+        cfg, bench = ctx.cfg, workbench(ctx)
         prm = point.params
-        graph = load_graph(self.dataset, prm["scale"], cfg.seed,
-                           str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, self.dataset, prm["scale"])
         topology = by_name(prm["topology"])
         buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
         alpha = self.param(cfg, "alpha")
@@ -322,8 +322,8 @@ class BreakdownExperiment(Experiment):
         if fill != "default" and point.impl in ("naive", "random", "metis", "pagraph", "hash_modulo"):
             options["buffer_fill"] = fill
         try:
-            placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
-                                            seed=cfg.seed, **options)
+            placement = bench.placement(graph, point.impl, prm["topology"], buffer_size,
+                                        seed=cfg.seed, **options)
         except PlacementTimeout as exc:
             raise timeout_skip(exc) from None
         scale = prm["scale"]
@@ -336,7 +336,7 @@ class BreakdownExperiment(Experiment):
         def sampler_for(gpu):
             boost = None
             if prm["las"]:
-                boost = LocalityBoost(WORKBENCH.locality_sets(graph, placement, gpu, q_size), las_scale)
+                boost = LocalityBoost(bench.locality_sets(graph, placement, gpu, q_size), las_scale)
             return LayerWiseSampler(layer_nodes, NUM_LAYERS, boost)
 
         max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 8)
@@ -345,66 +345,46 @@ class BreakdownExperiment(Experiment):
                           cost, las_scale if prm["las"] else None)
 
     # --- measured points ------------------------------------------------------------------------
-    def run_measured(self, point: Point, cfg) -> list[Measurement]:
-        """Every policy of one (topology, buffer) is measured in ONE launch of ranks (the first of
-        its points launches it, the others take their results)."""
-        prm = point.params
-        key = (id(cfg), self.id, prm["topology"], prm["buffer"], prm["scale"])
-        if key not in _MEASURED:
-            _MEASURED.clear()                       # one group at a time: results hold batches
-            _MEASURED[key] = self._measure_group(point, cfg)
-        outcome = _MEASURED[key].get(point.impl)
-        if outcome is None:
-            raise HarnessError(f"{point.impl} was not measured with its group")
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+    def run_measured(self, point: Point, ctx) -> list[Measurement]:
+        """On every rank of the runner's launch (rank g = GPU g of the topology): rank 0 places and
+        replays the point's batches as the simulated point does, every rank gathers its own for
+        real, and the rows put the measured time beside the modeled one of the same batches."""
+        from harness.ranks import all_gather, prepare_on_rank0
+        from impls.placement.measure import measure_placement
 
-    def _measure_group(self, point: Point, cfg) -> dict:
-        from harness.launcher import launch
-        from impls.placement.measure import MeasureJob, measure_jobs, portable
+        job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
+        result = measure_placement(ctx.rank, job)
+        return measured_rows(modeled, all_gather(ctx.rank, result))
 
-        outcomes: dict = {}
-        jobs, sims = [], {}
-        from harness import registry
-        from harness.needs import detect
+    def measure_job(self, point: Point, ctx):
+        """(what every rank gathers, what the simulator says of the same batches)."""
+        from impls.placement.measure import MeasureJob, portable
 
-        for impl in self.impls:
-            if not cfg.wants_impl(impl) or registry.get_impl(self.interface, impl).needs.unmet(
-                    detect(), cfg.device, point.world_size):
-                continue
-            try:
-                this = Point(impl, point.params, point.world_size)
-                setup = self.setup(this, cfg)
-                sim = self._replay(this, cfg, setup, keep=True)
-            except Exception as exc:  # noqa: BLE001 - this policy's row says it; the group goes on
-                outcomes[impl] = exc
-                continue
-            sims[impl] = (setup, sim)
-            jobs.append(MeasureJob(impl, portable(setup.placement), sim.meta["input_batches"],
-                                   row_elems=max(1, setup.graph.row_bytes // 4),
-                                   check_batches=self.param(cfg, "check_batches"),
-                                   warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather")))
-        if not jobs:
-            return outcomes
-        try:
-            per_rank = launch(measure_jobs, (jobs,), world_size=point.world_size, device=cfg.device,
-                              timeout_s=cfg.timeout_s)
-        except Exception as exc:  # noqa: BLE001
-            return {**outcomes, **{impl: RuntimeError(f"measured run failed: {exc}") for impl in sims}}
-        for k, impl in enumerate(sims):
-            setup, sim = sims[impl]
-            results = [rank_results[k] for rank_results in per_rank]
-            outcomes[impl] = measured_rows(setup, sim, results, cfg)
-        return outcomes
+        cfg = ctx.cfg
+        setup = self.setup(point, ctx)
+        sim = self.replay(point, ctx, setup, keep_batches=True)
+        job = MeasureJob(point.impl, portable(setup.placement), sim.meta["input_batches"],
+                         row_elems=max(1, setup.graph.row_bytes // 4), check_batches=self.param(cfg, "check_batches"),
+                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"))
+        modeled = Modeled(setup.extra(sim), float(setup.per_batch_model(sim).max()) * 1e3,
+                          max(1, setup.graph.row_bytes // 4) * 4, [np.asarray(r) for r in sim.batch_reads],
+                          sim.fractions())
+        return job, modeled
 
     # --- report -------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
         return breakdown_report(self, rows, runs)
 
 
-_MEASURED: dict = {}
-_REPLAYS: dict = {}      # simulated points' replays kept for the measured group of their configuration
+@dataclass
+class Modeled:
+    """What the simulator says of a measured point's batches (rank 0 computes it for every rank)."""
+
+    extra: dict
+    modeled_ms: float           # Eq. 3, slowest GPU's mean per batch
+    row_bytes: int
+    batch_reads: list           # per GPU: reads per batch and tier, as the simulator counts them
+    fractions: dict
 
 
 @dataclass
@@ -450,32 +430,31 @@ class PointSetup:
         ]
 
 
-def measured_rows(setup: PointSetup, sim, results: list[dict], cfg) -> list[Measurement]:
+def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
     """Rows of one measured point: measured loading time beside the modeled one of the same batches."""
     from harness.timing import Stats
 
     for g, res in enumerate(results):
-        if not np.array_equal(res["batch_reads"], sim.batch_reads[g]):
+        if not np.array_equal(res["batch_reads"], modeled.batch_reads[g]):
             raise RuntimeError(f"GPU {g}: the measured gather read other tiers than the simulator counts "
                                f"for the same batches ({res['batch_reads'].sum(axis=0).tolist()} vs "
-                               f"{sim.batch_reads[g].sum(axis=0).tolist()})")
+                               f"{modeled.batch_reads[g].sum(axis=0).tolist()})")
     device = results[0]["device"]
     on = "cuda" if device == "cuda" else "cpu"
     step_ms = [t * 1e3 for t in results[0]["step_max_s"]]
     measured_ms = max(r["mean_s"] for r in results) * 1e3       # slowest GPU's mean, as the model
-    modeled_ms = float(setup.per_batch_model(sim).max()) * 1e3
-    extra = {**setup.extra(sim), "measured_on": on,
+    extra = {**modeled.extra, "measured_on": on,
              "measured_label": "GPU-measured" if on == "cuda" else "CPU-measured (toy scale, not GPU)",
-             "modeled_ms": modeled_ms, "row_bytes": max(1, setup.graph.row_bytes // 4) * 4,
+             "modeled_ms": modeled.modeled_ms, "row_bytes": modeled.row_bytes,
              "checked_batches": int(sum(r["checked"] for r in results)),
              "per_gpu_ms": [round(r["mean_s"] * 1e3, 6) for r in results],
              "store": results[0]["store"], "host": results[0]["host"], "counts_match_simulator": True,
              "measured_gather": results[0].get("gather", "split")}
     stats = Stats.from_samples(step_ms) if step_ms else None
-    frac = sim.fractions()
+    frac = modeled.fractions
     return [
         Measurement("loading_time", "ms/batch", stats=stats, value=measured_ms, extra=extra),
-        Measurement("modeled_loading_time", "ms/batch", value=modeled_ms),
+        Measurement("modeled_loading_time", "ms/batch", value=modeled.modeled_ms),
         Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
         Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
         Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),
@@ -515,9 +494,9 @@ def machine_nvlinks(count: int) -> tuple[np.ndarray, str]:
     return links, "peer access (torch; NVLink not confirmed)"
 
 
-def measured_skip_reason(topology_name: str, cfg) -> str | None:
+def measured_skip_reason(exp, topology_name: str, cfg) -> str | None:
     """Why a measured point cannot run here, or None. CPU ranks run it at toy scale; on CUDA the
-    machine needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
+    run needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
     import importlib.util
 
     from impls.placement.topology import by_name
@@ -526,14 +505,9 @@ def measured_skip_reason(topology_name: str, cfg) -> str | None:
     n = topology.num_gpus
     if cfg.device != "cuda":
         return None
-    from harness.needs import detect
-
-    caps = detect()
-    if cfg.world_size and cfg.world_size < n:
-        return f"measuring {topology_name} needs {n} GPUs; this run is limited to --gpus {cfg.world_size}"
-    if caps.gpu_count < n:
-        return (f"measuring {topology_name} needs {n} GPUs (one rank per GPU of the topology), "
-                f"{caps.gpu_count} visible")
+    (gpus,) = exp.world_sizes(cfg)
+    if gpus < n:
+        return f"measuring {topology_name} needs {n} GPUs (one rank per GPU of the topology), this run has {gpus}"
     if importlib.util.find_spec("cupy") is None:
         return "measuring on GPUs needs CuPy (the p2p_shared and host_uva gather kernels)"
     links, how = machine_nvlinks(n)
@@ -543,7 +517,6 @@ def measured_skip_reason(topology_name: str, cfg) -> str | None:
         return (f"{topology_name} reads peers over NVLink between {pairs}, which this machine's GPUs 0-{n - 1} "
                 f"lack ({how}); measuring it here would time another link structure")
     return None
-
 
 
 def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):

@@ -20,6 +20,7 @@ from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import measure
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph
@@ -36,6 +37,7 @@ class Table2(Experiment):
     interface = "placement"
     impls = ("pagraph", "metis", "clique_opt")
     metric, unit, better = "preprocess_time", "s", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     paper_values = tuple(PaperValue("Table 2", impl, {"dataset": ds}, "preprocess_time", float(v), "s")
                          for impl, row in _TABLE2.items() for ds, v in row.items())
@@ -45,10 +47,11 @@ class Table2(Experiment):
         "pagraph_cap_s": Param(300.0, positive_float, "PaGraph time cap (s); a timeout row beyond it"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.01 if cfg.quick else 0.1
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for impl in self.impls:
@@ -62,7 +65,7 @@ class Table2(Experiment):
 
         cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(prm["dataset"], prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, prm["dataset"], prm["scale"])
         parts = prm["parts"]
         extra = {"nodes": graph.num_nodes, "edges": int(len(graph.indices)), "standin": graph.is_standin}
         if point.impl == "pagraph":

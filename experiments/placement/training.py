@@ -29,10 +29,11 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE,
-                     QUICK_PAGRAPH_CAP_S, WORKBENCH, cost_model, load_graph, paper_alpha, scaled)
+                     QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
 
 
 def las_factor(text: str) -> float:
@@ -93,6 +94,7 @@ class LossExperiment(Experiment):
     interface = "placement"
     impls = ("clique_opt", "pagraph")
     metric, unit, better = "train_loss", "", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     dataset = ""
     quick_scale = 0.02
@@ -117,10 +119,11 @@ class LossExperiment(Experiment):
             "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
         }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return self.quick_scale if cfg.quick else self.full_scale
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,
@@ -132,9 +135,9 @@ class LossExperiment(Experiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         with one_torch_thread():
-            return self._run_point(point, ctx.cfg)
+            return self._run_point(point, ctx)
 
-    def _run_point(self, point: Point, cfg) -> list[Measurement]:
+    def _run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch
 
         from impls.placement.pagraph import PlacementTimeout
@@ -143,7 +146,8 @@ class LossExperiment(Experiment):
         from impls.placement.topology import by_name
 
         prm = point.params
-        graph = load_graph(self.dataset, prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
+        cfg, bench = ctx.cfg, workbench(ctx)
+        graph = load_graph(ctx, self.dataset, prm["scale"])
         if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
             raise SkipPoint(f"{self.dataset}: needs node features and single-label classes")
         topology = by_name(prm["topology"])
@@ -152,7 +156,7 @@ class LossExperiment(Experiment):
             {"time_cap_s": min(self.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
              else self.param(cfg, "pagraph_cap_s")}
         try:
-            placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size, seed=cfg.seed, **options)
+            placement = bench.placement(graph, point.impl, prm["topology"], buffer_size, seed=cfg.seed, **options)
         except PlacementTimeout as exc:
             raise SkipPoint(f"timeout: {exc}") from None
 
@@ -165,7 +169,7 @@ class LossExperiment(Experiment):
         las_setting = self.param(cfg, "las_scale")
         controller = ScaleController(LAS_LT, LAS_UT, LAS_MAXS)
         scale_now = (1.0 if las_setting == "adaptive" else float(las_setting)) if prm["las"] else 1.0
-        boosts = [LocalityBoost(WORKBENCH.locality_sets(graph, placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
+        boosts = [LocalityBoost(bench.locality_sets(graph, placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
                                 scale_now) if prm["las"] else None for g in range(n)]
         samplers = [LayerWiseSampler(layer_nodes, NUM_LAYERS, boosts[g]) for g in range(n)]
         lookups = [placement.lookup(g).dev_num for g in range(n)]

@@ -29,7 +29,6 @@ from impls.sampling.minibatch import sample_blocks
 from impls.storage.layout import TableSpec, closed_form_rows
 
 from . import PAPER_HARDWARE
-from .gather_bench import world_for
 
 DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
 VARIANTS = (("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"))
@@ -58,16 +57,23 @@ class Fig10(Experiment):
         "sampler": Param("path_doubling", str, "impls/sampling sampler whose mini-batches give the ids"),
     }
 
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores at most ``max_edges`` edges (2e6 on CPU or --quick)."""
+        from harness import datasets
+
+        cap = 2e6 if (cfg.quick or cfg.device == "cpu") and "max_edges" not in cfg.params \
+            else self.param(cfg, "max_edges")
+        spec = datasets.get(dataset)
+        stored = spec.standin.stored_edges if spec.standin else spec.edges
+        return float(f"{min(1.0, cap / stored):.2g}")
+
     def points(self, cfg):
         from harness import datasets
 
-        world = world_for(cfg)
-        cap = 2e6 if (cfg.quick or cfg.device == "cpu") and "max_edges" not in cfg.params \
-            else self.param(cfg, "max_edges")
+        (world,) = self.world_sizes(cfg)
         for name in self.param(cfg, "datasets"):
             spec = datasets.get(name)
-            stored = spec.standin.stored_edges if spec.standin else spec.edges
-            scale = cfg.scale if cfg.scale is not None else float(f"{min(1.0, cap / stored):.2g}")
+            scale = self.scale(cfg, spec.name)
             for impl, mode in VARIANTS:
                 params = {"dataset": spec.name, "scale": scale, "feature_dim": spec.feature_dim}
                 if mode:

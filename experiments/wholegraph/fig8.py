@@ -17,7 +17,7 @@ from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
-from .gather_bench import measure_gather, require_row_fit, world_for
+from .gather_bench import measure_gather, require_row_fit
 
 SEGMENTS = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("wholegraph_lib", "continuous"),
@@ -46,7 +46,7 @@ class Fig8(Experiment):
     }
 
     def points(self, cfg):
-        world = world_for(cfg)
+        (world,) = self.world_sizes(cfg)
         small = cfg.device == "cpu" or cfg.quick
         table_gb = 0.02 if small and "table_gb_per_gpu" not in cfg.params else self.param(cfg, "table_gb_per_gpu")
         per_rank = (4 << 20) if small and "bytes_per_rank" not in cfg.params else self.param(cfg, "bytes_per_rank")

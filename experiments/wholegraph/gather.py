@@ -21,7 +21,7 @@ from harness.tables import caption_hardware, expand_params, run_labels, skip_not
 from impls.gather.kernel import DEFAULT_LAUNCH, launch_name, parse_launch
 
 from . import PAPER_HARDWARE
-from .gather_bench import measure_gather, world_for
+from .gather_bench import measure_gather
 
 # (impl, mode) in the order they appear in the table
 VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "chunked-vmm"),
@@ -209,7 +209,7 @@ class GatherTable(Experiment):
     }
 
     def points(self, cfg):
-        world = world_for(cfg)
+        (world,) = self.world_sizes(cfg)
         quick_cpu = cfg.device == "cpu" or cfg.quick
         ids = self.param(cfg, "ids_per_rank") if "ids_per_rank" in cfg.params or not quick_cpu else 20_000
         table_gb = self.param(cfg, "table_gb_per_gpu") if "table_gb_per_gpu" in cfg.params or not quick_cpu \

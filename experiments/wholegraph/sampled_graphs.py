@@ -36,8 +36,7 @@ def short_name(name: str) -> str:
     return SHORT.get(name, name)
 
 
-def dataset_scale(name: str, cfg) -> float:
-    if cfg.scale is not None:
-        return cfg.scale
+def default_scale(name: str, cfg) -> float:
+    """The stand-in's default scale on this run's device."""
     cuda, quick, cpu = SCALES.get(name, (1.0, 0.1, 0.001))
     return (quick if cfg.quick else cuda) if cfg.device == "cuda" else cpu

@@ -22,13 +22,12 @@ from harness.argtypes import choice, fanout_sets, int_list, names_of, nonneg_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.needs import detect
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
-from .sampled_graphs import dataset_scale, sampling_datasets, short_name
+from .sampled_graphs import default_scale, sampling_datasets, short_name
 
 OURS = ("path_doubling", "reservoir", "khop_batched")
 IMPLS = OURS + ("wholegraph_lib", "pyg", "dgl")
@@ -47,12 +46,6 @@ def unique_of(value) -> str:
     """Our samplers' append-unique from a point's ``unique`` parameter (absent in rows before the
     parameter existed, NaN in their report columns: hash_append)."""
     return value if isinstance(value, str) and value else "hash_append"
-
-
-def world_for(cfg) -> int:
-    if cfg.world_size:
-        return cfg.world_size
-    return max(1, detect().gpu_count) if cfg.device == "cuda" else 1
 
 
 def store_for(cfg, world: int, setting: str) -> str:
@@ -88,20 +81,21 @@ def _wholegraph_minibatch(lib, wg_unique, seeds, fanouts) -> int:
 
 
 def minibatch_fn(impl: str, ctx, graph, params):
-    """fn(seeds) -> sampled edges of one mini-batch, for this implementation."""
+    """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
+    kept in the run's cache ``ctx``)."""
     from impls.sampling.bench import implementation
     from impls.sampling.minibatch import sample_blocks
 
     fanouts = list(params["fanouts"])
-    sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
+    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
     if impl in OURS:
-        unique = implementation("unique", unique_of(params.get("unique")), ctx, graph)
+        unique = implementation(ctx, "unique", unique_of(params.get("unique")), graph)
 
         def fn(seeds):
             return sum(b.num_edges for b in sample_blocks(sampler, unique, seeds, fanouts, check=False))
         return fn, sampler.describe() + "; " + unique.describe()
     if impl == "wholegraph_lib":
-        wg_unique = implementation("unique", "wholegraph_lib", ctx, graph, dup_count=False)
+        wg_unique = implementation(ctx, "unique", "wholegraph_lib", graph, dup_count=False)
         return (lambda seeds: _wholegraph_minibatch(sampler, wg_unique, seeds, fanouts),
                 sampler.describe() + "; " + wg_unique.describe())
     return (lambda seeds: sampler.sample_minibatch(seeds, fanouts)["edges"]), sampler.describe()
@@ -110,7 +104,7 @@ def minibatch_fn(impl: str, ctx, graph, params):
 def hop_fn(impl: str, ctx, graph, params):
     from impls.sampling.bench import implementation
 
-    sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
+    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
     fanout = params["fanout"]
     if impl == "wholegraph_lib":
         return (lambda seeds: sampler.sample_raw(seeds, fanout, check=False)[1].numel()), sampler.describe()
@@ -205,8 +199,11 @@ class SamplingTable(Experiment):
                          "(direct-mapped id table); each is a point of its own"),
     }
 
+    def default_scale(self, cfg, dataset=None) -> float:
+        return default_scale(dataset, cfg)
+
     def points(self, cfg):
-        world = world_for(cfg)
+        (world,) = self.world_sizes(cfg)
         kinds = self.param(cfg, "kinds")
         store = store_for(cfg, world, self.param(cfg, "store"))
         mode = self.param(cfg, "wholegraph_mode")
@@ -217,7 +214,7 @@ class SamplingTable(Experiment):
             batches = (64, 256) if cfg.quick else (64, 256, 512)
         if cfg.quick and "fanouts" not in cfg.params and cfg.device == "cpu":
             fsets = ((15, 10, 5), (25, 10))
-        common = lambda name, w: {"dataset": name, "scale": dataset_scale(name, cfg),  # noqa: E731
+        common = lambda name, w: {"dataset": name, "scale": self.scale(cfg, name),  # noqa: E731
                                   "store": store if w == world else "local", "mode": mode}
         uniques = self.param(cfg, "uniques")
 
@@ -274,7 +271,7 @@ class SamplingTable(Experiment):
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
+        graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         warmup = cfg.warmup_or(3, 1)
         repeats = cfg.repeats_or(10, 3)
@@ -285,7 +282,7 @@ class SamplingTable(Experiment):
                 raise SkipPoint("the loader point is PyG's NeighborLoader")
             return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
-        fn, where = make(point.impl, rank, graph, p)
+        fn, where = make(point.impl, ctx, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
         inputs = seed_batches(graph, p["batch"], min(warmup + repeats, 8), cfg.seed, rank.rank,
                               device if on_gpu else "cpu")

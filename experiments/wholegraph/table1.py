@@ -14,7 +14,7 @@ from harness.argtypes import float_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
-from harness.needs import detect
+from harness.worlds import Worlds
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
@@ -56,11 +56,14 @@ def cold_reads_caption(ok) -> str:
     return text
 
 
-def selected_gpus(cfg) -> list[int]:
-    if cfg.device != "cuda":
-        return []
-    count = detect().gpu_count
-    return list(range(cfg.world_size or count))
+# the probes chase from GPU 0 over any number of GPUs; a CPU run has one host memory
+PROBE_WORLDS = Worlds(cpu=Worlds(fixed=(1,)))
+
+
+def selected_gpus(exp, cfg) -> list[int]:
+    """GPUs 0..n-1 of the run (none on a CPU run)."""
+    (world,) = exp.world_sizes(cfg)
+    return list(range(world)) if cfg.device == "cuda" else []
 
 
 @register_experiment
@@ -71,6 +74,7 @@ class Table1(Experiment):
     metric, unit, better = "latency", "us", "lower"
     paper_hardware = PAPER_HARDWARE
     paper_values = _paper_values()
+    worlds = PROBE_WORLDS
     parameters = {
         "sizes_gb": Param(PAPER_SIZES_GB, float_list, "paper memory sizes (GB), multiplied by --scale"),
         "steps": Param(None, positive_int, "dependent reads per timed chain (default: the paper's 100K, "
@@ -80,13 +84,13 @@ class Table1(Experiment):
         "host_max_gb": Param(32.0, positive_float, "largest pinned host allocation to probe"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         if cfg.device == "cuda":
             return 1 / 8 if cfg.quick else 1.0
         return 1 / 512 if cfg.quick else 1 / 64
 
     def points(self, cfg):
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         world = max(1, len(gpus))
         scale = self.scale(cfg)
         for size in self.param(cfg, "sizes_gb"):
@@ -99,7 +103,7 @@ class Table1(Experiment):
         from impls.probes.bench import Launches, chase_steps, time_chase
 
         cfg = ctx.cfg
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)
         if size_bytes < 8 * 1024:

@@ -196,17 +196,11 @@ class TrainingExperiment(Experiment):
     spawn_ranks = True
     parameters = common_parameters()
 
-    def world(self, cfg) -> int:
-        from harness.launcher import default_world_size
-
-        return default_world_size(cfg)
-
-    def scale_for(self, name: str, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores ``max_edges`` edges."""
         from harness import datasets
 
-        if cfg.scale is not None:
-            return cfg.scale
-        return float(f"{datasets.scale_for_edges(name, setting(self, cfg, 'max_edges')):.2g}")
+        return float(f"{datasets.scale_for_edges(dataset, setting(self, cfg, 'max_edges')):.2g}")
 
     def backends_for(self, impl: str, cfg) -> list[str]:
         out = []
@@ -217,7 +211,7 @@ class TrainingExperiment(Experiment):
         return out
 
     def points(self, cfg):
-        world = self.world(cfg)
+        (world,) = self.world_sizes(cfg)
         fanouts = list(setting(self, cfg, "fanouts"))
         layers = self.param(cfg, "layers")
         if "fanouts" not in cfg.params and len(fanouts) != layers:
@@ -227,7 +221,7 @@ class TrainingExperiment(Experiment):
         common = {"layers": layers, "hidden": setting(self, cfg, "hidden"), "fanouts": fanouts,
                   "batch_size": setting(self, cfg, "batch_size"), "epochs": setting(self, cfg, "epochs")}
         for name in self.param(cfg, "datasets"):
-            scale = self.scale_for(name, cfg)
+            scale = self.scale(cfg, name)
             for model in self.param(cfg, "models"):
                 for impl in sorted(self.impls, key=lambda i: RUN_ORDER.index(i) if i in RUN_ORDER else len(RUN_ORDER)):
                     for backend in self.backends_for(impl, cfg):

@@ -14,20 +14,22 @@ from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .sampled_graphs import dataset_scale, short_name
+from .sampled_graphs import default_scale, short_name
 
 UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
 
 
-def frontier(graph, ctx, cfg, batch: int, fanouts, hop: int):
+def frontier(graph, ctx, batch: int, fanouts, hop: int):
     """(targets, neighbors) of hop ``hop`` (1-based) of one path_doubling mini-batch."""
     from impls.sampling.bench import implementation, seed_batches
 
-    sampler = implementation("sampling", "path_doubling", ctx, graph, store="local")
-    unique = implementation("unique", "sort", ctx, graph)
-    device = ctx.torch_device()
+    cfg = ctx.cfg
+    sampler = implementation(ctx, "sampling", "path_doubling", graph, store="local")
+    unique = implementation(ctx, "unique", "sort", graph)
+    device = ctx.rank.torch_device()
     targets = seed_batches(graph, batch, 1, cfg.seed, 0, device)[0]
     for h in range(hop):
         _, neighbors = sampler.sample(targets, fanouts[h], seed=cfg.seed * 31 + h, check=False)
@@ -60,6 +62,7 @@ class UniqueTable(Experiment):
     metric, unit, better = "time", "us", "lower"
     paper_hardware = PAPER_HARDWARE
     spawn_ranks = True
+    worlds = Worlds(fixed=(1,))
     parameters = {
         "datasets": Param(("ogbn-products", "ogbn-papers100M"), name_list, "stand-ins whose frontiers are used"),
         "batch": Param(512, positive_int, "seeds of the mini-batch"),
@@ -67,7 +70,11 @@ class UniqueTable(Experiment):
         "hops": Param((1, 2), int_list, "frontiers: hop h's targets and sampled neighbors"),
     }
 
+    def default_scale(self, cfg, dataset=None) -> float:
+        return default_scale(dataset, cfg)
+
     def points(self, cfg):
+        (world,) = self.world_sizes(cfg)
         fanouts = self.param(cfg, "fanouts")[0]
         batch = self.param(cfg, "batch") if (cfg.device == "cuda" or "batch" in cfg.params) else 64
         for name in self.param(cfg, "datasets"):
@@ -75,18 +82,18 @@ class UniqueTable(Experiment):
                 if hop < 1 or hop > len(fanouts):
                     raise HarnessError(f"hops must lie in 1..{len(fanouts)}")
                 for impl in UNIQUE_IMPLS:
-                    yield Point(impl, {"dataset": name, "scale": dataset_scale(name, cfg), "batch": batch,
-                                       "fanouts": list(fanouts), "hop": hop}, 1)
+                    yield Point(impl, {"dataset": name, "scale": self.scale(cfg, name), "batch": batch,
+                                       "fanouts": list(fanouts), "hop": hop}, world)
 
     def run_point(self, point, ctx):
         from impls.sampling.bench import implementation, load_graph, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
-        targets, neighbors = frontier(graph, rank, cfg, p["batch"], p["fanouts"], p["hop"])
+        graph = load_graph(ctx, p["dataset"], p["scale"])
+        targets, neighbors = frontier(graph, ctx, p["batch"], p["fanouts"], p["hop"])
         options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
-        unique = implementation("unique", point.impl, rank, graph, **options)
+        unique = implementation(ctx, "unique", point.impl, graph, **options)
         id_bound = len(graph.indptr) - 1          # as sample_blocks passes it: the graph's node count
         out = unique.append_unique(targets, neighbors, id_bound=id_bound)
         check_unique(out, targets, neighbors)

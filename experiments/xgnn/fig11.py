@@ -39,7 +39,7 @@ class ScalingExperiment(XGNNTraining):
     """Points on several GPU counts (the same batch per GPU for every count)."""
 
     def points(self, cfg):
-        gpus = self.gpu_list(cfg)
+        gpus = self.world_sizes(cfg)
         for model, ds in self.param(cfg, "combos"):
             for system in self.param(cfg, "systems"):
                 for world in gpus:

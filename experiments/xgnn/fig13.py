@@ -20,6 +20,7 @@ from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import measure
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 
@@ -43,6 +44,7 @@ class Fig13(Experiment):
     interface = "placement"
     impls = ("xgnn_solver", "clique", "clique_opt")
     metric, unit, better = "extract_time", "ms/batch", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     paper_values = (
         PaperValue(_S, "xgnn_solver", {"dataset": "CF", "topology": "6G"}, "cache_ratio", 0.59, "fraction"),
@@ -65,10 +67,11 @@ class Fig13(Experiment):
         "max_batches": Param(24, positive_int, "mini-batches replayed per GPU"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.0005 if cfg.quick else 0.002
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for topology in self.param(cfg, "topologies"):
@@ -77,7 +80,7 @@ class Fig13(Experiment):
                     yield Point(impl, {"dataset": dataset, "scale": scale, "topology": topology}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        from experiments.placement.common import WORKBENCH, load_graph, scaled
+        from experiments.placement.common import load_graph, scaled, workbench
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
         from impls.placement.simulate import replay
@@ -86,16 +89,15 @@ class Fig13(Experiment):
 
         cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(DATASETS[prm["dataset"]], prm["scale"], cfg.seed,
-                           str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, DATASETS[prm["dataset"]], prm["scale"])
         topology = xgnn_topology(prm["topology"])
         buffer_size = int(self.param(cfg, "buffer_fraction") * graph.num_nodes)
         options = {}
         if point.impl == "clique_opt":
             alpha = self.param(cfg, "alpha")
             options["alpha"] = clique_alpha(topology) if alpha == "auto" else alpha
-        placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
-                                        hotness=self.param(cfg, "hotness"), seed=cfg.seed, **options)
+        placement = workbench(ctx).placement(graph, point.impl, prm["topology"], buffer_size,
+                                             hotness=self.param(cfg, "hotness"), seed=cfg.seed, **options)
         batch = scaled(6000, prm["scale"], 64)   # XGNN's 6000 seeds, shrunk with the graph
         sampler = NodeWiseSampler((25, 10))
         max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(8, self.param(cfg, "max_batches"))

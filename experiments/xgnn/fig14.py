@@ -24,10 +24,10 @@ from harness.argtypes import fanout_sets, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
-from harness.needs import detect
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import Stats
+from harness.worlds import Worlds, world_sizes
 
 from . import PAPER_HARDWARE
 
@@ -35,19 +35,6 @@ VARIANTS = ("original", "batched")
 # default stand-in scales: (cuda, cuda --quick, cpu)
 SCALES = {"ogbn-papers100M": (0.25, 0.05, 0.0005), "uk-2006-05": (0.25, 0.05, 0.0005)}
 SHORT = {"ogbn-papers100M": "PA", "uk-2006-05": "UK"}
-
-
-def world_and_parts(cfg, gpus: int) -> tuple[int, int]:
-    """(ranks to launch, partition the bytes are counted against).
-
-    With ``gpus`` GPUs visible, one rank per GPU over the sharded CSR (real NVLink reads);
-    otherwise one rank that samples rank 0's share of a virtual ``gpus``-way partition.
-    ``--gpus N`` forces N ranks over an N-way partition."""
-    if cfg.world_size and cfg.world_size > 1:
-        return cfg.world_size, cfg.world_size
-    if cfg.device == "cuda" and not cfg.world_size and detect().gpu_count >= gpus:
-        return gpus, gpus
-    return 1, gpus
 
 
 @register_experiment
@@ -70,17 +57,24 @@ class Fig14(Experiment):
         "max_batches": Param(0, int, "cap on batches per epoch per GPU (0: the whole epoch)"),
     }
 
+    def world_sizes(self, cfg) -> list[int]:
+        """One rank per part over the sharded CSR (real NVLink reads) where the run has a GPU per
+        part, else one rank that samples rank 0's share of the ``gpus``-way partition."""
+        return world_sizes(cfg, Worlds(fixed=(1, self.param(cfg, "gpus"))), self.id)
+
+    def default_scale(self, cfg, dataset=None) -> float:
+        cuda, quick, cpu = SCALES.get(dataset, (0.25, 0.05, 0.0005))
+        return (quick if cfg.quick else cuda) if cfg.device == "cuda" else cpu
+
     def points(self, cfg):
-        gpus = self.param(cfg, "gpus")
-        world, parts = world_and_parts(cfg, gpus)
+        parts = self.param(cfg, "gpus")
+        (world,) = self.world_sizes(cfg)
         fanouts = list(self.param(cfg, "fanouts")[0])
         batch = self.param(cfg, "batch")
         if cfg.device == "cpu" and "batch" not in cfg.params:
             batch = 600
         for name in self.param(cfg, "datasets"):
-            cuda, quick, cpu = SCALES.get(name, (0.25, 0.05, 0.0005))
-            scale = cfg.scale if cfg.scale is not None else ((quick if cfg.quick else cuda)
-                                                             if cfg.device == "cuda" else cpu)
+            scale = self.scale(cfg, name)
             for variant in VARIANTS:
                 yield Point("khop_batched", {"dataset": name, "scale": scale, "variant": variant,
                                              "fanouts": fanouts, "batch": batch, "parts": parts,
@@ -96,15 +90,15 @@ class Fig14(Experiment):
         from harness.timing import measure_collective
 
         p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
+        graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         parts = p["parts"]
         count_rank = rank.rank if rank.world_size == parts else 0
         if rank.world_size != parts and rank.world_size != 1:
             raise HarnessError("fig14 runs on one rank per part, or one rank modelling rank 0 of the parts")
-        sampler = implementation("sampling", "khop_batched", rank, graph, variant=p["variant"], store=p["store"],
+        sampler = implementation(ctx, "sampling", "khop_batched", graph, variant=p["variant"], store=p["store"],
                                  count_remote=True, count_world=parts, count_rank=count_rank)
-        unique = implementation("unique", "hash_append", rank, graph)
+        unique = implementation(ctx, "unique", "hash_append", graph)
         share = 0 if rank.world_size == 1 else rank.rank
         world = parts if rank.world_size == 1 else rank.world_size
         batches = epoch_batches(graph, p["batch"], world, share, cfg.seed, device)

@@ -18,7 +18,7 @@ from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
-from ..wholegraph.table1 import cold_reads_caption, selected_gpus
+from ..wholegraph.table1 import PROBE_WORLDS, cold_reads_caption, selected_gpus
 from . import PAPER_HARDWARE
 
 GB = 1 << 30
@@ -35,6 +35,7 @@ class Fig6(Experiment):
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
     metric, unit, better = "random_read_bw", "GB/s", "higher"
     paper_hardware = PAPER_HARDWARE
+    worlds = PROBE_WORLDS
     paper_values = (
         PaperValue("Fig. 6(a) text", "p2p_remote", {}, "random_read_bw", 4.0, "GB/s",
                    "random remote access bandwidth limited to about 4 GB/s"),
@@ -49,11 +50,11 @@ class Fig6(Experiment):
                                            "the GPU's L2 in distinct lines if more)"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return (1 / 16 if cfg.quick else 1.0) if cfg.device == "cuda" else 1 / 64
 
     def points(self, cfg):
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         world = max(1, len(gpus))
         scale = self.scale(cfg)
         for size in self.param(cfg, "bw_sizes_gb"):
@@ -77,7 +78,7 @@ class Fig6(Experiment):
         from impls.probes.bench import Launches, chase_steps, time_chase, time_random_reads, verify_chain
 
         cfg = ctx.cfg
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)
         if size_bytes < 64 * 1024:

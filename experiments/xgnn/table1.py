@@ -54,7 +54,7 @@ class Table1(XGNNTraining):
     )
 
     def points(self, cfg):
-        gpus = self.gpu_list(cfg)
+        gpus = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
             for model in self.param(cfg, "models"):
                 for world in gpus:

@@ -65,6 +65,7 @@ from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_in
 from harness.argtypes import dataset_names as name_list
 from harness.experiment import Experiment, Measurement, Param, Point, device_setting
 from harness.timing import Stats
+from harness.worlds import Worlds, world_sizes
 
 from . import PAPER_HARDWARE
 
@@ -224,16 +225,6 @@ def setting(exp, cfg, name):
     return device_setting(exp, cfg, name, DEFAULTS)
 
 
-def gpu_counts(exp, cfg, requested: tuple[int, ...]) -> list[int]:
-    """The GPU counts of a scaling experiment that this machine can run (CPU: ranks, at most 2
-    by default); ``--gpus N`` keeps the counts <= N."""
-    from harness.launcher import default_world_size
-
-    limit = default_world_size(cfg)
-    keep = [g for g in requested if g <= limit]
-    return keep or [limit]
-
-
 # ----------------------------------------------------------------------------- the budget
 
 def topology_bytes(graph) -> int:
@@ -296,24 +287,28 @@ class XGNNTraining(Experiment):
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
     eval_every_epoch = True
 
-    def gpu_list(self, cfg):
-        """GPU counts of an experiment with a ``gpus`` parameter (CPU default: 1 and 2 ranks)."""
-        requested = self.param(cfg, "gpus")
-        if cfg.device == "cpu" and "gpus" not in cfg.params:
-            requested = (1, 2)
-        return gpu_counts(self, cfg, requested)
+    def world_sizes(self, cfg) -> list[int]:
+        """One count (the run's); a scaling experiment (a ``gpus`` parameter) runs the counts of
+        ``--param gpus`` up to the run's, or by default its ladder (CPU: 1 and 2 ranks) and the
+        run's own count."""
+        if "gpus" not in self.parameters:
+            return super().world_sizes(cfg)
+        if "gpus" in cfg.params:
+            worlds = Worlds(counts=self.param(cfg, "gpus"))
+        else:
+            worlds = Worlds(ladder=self.param(cfg, "gpus"), cpu=Worlds(ladder=(1, 2)))
+        return world_sizes(cfg, worlds, self.id)
 
     def world(self, cfg) -> int:
-        from harness.launcher import default_world_size
+        (world,) = self.world_sizes(cfg)
+        return world
 
-        return default_world_size(cfg)
-
-    def scale_for(self, name: str, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores ``max_edges`` edges (module doc)."""
         from harness import datasets
         from harness.datasets.plan import MIN_COMMUNITY
 
-        if cfg.scale is not None:
-            return cfg.scale
+        name = dataset
         spec = datasets.get(name)
         scale = datasets.scale_for_edges(name, setting(self, cfg, "max_edges"))
         if spec.standin:        # enough nodes for the stand-in's communities
@@ -337,7 +332,7 @@ class XGNNTraining(Experiment):
               budget: str | None = None, **extra) -> Point:
         from impls.models import PAPER_MODELS
 
-        scale = self.scale_for(dataset, cfg)
+        scale = self.scale(cfg, dataset)
         paper = PAPER_MODELS["xgnn"][model]
         params = {"system": system, "dataset": dataset, "scale": scale, "model": model,
                   "layers": paper["num_layers"], "fanouts": list(paper["fanouts"]),

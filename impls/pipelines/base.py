@@ -182,19 +182,10 @@ def load_graph(rank, config: PipelineConfig):
     if config.graph is not None:
         return config.graph
     from harness import datasets
+    from harness.ranks import load_on_ranks
 
-    problem = None
-    if rank.rank == 0:
-        try:
-            datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
-        except HarnessError as exc:
-            problem = str(exc)
-    flag = torch.tensor([0 if problem is None else 1], dtype=torch.int32, device=rank.torch_device())
-    if dist.is_available() and dist.is_initialized():
-        dist.all_reduce(flag)
-    if int(flag.item()):
-        raise SkipPoint(problem or "rank 0 could not prepare the dataset")
-    return datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
+    return load_on_ranks(rank, lambda: datasets.load(config.dataset, scale=config.scale, seed=config.seed,
+                                                     data_root=config.data_root))
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int = 64 << 20) -> None:
