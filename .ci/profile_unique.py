@@ -36,12 +36,39 @@ def frontiers(name: str, scale: float, hops, dev):
     return out, len(g.indptr) - 1
 
 
+def host_costs(dev) -> None:
+    """Host microseconds of the pieces a call is made of, on an idle GPU."""
+    import numpy as np
+
+    from impls.sampling import gpu
+
+    x = torch.zeros(16, dtype=torch.int64, device=dev)
+    args = (gpu.ptr(x), np.int64(0), gpu.ptr(x), gpu.ptr(x), gpu.ptr(x), gpu.ptr(x))
+
+    def per_call(f, n=2000):
+        for _ in range(50):
+            f()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        elapsed = time.perf_counter() - t
+        torch.cuda.synchronize()
+        return elapsed / n * 1e6
+
+    print(f"host: gpu.launch {per_call(lambda: gpu.launch(dev, 'unique_dense.cu', 'dm_lookup', 1, 256, args)):.1f} us, "
+          f"torch.empty {per_call(lambda: torch.empty(1000, dtype=torch.int64, device=dev)):.1f} us, "
+          f"torch.zeros {per_call(lambda: torch.zeros(1000, dtype=torch.int64, device=dev)):.1f} us, "
+          f"2-word tolist {per_call(lambda: x[:2].tolist(), 500):.1f} us (with its sync)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", default="ogbn-products:1.0,ogbn-papers100M:0.25")
     ap.add_argument("--hops", default="1,2,3")
     ap.add_argument("--impls", default="hash_append,dense_append,wholegraph_lib")
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--traces", type=int, default=3, help="profiler traces of the first cases, after all timing")
     args = ap.parse_args()
     from harness import registry
     from harness.timing import CacheFlush
@@ -50,21 +77,26 @@ def main() -> None:
     torch.cuda.set_device(dev)
     flush = CacheFlush([dev])
     hops = [int(h) for h in args.hops.split(",")]
+    host_costs(dev)
+    cases = []
     for spec in args.datasets.split(","):
         name, scale = spec.split(":")
         fronts, bound = frontiers(name, float(scale), hops, dev)
         for hop, (targets, neighbors) in fronts.items():
-            print(f"\n=== {name} x{scale} hop {hop}: {targets.numel()} targets, {neighbors.numel()} neighbors, "
-                  f"ids below {bound:,}")
+            title = (f"{name} x{scale} hop {hop}: {targets.numel()} targets, {neighbors.numel()} neighbors, "
+                     f"ids below {bound:,}")
+            print(f"\n=== {title}")
             for impl in args.impls.split(","):
                 try:
                     if impl == "wholegraph_lib":
                         from pylibwholegraph.torch.graph_ops import append_unique
 
-                        fn = lambda: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
+                        fn = (lambda t=targets, n=neighbors:  # noqa: E731
+                              append_unique(t, n, need_neighbor_raw_to_unique=True))
                     else:
                         u = registry.get_impl("unique", impl).factory(dev)
-                        fn = lambda u=u: u.append_unique(targets, neighbors, check=False, id_bound=bound)  # noqa: E731
+                        fn = (lambda u=u, t=targets, n=neighbors, b=bound:  # noqa: E731
+                              u.append_unique(t, n, check=False, id_bound=b))
                     for _ in range(5):
                         fn()
                 except Exception as exc:  # a missing library is a line, not the end of the profile
@@ -91,19 +123,21 @@ def main() -> None:
                     warm_us.append((time.perf_counter() - t0) * 1e6)
                 print(f"{impl:15} cold: events {statistics.median(gpu_us):7.1f} us, wall {statistics.median(wall_us):7.1f} us;"
                       f" warm (L2 kept): wall {statistics.median(warm_us):7.1f} us")
-                flush()
-                torch.cuda.synchronize()
-                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                        torch.profiler.ProfilerActivity.CUDA]) as prof:
-                    fn()
-                    torch.cuda.synchronize()
-                kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-                kernels.sort(key=lambda e: e.time_range.start)
-                first = kernels[0].time_range.start if kernels else 0
-                line = "; ".join(f"{e.name[:28]} @{e.time_range.start - first:.0f} {e.time_range.elapsed_us():.1f}us"
-                                 for e in kernels)
-                print(f"    kernels: {line}")
-
+                cases.append((f"{title}: {impl}", fn))
+    # the profiler last: once it has run, CUPTI's callbacks slow every later call down
+    for title, fn in cases[:args.traces]:
+        flush()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels.sort(key=lambda e: e.time_range.start)
+        first = kernels[0].time_range.start if kernels else 0
+        line = "; ".join(f"{e.name[:24]} @{e.time_range.start - first:.0f} {e.time_range.elapsed_us():.1f}us"
+                         for e in kernels)
+        print(f"trace {title}\n    {line}")
 
 if __name__ == "__main__":
     main()
