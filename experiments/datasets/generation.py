@@ -35,6 +35,8 @@ class Generation(Experiment):
     impls = ("standin",)
     metric, unit, better = "seconds", "s", "lower"
     worlds = Worlds(fixed=(1,))
+    warm_and_cold = ("Cold: one generation per point, in a fresh process, from nothing cached (the "
+                     "time a user waits the first time).")
     parameters = {
         "names": Param(("ogbn-products", "ogbn-papers100M"), str_list, "datasets to generate"),
         "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),

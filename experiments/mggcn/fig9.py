@@ -24,6 +24,9 @@ from .common import (MGGCNExperiment, mggcn_params, DGL_MODEL, SWEEP_FACTORS, co
 @register_experiment
 class Fig9(MGGCNExperiment):
     title = "Speedup vs average degree on the x1..x128 density sweep (MG-GCN Fig. 9)"
+    warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
+                     "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
+                     "the L2.")
     paper_values = (
         PaperValue("Sec. 6.5 (Fig. 9)", "mggcn", {"gpus": 2}, "superlinear_from_factor", 32, "x",
                    "super-linear speedup with 2 GPUs after 32x"),
