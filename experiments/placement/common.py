@@ -9,7 +9,7 @@
   per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
-  (impls/placement/measure.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
+  (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
   topology's GPUs or NVLinks.
 - paper-vs-measured comparison lines for the reports.
 """
@@ -39,10 +39,6 @@ LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
 PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
 QUICK_PAGRAPH_CAP_S = 5.0          # --quick: PaGraph's quadratic partitioning gets this long
 MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
-MEASURED_WHAT = ("measured: every rank (one per GPU of the topology) gathers the simulator's mini-batches "
-                 "through Placement.split_for_gather: local and peer rows from a p2p_shared store of BSIZE "
-                 "rows per GPU, the rest from host memory (impls/placement/measure.py)")
-
 
 def paper_alpha(topology: str) -> float:
     """ICS'22 Sec. 5.1: alpha = 0.2 on '(2+2)GPU' and '(2*4)GPU', 0 on '2GPU', '4GPU', '8GPU'."""
@@ -153,7 +149,7 @@ class Workbench:
     def placement(self, graph: GraphData, policy: str, topology_name: str, buffer_size: int,
                   hotness: str = "lhop", seed: int = 0, **options):
         from impls.placement.policies import PlacementProblem
-        from impls.placement.topology import by_name
+        from impls.core.topology import by_name
 
         key = (graph.key, policy, topology_name, buffer_size, hotness, seed, tuple(sorted(options.items())))
         if key not in self._placements:
@@ -308,7 +304,7 @@ class BreakdownExperiment(Experiment):
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
-        from impls.placement.topology import by_name
+        from impls.core.topology import by_name
 
         cfg, bench = ctx.cfg, workbench(ctx)
         prm = point.params
@@ -353,7 +349,7 @@ class BreakdownExperiment(Experiment):
         replays the point's batches as the simulated point does, every rank gathers its own for
         real, and the rows put the measured time beside the modeled one of the same batches."""
         from harness.ranks import all_gather, prepare_on_rank0
-        from impls.placement.measure import measure_placement
+        from impls.gather.placement_loader import measure_placement
 
         job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
         result = measure_placement(ctx.rank, job)
@@ -361,7 +357,7 @@ class BreakdownExperiment(Experiment):
 
     def measure_job(self, point: Point, ctx):
         """(what every rank gathers, what the simulator says of the same batches)."""
-        from impls.placement.measure import MeasureJob, portable
+        from impls.gather.placement_loader import MeasureJob, portable
 
         cfg = ctx.cfg
         setup = self.setup(point, ctx)
@@ -503,7 +499,7 @@ def measured_skip_reason(exp, topology_name: str, cfg) -> str | None:
     run needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
     import importlib.util
 
-    from impls.placement.topology import by_name
+    from impls.core.topology import by_name
 
     topology = by_name(topology_name)
     n = topology.num_gpus

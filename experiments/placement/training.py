@@ -143,7 +143,7 @@ class LossExperiment(Experiment):
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
         from impls.placement.simulate import gpu_batches
-        from impls.placement.topology import by_name
+        from impls.core.topology import by_name
 
         prm = point.params
         cfg, bench = ctx.cfg, workbench(ctx)

@@ -26,7 +26,7 @@ from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
 from impls.sampling.minibatch import sample_blocks
-from impls.storage.layout import TableSpec, closed_form_rows
+from impls.core.layout import TableSpec, closed_form_rows
 
 from . import PAPER_HARDWARE
 

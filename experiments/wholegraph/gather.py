@@ -18,7 +18,7 @@ from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 
-from impls.gather.kernel import DEFAULT_LAUNCH, launch_name, parse_launch
+from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
 from . import PAPER_HARDWARE
 from .gather_bench import measure_gather

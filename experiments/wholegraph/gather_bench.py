@@ -16,7 +16,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Measurement
 from harness.ranks import agree
 from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
-from impls.storage.layout import TableSpec, closed_form_rows
+from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
 
@@ -97,7 +97,7 @@ def gather_traffic(gatherer, ids, spec, rank, seconds_per_call: float) -> dict:
     """NVLink counters of this rank's device while every rank gathers back to back; payload is
     the rows this rank reads from other ranks (owners by the even row split)."""
     from impls.gather.link_counters import link_traffic
-    from impls.storage.layout import RowPartition
+    from impls.core.layout import RowPartition
 
     remote = int((RowPartition(spec.num_rows, rank.world_size).owner(ids) != rank.rank).sum())
     dist.barrier()

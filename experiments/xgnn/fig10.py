@@ -14,7 +14,7 @@ Here every step trains on every GPU of the machine under the V100 budget rule (t
 the report gives each step's gain over the previous one in the time the paper names and whether
 its sign is the paper's. On a fully connected machine (the H200s) the clique policy and the
 solver place the same partitions, so +PSA is expected to change nothing; ``--param topology=4Gc``
-(a name of impls/placement/topology.by_name with as many GPUs as ranks) makes the placements
+(a name of impls/core/topology.by_name with as many GPUs as ranks) makes the placements
 differ, without the hardware's links changing.
 """
 
@@ -98,7 +98,7 @@ class Fig10(XGNNTraining):
     parameters = common_parameters(
         combos=Param(COMBOS, combo_list, "model:dataset pairs (paper: gcn:TW, gcn:PA, sage:UK, sage:CF; CPU --quick: "
                                          "gcn:TW, sage:CF)"),
-        topology=Param("", str, "GPU topology the placements are made for (a name of placement.topology.by_name "
+        topology=Param("", str, "GPU topology the placements are made for (a name of impls.core.topology.by_name "
                                 "with as many GPUs as ranks, e.g. 4Gc; default: this machine's)"),
         steps=Param(FIG10_STEPS, names_of("steps", *FIG10_STEPS), "steps to run, in this order (default all: "
                                                                   + ", ".join(FIG10_STEPS) + "); the report "

@@ -33,7 +33,7 @@ _dataset_list = names_of("datasets", *DATASETS)
 
 
 def _topology_list(text: str) -> tuple[str, ...]:
-    from impls.placement.topology import XGNN_TOPOLOGIES
+    from impls.core.topology import XGNN_TOPOLOGIES
 
     return names_of("topologies", *XGNN_TOPOLOGIES)(text)
 
@@ -86,7 +86,7 @@ class Fig13(Experiment):
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
         from impls.placement.simulate import replay
-        from impls.placement.topology import xgnn_topology
+        from impls.core.topology import xgnn_topology
         from impls.placement.xgnn_solver import solve
 
         cfg = ctx.cfg

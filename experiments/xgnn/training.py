@@ -384,7 +384,7 @@ def train_system(exp, point, ctx) -> list[Measurement]:
     budget = budget_bytes(p["budget"], p["dataset"], p["model"], topo)
     options = {k: v for k, v in system.options.items() if v is not None}
     if p.get("topology") and system.impl in ("xgnn", "quiver"):
-        options["topology"] = p["topology"]           # a named GPU topology (placement.topology.by_name)
+        options["topology"] = p["topology"]           # a named GPU topology (impls.core.topology.by_name)
     if budget is not None and folds_workspace(p["budget"]) and system.impl in TIERED:
         options.setdefault("reserve_bytes", 0)
     if system.impl == "wholegraph" and budget is not None:

@@ -27,7 +27,9 @@ from torch import nn
 
 from .layers import gcn_coefficients
 from .nets import BlockGNN, default_activation, layer_dims
-from .ops import BlockGraph, edge_weight_of
+from impls.core.blocks import edge_weight_of
+
+from .ops import BlockGraph
 
 _PINSAGE_CLASS = None
 

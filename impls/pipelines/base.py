@@ -3,7 +3,7 @@ memory accounting.
 
 A pipeline runs on every rank of the process group (one process per GPU, or CPU ranks under
 gloo). A subclass decides where the graph and the features live (``build_stores``) and how a
-mini-batch is made: ``sample(seeds) -> blocks`` (the :class:`impls.sampling.blocks.Block` list of
+mini-batch is made: ``sample(seeds) -> blocks`` (the :class:`impls.core.blocks.Block` list of
 one mini-batch, outermost hop first) and ``gather(blocks) -> x`` (features of
 ``blocks[0].src_ids``, on the rank's device). Loader-driven pipelines (PyG, DGL: worker
 processes sample ahead of the training loop) override ``iterate(batches, training)`` instead of
@@ -77,7 +77,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from harness.errors import HarnessError, SkipPoint
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 from .profiling import epoch_profile
 

@@ -23,7 +23,7 @@ import torch
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 from .base import Pipeline, tensor_bytes
 from .host import HostFeatureGather, limit_threads, loader_workers

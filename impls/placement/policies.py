@@ -26,7 +26,7 @@ import numpy as np
 from . import ics22
 from .pagraph import PlacementTimeout, pagraph_partition
 from .result import Lookup, Placement
-from .topology import Topology
+from impls.core.topology import Topology
 
 
 @dataclass

@@ -12,7 +12,7 @@ import uuid
 import torch
 import torch.distributed as dist
 
-from .layout import RowPartition, TableSpec
+from impls.core.layout import RowPartition, TableSpec
 from .shards import SHM_DIR, _fill
 
 _HOST_REGISTER_PORTABLE = 1

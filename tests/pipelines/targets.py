@@ -76,7 +76,7 @@ def block_np(b) -> dict:
 
 
 def block_of(d: dict):
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     return Block(torch.from_numpy(d["indptr"]), torch.from_numpy(d["indices"]), torch.from_numpy(d["src_ids"]),
                  d["num_dst"])

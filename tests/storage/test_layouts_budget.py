@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.errors import SkipPoint
-from impls.placement.topology import Topology, xgnn_topology
+from impls.core.topology import Topology, xgnn_topology
 from impls.placement.xgnn_solver import solve
 from impls.storage import budget as B
 from impls.storage.reorder import from_hotness, in_degree, reorder
