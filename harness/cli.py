@@ -244,7 +244,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_env(args) -> int:
-    from . import envinfo, registry
+    from . import dgl_compat, envinfo, registry
     from .needs import detect
 
     gpus = envinfo.gpu_info()
@@ -268,6 +268,9 @@ def cmd_env(args) -> int:
     else:
         print("GPUs: none visible (CPU ranks with gloo and host shared memory)")
     print("packages: " + ", ".join(f"{k} {v}" for k, v in sorted(sw["packages"].items())))
+    dgl = dgl_compat.status()
+    if dgl:
+        print(f"dgl: {dgl}")
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
     print(f"\nimplementations (device {device}):")
