@@ -118,10 +118,12 @@ class DglSampler:
     name = "dgl"
 
     def __init__(self, where, indptr, indices, **_):
+        from harness.dgl_compat import import_dgl
+
         try:
-            import dgl
-        except Exception as exc:
-            raise SkipPoint(f"DGL does not import: {str(exc).splitlines()[0][:120]}") from None
+            dgl = import_dgl()
+        except ImportError as exc:
+            raise SkipPoint(str(exc)) from None
         self.dgl = dgl
         self.device, _ = where_of(where)
         ip, ix = _csr_tensors(indptr, indices)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.config import RunConfig
+from harness.needs import _import_problem
 from harness.report import report_runs
 from harness.runner import run as run_experiments
 from harness.store import load_run
@@ -23,13 +24,14 @@ def test_sampling_and_unique_tables(tmp_path):
     outcome, rows = _run(tmp_path, ["wholegraph.sampling", "wholegraph.unique"], impls=OURS,
                          datasets="products", fanouts="10-5", batches="64", hops="1", kinds="minibatch,hop")
     ok = [r for r in rows if r["status"] == "ok"]
+    dgl = set() if _import_problem("dgl") else {"dgl"}                 # DGL's sample_neighbors where it imports
     mini = {r["impl"] for r in ok if r["params"].get("kind") == "minibatch" and r["metric"] == "edges_per_s"}
-    assert mini == {"path_doubling", "reservoir", "khop_batched"}
+    assert mini == {"path_doubling", "reservoir", "khop_batched"} | dgl
     hop = {r["impl"] for r in ok if r["params"].get("kind") == "hop"}
-    assert hop == {"path_doubling", "reservoir", "khop_batched"}
+    assert hop == {"path_doubling", "reservoir", "khop_batched"} | dgl
     assert {r["impl"] for r in ok if r["experiment"] == "wholegraph.unique"} == {"hash_append", "dense_append", "sort"}
     skipped = {r["impl"] for r in rows if r["status"] == "skipped"}
-    assert {"wholegraph_lib", "dgl"} <= skipped                       # rows, not gaps
+    assert ({"wholegraph_lib", "dgl"} - dgl) <= skipped                # rows, not gaps
     assert all(r["value"] > 0 for r in ok)
     report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "wholegraph" / "sampling.md").read_text()
