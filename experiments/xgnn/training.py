@@ -539,6 +539,9 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("sys
         params = _params(r)
         if not all(k in params for k in key_params):
             continue
+        if params.get("system") == "dgl" and r["impl"] == "dgl_cache":
+            params = {**params, "system": "dgl_gpu"}    # the re-implemented DGL configuration, stored as 'dgl'
+
         key = (r["run_id"], int(r["world_size"])) + tuple(str(params[k]) for k in key_params)
         if owner.setdefault(key, r["experiment"]) != r["experiment"]:
             continue
