@@ -117,13 +117,14 @@ def cmd_list(args) -> int:
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
     t = Table(title=f"Implementations (can run here: judged for --device {device})")
-    for col in ("interface", "name", "needs", "here"):
+    for col in ("interface", "name", "needs", "here", "what it is"):
         t.add_column(col)
     for spec in registry.impl_specs(args.interface):
         reason = spec.needs.unmet(caps, None if device == "cuda" else device)
         if reason and device == "cpu" and spec.needs.devices == ("cuda",):
             reason = "needs CUDA, and no CUDA GPU is visible"
-        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}")
+        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}",
+                  spec.what())
     console.print(t)
     return 0
 

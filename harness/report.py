@@ -167,6 +167,9 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         rows = frame[frame["experiment"].isin(sources)].reset_index(drop=True)
         run_ids = set(rows["run_id"])
         artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
+        reimpl = registry.reimplementation_note(exp.interface, rows["impl"].dropna().unique())
+        if reimpl and reimpl not in artifact.caption:
+            artifact.caption = f"{artifact.caption} {reimpl}".strip()
         written += write_artifact(artifact, Path(out_dir) / exp.paper, f"tab:{exp.id}")
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)
