@@ -474,9 +474,9 @@ def datasets_caption(records: list[dict]) -> str:
         g = rec["extra"].get("epoch_time", {}).get("graph", {})
         name = rec["key"]["dataset"]
         if name not in seen:
-            kind = "stand-in" if g.get("standin", True) else "real"
+            kind = f"stand-in at scale {rec['params']['scale']:g}" if g.get("standin", True) else "real data"
             nodes = f", {g['nodes']:,} nodes, {g['edges']:,} edges" if g else ""
-            seen[name] = f"{SHORT.get(name, name)} ({kind} at scale {rec['params']['scale']:g}{nodes})"
+            seen[name] = f"{SHORT.get(name, name)} ({kind}{nodes})"
     return "; ".join(seen.values())
 
 

@@ -590,9 +590,10 @@ def datasets_caption(records) -> str:
         if ds in seen:
             continue
         g = rec["extra"].get("epoch_time", {}).get("graph")
-        kind = "stand-in" if (g or {}).get("standin", True) else "real"
+        kind = (f"stand-in at scale {rec['params'].get('scale', 0):g}" if (g or {}).get("standin", True)
+                else "real data")
         size = f", {g['nodes']:,} nodes, {g['edges']:,} edges, {g['train_nodes']:,} training nodes" if g else ""
-        seen[ds] = f"{SHORT.get(ds, ds)} ({kind} at scale {rec['params'].get('scale', 0):g}{size})"
+        seen[ds] = f"{SHORT.get(ds, ds)} ({kind}{size})"
     return "; ".join(seen.values()) or "none trained"
 
 
