@@ -126,6 +126,12 @@ class DglSampler:
             raise SkipPoint(str(exc)) from None
         self.dgl = dgl
         self.device, _ = where_of(where)
+        if self.device.type == "cuda":
+            from impls.models.dgl import layers_unavailable
+
+            problem = layers_unavailable(self.device)     # a CPU build samples on the host only
+            if problem:
+                raise SkipPoint(problem)
         ip, ix = _csr_tensors(indptr, indices)
         self.num_nodes = ip.numel() - 1
         g = dgl.graph(("csc", (ip, ix, torch.arange(ix.numel()))), num_nodes=self.num_nodes)
