@@ -137,3 +137,55 @@ def test_table1_rows_on_cpu_say_what_was_cold(tmp_path):
         assert extra["lines_read_before"] == 0
         assert extra["distinct_lines"] == extra["steps"]
         assert extra["flush_mib"] > 0 and extra["l2_mib"] > 0
+
+
+TIMED_UNITS = {"s", "ms", "us", "ms/batch", "GB/s", "%", "B"}
+
+
+def without_warm_and_cold(experiments) -> list[str]:
+    return [e.id for e in experiments if e.unit in TIMED_UNITS and not e.warm_and_cold.strip()]
+
+
+def test_every_timed_experiment_says_what_was_warm_and_what_was_cold(monkeypatch):
+    """The report caption of every experiment that times something carries one line on what a
+    repeat found warm and what it read cold (docs/measurement.md)."""
+    from harness import registry
+
+    experiments = registry.experiments()
+    assert len([e for e in experiments if e.unit in TIMED_UNITS]) > 30
+    assert without_warm_and_cold(experiments) == []
+    unique = registry.get_experiment("wholegraph.unique")
+    monkeypatch.setattr(unique, "warm_and_cold", "")           # the check does catch a missing line
+    assert without_warm_and_cold(experiments) == ["wholegraph.unique"]
+
+
+def test_the_caption_line_reaches_the_report(tmp_path):
+    from harness.config import RunConfig
+    from harness.report import report_runs
+    from harness.runner import run
+
+    cfg = RunConfig(device="cpu", scale=1 / 512, repeats=1, warmup=0, out_dir=tmp_path,
+                    params={"sizes_gb": "8", "steps": "2000", "verify_steps": "500"})
+    outcome = run(["wholegraph.table1"], cfg, ["pytest"])
+    report_runs([outcome.store.path], tmp_path / "rep")
+    text = (tmp_path / "rep" / "wholegraph" / "table1.md").read_text()
+    from harness import registry
+
+    assert registry.get_experiment("wholegraph.table1").warm_and_cold in text
+
+
+def test_seed_batches_are_disjoint_until_the_pool_runs_out():
+    import types
+
+    import torch
+
+    from impls.sampling.bench import seed_batches
+
+    graph = types.SimpleNamespace(train_idx=np.arange(1000, 2000), num_nodes=5000)
+    batches = seed_batches(graph, 64, 15, seed=1, rank=0, device="cpu")   # 15 x 64 = 960 <= 1000
+    seen = torch.cat(batches)
+    assert len(batches) == 15 and all(b.numel() == 64 for b in batches)
+    assert seen.unique().numel() == seen.numel()                          # no seed twice
+    assert int(seen.min()) >= 1000 and int(seen.max()) < 2000
+    more = seed_batches(graph, 64, 20, seed=1, rank=0, device="cpu")      # past the pool: a new shuffle
+    assert torch.equal(torch.cat(more[:15]), seen) and more[15].unique().numel() == 64

@@ -81,6 +81,7 @@ class Table1(Experiment):
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
     metric, unit, better = "latency", "us", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = _paper_values()
     parameters = {
         "sizes_gb": Param(PAPER_SIZES_GB, float_list, "paper memory sizes (GB), multiplied by --scale"),

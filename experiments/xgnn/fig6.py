@@ -37,6 +37,7 @@ class Fig6(Experiment):
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
     metric, unit, better = "random_read_bw", "GB/s", "higher"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = (
         PaperValue("Fig. 6(a) text", "p2p_remote", {}, "random_read_bw", 4.0, "GB/s",
                    "random remote access bandwidth limited to about 4 GB/s"),

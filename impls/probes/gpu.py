@@ -101,7 +101,7 @@ class GpuChaseProbe:
         self._keep: list = []
         self._table = None
         self._out = None
-        self._flush: dict = {}
+        self._flush = None
 
     # subclasses fill part_ptrs/part_owner/_keep
     def _allocate_parts(self, part_bytes: int, nparts: int) -> None:
@@ -174,21 +174,26 @@ class GpuChaseProbe:
         return l2_bytes(self.chaser)
 
     def flush_caches(self) -> int:
-        """Evict every line the last launch left in an L2: overwrite a buffer of 4x the L2 on each
-        GPU in ``cache_devices`` (outside any timed region). Returns the bytes written per GPU."""
-        cp = self.cp
-        for device in self.cache_devices:
-            if device not in self._flush:
-                with cp.cuda.Device(device):
-                    self._flush[device] = cp.empty(4 * l2_bytes(device), dtype=cp.uint8)
-            with cp.cuda.Device(device):
-                self._flush[device].fill(device + 1)
-                cp.cuda.Device(device).synchronize()
-        return max(buf.nbytes for buf in self._flush.values())
+        """Evict every line the last launch left in an L2: 4x the L2 of each GPU in
+        ``cache_devices`` overwritten (outside any timed region). Returns the bytes written per GPU."""
+        import torch
+
+        from harness.timing import CacheFlush
+
+        if self._flush is None:
+            self._flush = CacheFlush([f"cuda:{d}" for d in self.cache_devices])
+        written = self._flush()
+        for d in self.cache_devices:       # the probe's kernels run on CuPy's streams
+            torch.cuda.synchronize(d)
+        return written
 
     def close(self) -> None:
         self._keep.clear()
-        self._flush.clear()
+        if self._flush is not None:
+            import torch
+
+            self._flush = None
+            torch.cuda.empty_cache()
         self._table = None
         self._out = None
         self.cp.get_default_memory_pool().free_all_blocks()

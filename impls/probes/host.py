@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.timing import CacheFlush, cpu_cache_bytes
+
 from .chain import GOLDEN, LINE_WORDS, M1, M2, MASK, PERM_MULTIPLIERS, LinePermutation, region_lines
 
 _numba_cache: dict = {}
@@ -62,23 +64,6 @@ def _kernels():
     return _numba_cache
 
 
-def last_level_cache_bytes(default: int = 32 << 20) -> int:
-    """The CPU's largest cache (Linux sysfs), the host's counterpart of a GPU's L2."""
-    from pathlib import Path
-
-    best = (0, 0)
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip().upper()
-        except (OSError, ValueError):
-            continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        size = int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text or 0)
-        best = max(best, (level, size))
-    return best[1] or default
-
-
 class HostChaseProbe:
     """All memory in one host array; parts are contiguous slices of it."""
 
@@ -114,16 +99,14 @@ class HostChaseProbe:
 
     @property
     def l2_bytes(self) -> int:
-        return last_level_cache_bytes()
+        return cpu_cache_bytes()
 
     def flush_caches(self) -> int:
-        """Overwrite as many bytes as the last-level cache holds, so that what the last launch or
-        the fill left there is gone (the CPU path is a toy scale: its regions are a few times
-        that cache, and a larger flush would cost more than the chase)."""
+        """Overwrite the CPU's last-level cache so that what the last launch or the fill left
+        there is gone."""
         if self._flush is None:
-            self._flush = np.empty(self.l2_bytes, dtype=np.uint8)
-        self._flush.fill(1)
-        return self._flush.nbytes
+            self._flush = CacheFlush()
+        return self._flush()
 
     def run_chase(self, steps: int, start: int, first_step: int = 0) -> tuple[int, int]:
         perm = LinePermutation(region_lines(self.nparts_used, self.part_elems), self.salt)
