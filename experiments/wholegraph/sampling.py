@@ -293,7 +293,7 @@ class SamplingTable(Experiment):
         "cpu_max_edges": Param(20_000_000, positive_int,
                                "skip PyG/DGL mini-batches whose edge bound batch x (f0 + f0 f1 + ...) is larger"),
         "loader_workers": Param(8, nonneg_int, "host loaders' worker processes (0: batches built in the rank)"),
-        "uniques": Param(("hash_append",), unique_list,
+        "uniques": Param(("hash_append", "dense_append"), unique_list,
                          "our samplers' append-unique: hash_append (WholeGraph's hash table), dense_append "
                          "(direct-mapped id table); each is a point of its own"),
     }
