@@ -1,5 +1,5 @@
 """Where one append-unique call spends its time on one GPU (developer profile, printed; not a result):
-the frontiers of wholegraph.unique (hops 1-3 of a [15,10,5] x 512 path_doubling mini-batch), each
+the frontiers of wholegraph.unique (hops 1-3 of a [30,30,30] x 512 path_doubling mini-batch), each
 implementation timed as the experiment times it (L2 flushed, inputs read back, then one call
 from an idle GPU: CUDA events and host wall time), the host's share (time until the call
 returns with the GPU's work excluded is not separable; the profile below shows the gaps), and
@@ -24,7 +24,7 @@ def frontiers(name: str, scale: float, hops, dev):
     g = datasets.load(name, scale=scale, seed=0, feature_dim=1)
     sampler = registry.get_impl("sampling", "path_doubling").factory(dev, g.indptr, g.indices)
     sort = registry.get_impl("unique", "sort").factory(dev)
-    fanouts = (15, 10, 5)
+    fanouts = (30, 30, 30)       # wholegraph.unique's default
     gen = torch.Generator().manual_seed(0)
     targets = torch.from_numpy(g.train_idx)[torch.randperm(len(g.train_idx), generator=gen)[:512]].to(dev)
     out = {}

@@ -77,7 +77,7 @@ def test_the_row_gather_and_the_probes_launch_through_the_one_path(fake_gpu, mon
     out = torch.empty(10, 4)
     row_gather.gather_into(out, torch.zeros(2, dtype=torch.int64), 8, ids, 16,
                            row_gather.parse_launch("4x128u2"))
-    (device, source, name, blocks, threads, _), options = launched[0][0], launched[0][1]["options"]
+    (_, source, name, _, threads, _), options = launched[0][0], launched[0][1]["options"]
     assert (source, name, threads, options) == (row_gather.SOURCE, "gather_v16", 128, ("-DUNROLL=2",))
     probes.launch(0, "pointer_chase", 1, 32, ())
     assert launched[1][0][:3] == (0, probes.KERNEL_SOURCE, "pointer_chase")

@@ -17,7 +17,7 @@ min(inputs, N) instead of the inputs alone.
   ``max_load`` (default 0.5): the table's largest fill, which sets its size.
 - ``dense_append``: a direct-mapped id table instead of a hash table (kernels/unique_dense.cu;
   torch on CPU): one generation-tagged slot per node id below ``id_bound`` (the graph's node
-  count) and a bitmap of new nodes, kept between calls, four launches and one read-back a call;
+  count) and a bitmap of new nodes, kept between calls, five launches and one read-back a call;
   new nodes in ascending id, so the output equals ``sort``'s.
   Without ``id_bound`` it takes the largest id + 1 (one read-back more). The workspace belongs to
   the object: one call at a time per object (a second thread or stream needs its own).
@@ -189,7 +189,7 @@ class DenseAppendUnique:
             dev = self.device
             self._slot = torch.zeros(bound, dtype=torch.int64, device=dev)       # generation 0: empty
             self._bits = torch.zeros(words, dtype=torch.int32, device=dev)
-            self._counts = torch.zeros((2, nchunks), dtype=torch.int32, device=dev)
+            self._counts = torch.zeros(nchunks, dtype=torch.int32, device=dev)
             self._ctl = torch.zeros((2, 2), dtype=torch.int64, device=dev)
             self._gen = 0
         self._gen += 1
@@ -201,22 +201,21 @@ class DenseAppendUnique:
         cap = nt + min(nn, bound)                # the most nodes the output can hold
         words, nchunks = self._workspace(bound)
         gen, parity = self._gen, self._gen & 1
-        counts, ctl = self._counts[parity], self._ctl[parity]
-        other_counts, other_ctl = self._counts[1 - parity], self._ctl[1 - parity]
+        counts, ctl, other_ctl = self._counts, self._ctl[parity], self._ctl[1 - parity]
         unique_out = torch.empty(cap, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         dup = torch.empty(cap, dtype=torch.int32, device=dev)
         slot, bits, g = cuda.ptr(self._slot), cuda.ptr(self._bits), np.uint64(gen)
         src = "unique_dense.cu"
-        rows = self._counts.shape[1]             # the next call may scan more chunks than this one
-        KERNELS.launch(dev, src, "dm_mark_targets", cuda.grid_for(dev, max(nt, cap, rows)), 256,
+        KERNELS.launch(dev, src, "dm_mark_targets", cuda.grid_for(dev, max(nt, cap)), 256,
                    (cuda.ptr(targets), np.int64(nt), np.int64(bound), g, slot, cuda.ptr(unique_out), cuda.ptr(dup),
-                    np.int64(cap), cuda.ptr(other_counts), np.int64(rows), cuda.ptr(ctl), cuda.ptr(other_ctl)))
+                    np.int64(cap), cuda.ptr(ctl), cuda.ptr(other_ctl)))
         if nn:
             KERNELS.launch(dev, src, "dm_mark_neighbors", cuda.grid_for(dev, nn), 256,
-                       (cuda.ptr(neighbors), np.int64(nn), np.int64(bound), g, slot, bits, cuda.ptr(counts),
-                        cuda.ptr(ctl)))
-        KERNELS.launch(dev, src, "dm_assign", min(nchunks, cuda.sm_count(dev) * 8), 256,
+                       (cuda.ptr(neighbors), np.int64(nn), np.int64(bound), g, slot, bits, cuda.ptr(ctl)))
+        grid = min(nchunks, cuda.sm_count(dev) * 8)
+        KERNELS.launch(dev, src, "dm_count", grid, 256, (bits, np.int64(words), np.int64(nchunks), cuda.ptr(counts)))
+        KERNELS.launch(dev, src, "dm_assign", grid, 256,
                    (bits, np.int64(words), np.int64(nchunks), cuda.ptr(counts), np.int64(nt), g, slot,
                     cuda.ptr(unique_out), cuda.ptr(ctl)))
         if nn:
@@ -232,7 +231,7 @@ class DenseAppendUnique:
             return "direct-mapped append-unique (one slot per node id, new nodes in ascending id); torch on CPU"
         how = "CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)"
         return ("direct-mapped append-unique: one generation-tagged slot per node id and a bitmap of new nodes, "
-                f"kept between calls; chunked bitmap scan, new nodes in ascending id; four launches; {how}")
+                f"kept between calls; chunked bitmap scan, new nodes in ascending id; five launches; {how}")
 
 
 _DM_CHUNK_WORDS = 1024     # DM_CHUNK in kernels/unique_dense.cu

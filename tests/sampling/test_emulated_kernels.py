@@ -133,15 +133,6 @@ def test_unique_table_load_option(max_load):
         HashAppendUnique("cpu", max_load=1.0)
 
 
-def assert_clean(dense):
-    """What the next call needs: no bitmap word set, its parity's counters zero; every slot
-    entry of an earlier generation (the current one's are this call's own)."""
-    assert int(dense._bits.count_nonzero()) == 0
-    nxt = (dense._gen + 1) & 1
-    assert int(dense._counts[nxt].count_nonzero()) == 0 and int(dense._ctl[nxt].count_nonzero()) == 0
-    assert int(((dense._slot >> 32) > dense._gen).sum()) == 0
-
-
 def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
     """One object, several calls with different bounds and inputs (the workspace is reused, so a
     call that read an earlier call's slot as its own, or left a bitmap word or a counter set,
@@ -165,10 +156,10 @@ def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
         b = kernels.append_unique(t, n, id_bound=bound)
         for x, y in zip(a, b):
             assert torch.equal(x, y)
-        assert_clean(kernels)
+        ref.assert_dense_clean(kernels)
     with pytest.raises(HarnessError, match="table full"):
         kernels.append_unique(torch.arange(3), torch.arange(1000, 1300), id_bound=1100, check=False)
-    assert_clean(kernels)
+    ref.assert_dense_clean(kernels)
     a = reference.append_unique(*(torch.as_tensor(x, dtype=torch.int64) for x in cases[0][:2]), id_bound=5000)
     b = kernels.append_unique(*(torch.as_tensor(x, dtype=torch.int64) for x in cases[0][:2]), id_bound=5000)
     assert all(torch.equal(x, y) for x, y in zip(a, b))        # after the overflow, as before it

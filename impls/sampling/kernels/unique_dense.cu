@@ -6,18 +6,19 @@
 //                  generation reads as empty, so no call has to reset the slots it wrote
 //   bits[N/32]     u32, one bit per new node (a neighbor that is not a target); the scan that
 //                  numbers them clears every word it reads
-//   counts[2][C]   i32 new nodes per chunk of DM_CHUNK words, one row per call parity
+//   counts[C]      i32 new nodes per chunk of DM_CHUNK words (written whole by every call)
 //   ctl[2][2]      i64 per call parity: new nodes (the host's read-back), ids out of bound
-// A call of generation g uses the rows of parity g & 1 and zeroes those of the other parity,
-// which the next call uses. New nodes are numbered in ascending id: the bitmap is scanned in
-// chunks, one block per chunk, so the output equals the sort reference's (torch.unique).
-// Four launches:
+// A call of generation g uses the row of parity g & 1 and zeroes the other parity's, which the
+// next call uses. New nodes are numbered in ascending id: the bitmap is scanned in chunks, one
+// block per chunk, so the output equals the sort reference's (torch.unique). Five launches:
 //   dm_mark_targets    thread per target: slot[t] = max(slot[t], (g, ~index)), so a repeated
 //                      target keeps its first index; unique_out[i] = t; zeroes dup_count and the
-//                      other parity's counters
+//                      other parity's read-back words
 //   dm_mark_neighbors  thread per neighbor (after the targets): a node whose slot is not of
 //                      generation g is new: set its bit (read first, so a popular node costs one
-//                      atomicOr) and, if this thread set it, count it in its chunk
+//                      atomicOr)
+//   dm_count           block per chunk: new nodes in the chunk (a count per chunk by atomics
+//                      as bits are set would put every new node's atomic on a few L2 slices)
 //   dm_assign          block per chunk: the chunks before it summed by the block (N / 32768
 //                      of them: a few reads per thread, no host-side prefix sum), a block scan of
 //                      the threads' bit counts; each set bit gets num_targets + the new nodes
@@ -32,7 +33,6 @@
 #define DM_THREADS 256
 #define DM_WORDS_PER_THREAD 4
 #define DM_CHUNK (DM_THREADS * DM_WORDS_PER_THREAD)
-#define DM_CHUNK_IDS_SHIFT 15                      // log2(DM_CHUNK * 32)
 
 __device__ __forceinline__ u64 dm_encode(u64 gen, u64 local) { return (gen << 32) | (u64)(0xffffffffu - (u32)local); }
 __device__ __forceinline__ u32 dm_decode(u64 entry) { return 0xffffffffu - (u32)entry; }
@@ -40,14 +40,12 @@ __device__ __forceinline__ u32 dm_decode(u64 entry) { return 0xffffffffu - (u32)
 extern "C" __global__ void dm_mark_targets(const long long* __restrict__ targets, long long nt, long long bound,
                                            unsigned long long gen, unsigned long long* slot,
                                            long long* __restrict__ unique_out, int* __restrict__ dup_count,
-                                           long long cap, int* __restrict__ other_counts, long long count_rows,
-                                           unsigned long long* ctl, unsigned long long* __restrict__ other_ctl) {
+                                           long long cap, unsigned long long* ctl,
+                                           unsigned long long* __restrict__ other_ctl) {
     const long long stride = (long long)gridDim.x * blockDim.x;
-    long long n = nt > cap ? nt : cap;
-    if (count_rows > n) n = count_rows;
+    const long long n = nt > cap ? nt : cap;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         if (i < cap) dup_count[i] = 0;
-        if (i < count_rows) other_counts[i] = 0;
         if (i < 2) other_ctl[i] = 0;
         if (i >= nt) continue;
         const long long v = targets[i];
@@ -62,7 +60,7 @@ extern "C" __global__ void dm_mark_targets(const long long* __restrict__ targets
 
 extern "C" __global__ void dm_mark_neighbors(const long long* __restrict__ neighbors, long long nn, long long bound,
                                              unsigned long long gen, const unsigned long long* __restrict__ slot,
-                                             u32* bits, int* counts, unsigned long long* ctl) {
+                                             u32* bits, unsigned long long* ctl) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < nn; j += stride) {
         const long long v = neighbors[j];
@@ -73,8 +71,7 @@ extern "C" __global__ void dm_mark_neighbors(const long long* __restrict__ neigh
         if ((slot[v] >> 32) == gen) continue;               // a target
         const u32 m = 1u << (v & 31);
         u32* word = &bits[v >> 5];
-        if (((volatile u32*)word)[0] & m) continue;
-        if (!(atomicOr(word, m) & m)) atomicAdd(&counts[v >> DM_CHUNK_IDS_SHIFT], 1);
+        if (!(((volatile u32*)word)[0] & m)) atomicOr(word, m);
     }
 }
 
@@ -94,6 +91,19 @@ __device__ __forceinline__ int dm_block_exclusive(int x, int* s, int* total) {
     *total = s[DM_THREADS - 1];
     __syncthreads();                                          // s is reused by the next chunk
     return inclusive - x;
+}
+
+extern "C" __global__ void __launch_bounds__(DM_THREADS) dm_count(const u32* __restrict__ bits, long long words,
+                                                                 long long nchunks, int* __restrict__ counts) {
+    __shared__ int s[DM_THREADS];
+    for (long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        const long long first = c * DM_CHUNK + (long long)threadIdx.x * DM_WORDS_PER_THREAD;
+        int n = 0;
+        for (int k = 0; k < DM_WORDS_PER_THREAD; ++k) n += first + k < words ? __popc(bits[first + k]) : 0;
+        int total;
+        dm_block_exclusive(n, s, &total);
+        if (threadIdx.x == 0) counts[c] = total;
+    }
 }
 
 // Sum of counts[0, end) by the whole block.
