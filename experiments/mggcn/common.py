@@ -220,7 +220,7 @@ def build_trainer(exp, point, graph, ctx, **options):
     cfg, rank = ctx.cfg, ctx.rank
     impl = point.impl
     model_text, lr = point.params["model"], exp.param(cfg, "lr")
-    permute = bool(point.params.get("permute", ctx.world_size > 1))
+    permute = bool(point.params.get("permute", rank.world_size > 1))
     if impl == "mggcn":
         options.setdefault("first_layer_backward", point.params.get("first_layer_backward", "exact"))
     else:
