@@ -31,6 +31,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
 from harness.worlds import Worlds
 
+from ..kit import training as kit
 from . import PAPER_HARDWARE
 from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE,
                      QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
@@ -134,103 +135,125 @@ class LossExperiment(Experiment):
                 yield Point("pagraph", {**base, "las": False})
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        with one_torch_thread():
-            return self._run_point(point, ctx)
-
-    def _run_point(self, point: Point, ctx) -> list[Measurement]:
-        import torch
-
-        from impls.placement.pagraph import PlacementTimeout
-        from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
-        from impls.placement.simulate import gpu_batches
-        from impls.core.topology import by_name
-
-        prm = point.params
-        cfg, bench = ctx.cfg, workbench(ctx)
-        graph = load_graph(ctx, self.dataset, prm["scale"])
-        if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
-            raise SkipPoint(f"{self.dataset}: needs node features and single-label classes")
-        topology = by_name(prm["topology"])
-        buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
-        options = {"alpha": paper_alpha(prm["topology"])} if point.impl == "clique_opt" else \
-            {"time_cap_s": min(self.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
-             else self.param(cfg, "pagraph_cap_s")}
-        try:
-            placement = bench.placement(graph, point.impl, prm["topology"], buffer_size, seed=cfg.seed, **options)
-        except PlacementTimeout as exc:
-            raise SkipPoint(f"timeout: {exc}") from None
-
-        n = topology.num_gpus
-        scale = prm["scale"]
-        layer_nodes = scaled(PAPER_LAYER_NODES, scale, 64)
-        batch = self.param(cfg, "batch_size") or scaled(512 if self.dataset in ("reddit", "products") else 2048,
-                                                        scale, 32)
+        cfg = ctx.cfg
+        trainer = LossTrainer(self, point, ctx)
         epochs = self.param(cfg, "epochs") if not cfg.quick else min(self.param(cfg, "epochs"), 3)
-        las_setting = self.param(cfg, "las_scale")
-        controller = ScaleController(LAS_LT, LAS_UT, LAS_MAXS)
-        scale_now = (1.0 if las_setting == "adaptive" else float(las_setting)) if prm["las"] else 1.0
-        boosts = [LocalityBoost(bench.locality_sets(graph, placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
-                                scale_now) if prm["las"] else None for g in range(n)]
-        samplers = [LayerWiseSampler(layer_nodes, NUM_LAYERS, boosts[g]) for g in range(n)]
-        lookups = [placement.lookup(g).dev_num for g in range(n)]
-        cost = cost_model(graph, topology)
-
-        x = torch.from_numpy(np.asarray(graph.features, dtype=np.float32))
-        y = torch.from_numpy(np.asarray(graph.labels, dtype=np.int64))
-        train = graph.train_idx[graph.labels[graph.train_idx] >= 0]
-        classes = int(graph.labels.max()) + 1
-        model = build_model(x.shape[1], self.param(cfg, "hidden"), classes, NUM_LAYERS, cfg.seed)
-        opt = torch.optim.Adam(model.parameters(), lr=self.param(cfg, "lr_per_gpu") * n)   # ICS'22: 0.01 n
-        rng = np.random.default_rng(cfg.seed)
-        history = {"loss": [], "host_fraction": [], "loading_s": [], "load_ratio": [], "las_scale": []}
-        for epoch in range(1, epochs + 1):
-            per_gpu = gpu_batches(train, placement, batch, rng)
-            steps = max(len(b) for b in per_gpu)
-            cap = self.param(cfg, "max_steps") or (20 if cfg.quick else None)
-            steps = min(steps, cap) if cap else steps
-            losses, reads, compute_s = [], np.zeros(3), 0.0
-            for step in range(steps):
-                started = time.perf_counter()
-                opt.zero_grad()
-                total, count = 0.0, 0
-                for g in range(n):
-                    if step >= len(per_gpu[g]):
-                        continue
-                    seeds = per_gpu[g][step]
-                    sample = samplers[g].sample(graph.indptr, graph.indices, seeds, rng)
-                    src = lookups[g][sample.input_nodes]
-                    reads += [np.count_nonzero(src == g), np.count_nonzero((src >= 0) & (src != g)),
-                              np.count_nonzero(src < 0)]
-                    logits = model(x[torch.from_numpy(sample.input_nodes)], sample.blocks)
-                    loss = torch.nn.functional.cross_entropy(logits, y[torch.from_numpy(seeds)])
-                    total = total + loss
-                    count += 1
-                (total / count).backward()                           # = averaging the GPUs' gradients
-                opt.step()
-                losses.append(float(total.detach()) / count)
-                compute_s += time.perf_counter() - started
-            load_s = float(cost.read_cost(*reads)) / n                  # modeled, per GPU on average
-            ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
-            history["loss"].append(float(np.mean(losses)))
-            history["host_fraction"].append(float(reads[2] / max(reads.sum(), 1)))
-            history["loading_s"].append(load_s)
-            history["load_ratio"].append(ratio)
-            history["las_scale"].append(scale_now if prm["las"] else 1.0)
-            if prm["las"] and las_setting == "adaptive":
-                scale_now = controller.update(ratio)
-                for boost in boosts:
-                    boost.scale = scale_now
-        acc = evaluate(model, graph, x, y, layer_nodes, self.param(cfg, "eval_nodes"), cfg.seed)
+        with one_torch_thread():
+            trained = kit.run_epochs(trainer, None, point.label(), epochs, evaluate="never", lifetime=kit.no_lifetime(),
+                                     finish=lambda t: t.test_accuracy(self.param(cfg, "eval_nodes")))
+        history = {key: [st.extra[key] for st in trained.stats]
+                   for key in ("host_fraction", "loading_s", "load_ratio", "las_scale")}
+        history = {"loss": [st.loss for st in trained.stats], **history}
         # one row per metric and point; the per-epoch curves travel in the rows' extra
         curves = {f"{k}_per_epoch": v for k, v in history.items()}
         return [Measurement("train_loss", "", value=history["loss"][-1],
-                            extra={**curves, "epochs": epochs, "batch_size": batch, "layer_nodes": layer_nodes}),
+                            extra={**curves, "epochs": epochs, "batch_size": trainer.batch,
+                                   "layer_nodes": trainer.layer_nodes}),
                 Measurement("host_fraction", "fraction", value=float(np.mean(history["host_fraction"]))),
                 Measurement("loading_time", "s/epoch", value=float(np.mean(history["loading_s"]))),
-                Measurement("test_accuracy", "", value=acc, better="higher")]
+                Measurement("test_accuracy", "", value=trained.final, better="higher")]
 
     def report(self, rows, runs) -> ReportArtifact:
         return loss_report(self, rows, runs)
+
+
+class LossTrainer:
+    """ICS'22's data-parallel training over the simulated GPUs of one point, as a pipeline the
+    epoch driver runs: every step each GPU samples its own mini-batch (LAS boosting the nodes it
+    reads from GPU buffers), the per-GPU losses are averaged and one optimizer step follows."""
+
+    def __init__(self, exp: LossExperiment, point: Point, ctx):
+        self.exp, self.point, self.ctx = exp, point, ctx
+
+    def setup(self) -> None:
+        import torch
+
+        from impls.core.topology import by_name
+        from impls.placement.pagraph import PlacementTimeout
+        from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
+
+        exp, prm, cfg, bench = self.exp, self.point.params, self.ctx.cfg, workbench(self.ctx)
+        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"])
+        if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
+            raise SkipPoint(f"{exp.dataset}: needs node features and single-label classes")
+        topology = by_name(prm["topology"])
+        buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
+        options = {"alpha": paper_alpha(prm["topology"])} if self.point.impl == "clique_opt" else \
+            {"time_cap_s": min(exp.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
+             else exp.param(cfg, "pagraph_cap_s")}
+        try:
+            self.placement = bench.placement(graph, self.point.impl, prm["topology"], buffer_size, seed=cfg.seed,
+                                             **options)
+        except PlacementTimeout as exc:
+            raise SkipPoint(f"timeout: {exc}") from None
+        n = self.n = topology.num_gpus
+        scale = prm["scale"]
+        self.layer_nodes = scaled(PAPER_LAYER_NODES, scale, 64)
+        self.batch = exp.param(cfg, "batch_size") or scaled(512 if exp.dataset in ("reddit", "products") else 2048,
+                                                            scale, 32)
+        self.las_setting = exp.param(cfg, "las_scale")
+        self.controller = ScaleController(LAS_LT, LAS_UT, LAS_MAXS)
+        self.scale_now = (1.0 if self.las_setting == "adaptive" else float(self.las_setting)) if prm["las"] else 1.0
+        self.boosts = [LocalityBoost(bench.locality_sets(graph, self.placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
+                                     self.scale_now) if prm["las"] else None for g in range(n)]
+        self.samplers = [LayerWiseSampler(self.layer_nodes, NUM_LAYERS, self.boosts[g]) for g in range(n)]
+        self.lookups = [self.placement.lookup(g).dev_num for g in range(n)]
+        self.cost = cost_model(graph, topology)
+        self.x = torch.from_numpy(np.asarray(graph.features, dtype=np.float32))
+        self.y = torch.from_numpy(np.asarray(graph.labels, dtype=np.int64))
+        self.train = graph.train_idx[graph.labels[graph.train_idx] >= 0]
+        classes = int(graph.labels.max()) + 1
+        self.model = build_model(self.x.shape[1], exp.param(cfg, "hidden"), classes, NUM_LAYERS, cfg.seed)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=exp.param(cfg, "lr_per_gpu") * n)  # ICS'22: 0.01 n
+        self.rng = np.random.default_rng(cfg.seed)
+
+    def train_epoch(self, epoch: int, breakdown: bool = False, max_batches: int | None = None):
+        """One epoch: its mean loss, and in its extra the share of host reads, the modeled loading
+        seconds (Eq. 3, per GPU on average), their share of the epoch and the LAS scale s used."""
+        import torch
+
+        from impls.pipelines.base import EpochStats
+        from impls.placement.simulate import gpu_batches
+
+        cfg, graph, n, rng = self.ctx.cfg, self.graph, self.n, self.rng
+        per_gpu = gpu_batches(self.train, self.placement, self.batch, rng)
+        steps = full = max(len(b) for b in per_gpu)
+        cap = self.exp.param(cfg, "max_steps") or (20 if cfg.quick else None)
+        steps = min(steps, cap) if cap else steps
+        losses, reads, compute_s = [], np.zeros(3), 0.0
+        for step in range(steps):
+            started = time.perf_counter()
+            self.opt.zero_grad()
+            total, count = 0.0, 0
+            for g in range(n):
+                if step >= len(per_gpu[g]):
+                    continue
+                seeds = per_gpu[g][step]
+                sample = self.samplers[g].sample(graph.indptr, graph.indices, seeds, rng)
+                src = self.lookups[g][sample.input_nodes]
+                reads += [np.count_nonzero(src == g), np.count_nonzero((src >= 0) & (src != g)),
+                          np.count_nonzero(src < 0)]
+                logits = self.model(self.x[torch.from_numpy(sample.input_nodes)], sample.blocks)
+                loss = torch.nn.functional.cross_entropy(logits, self.y[torch.from_numpy(seeds)])
+                total = total + loss
+                count += 1
+            (total / count).backward()                           # = averaging the GPUs' gradients
+            self.opt.step()
+            losses.append(float(total.detach()) / count)
+            compute_s += time.perf_counter() - started
+        load_s = float(self.cost.read_cost(*reads)) / n                  # modeled, per GPU on average
+        ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
+        las = self.point.params["las"]
+        extra = {"host_fraction": float(reads[2] / max(reads.sum(), 1)), "loading_s": load_s, "load_ratio": ratio,
+                 "las_scale": self.scale_now if las else 1.0}
+        if las and self.las_setting == "adaptive":
+            self.scale_now = self.controller.update(ratio)
+            for boost in self.boosts:
+                boost.scale = self.scale_now
+        return EpochStats(epoch, compute_s, None, None, None, steps, full, float(np.mean(losses)), 0, 0, False, extra)
+
+    def test_accuracy(self, max_nodes: int) -> float:
+        return evaluate(self.model, self.graph, self.x, self.y, self.layer_nodes, max_nodes, self.ctx.cfg.seed)
 
 
 def evaluate(model, graph, x, y, layer_nodes: int, max_nodes: int, seed: int) -> float:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .fig9 import STAGES, stacked_bars
 from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption, machine_labels, settings_caption)
+                       datasets_caption, settings_caption)
 
 PIPES = ("wholegraph", "wholegraph_lib")
 
@@ -32,7 +32,7 @@ class Fig11(TrainingExperiment):
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in PIPES
                    and r["key"]["dataset"] in ("ogbn-products", "ogbn-papers100M")] or \
             [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in PIPES]

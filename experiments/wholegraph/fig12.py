@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .table5 import default_backend
 from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption, machine_labels)
+                       datasets_caption)
 
 
 MIN_SAMPLES = 25          # 0.5 s of signal at the 20 ms poll interval
@@ -36,7 +36,7 @@ class Fig12(TrainingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r) and "utilization" in r["extra"]]
         out, traces, kinds = [], [], set()
         traced: dict[str, tuple] = {}

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .table5 import default_backend
 from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption, machine_labels, settings_caption)
+                       datasets_caption, settings_caption)
 
 
 @register_experiment
@@ -30,7 +30,7 @@ class Fig7(TrainingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r)
                    and r["extra"].get("epoch_time", {}).get("val_acc_per_epoch")]
         preferred = [r for r in records if r["key"]["dataset"] == "ogbn-products" and r["key"]["model"] == "sage"]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .table5 import default_backend, partial_wave
 from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption, machine_labels, settings_caption)
+                       datasets_caption, settings_caption)
 
 STAGES = (("sample_time", "sample s"), ("gather_time", "gather s"), ("train_time", "train s"))
 
@@ -71,7 +71,7 @@ class Fig9(TrainingExperiment):
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id)
                    if r["key"]["dataset"] in ("ogbn-products", "ogbn-papers100M")] or collect(rows, prefer=self.id)
         table = pd.DataFrame.from_records(breakdown_records(records, labels))

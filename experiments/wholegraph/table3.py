@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
+from ..kit.training import finite
 from . import PAPER_HARDWARE
 from .table5 import default_backend
 from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, collect,
-                       common_parameters, datasets_caption, finite, machine_labels, settings_caption,
+                       common_parameters, datasets_caption, settings_caption,
                        table3_paper_values)
 
 ORDER = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
@@ -65,7 +66,7 @@ class Table3(TrainingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r)]
         groups: dict = {}
         for rec in records:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .training import (GIB, MODEL_NAMES, PIPELINE_NAMES, SHORT, TABLE4, TrainingExperiment, collect,
-                       common_parameters, datasets_caption, machine_labels, table4_paper_values)
+                       common_parameters, datasets_caption, table4_paper_values)
 
 PIPES = ("wholegraph", "wholegraph_lib")
 
@@ -41,7 +41,7 @@ class Table4(TrainingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id)
                    if r["key"]["impl"] in PIPES and "memory_total" in r["metrics"]]
         preferred = [r for r in records if r["key"]["dataset"] == "ogbn-papers100M"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, machine_kind, skip_notes
+from harness.tables import caption_hardware, machine_kind, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, datasets_caption,
-                       machine_labels, settings_caption, table5_paper_values)
+                       settings_caption, table5_paper_values)
 
 COLUMNS = (("pyg_host", "PyG s"), ("dgl_host", "DGL s"), ("wholegraph_lib", "WG-lib s"), ("wholegraph", "ours s"))
 
@@ -97,7 +97,7 @@ class Table5(TrainingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id)
         latest = latest_cells(records, labels)
         order = {name: i for i, name in enumerate([*TABLE5, *MODEL_NAMES])}

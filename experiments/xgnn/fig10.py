@@ -26,12 +26,12 @@ from harness.argtypes import names_of
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
+from ..kit.training import finite
 from . import PAPER_HARDWARE
 from .training import (FIG10_STEPS, MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect,
-                       combo_list, common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels,
-                       ratio, settings_caption)
+                       combo_list, common_parameters, datasets_caption, drop_single, fmt, ratio, settings_caption)
 
 COMBOS = (("gcn", "twitter-2010"), ("gcn", "ogbn-papers100M"), ("sage", "uk-2006-05"), ("sage", "com-friendster"))
 # what the paper says each step does: (the time it names, expected gain, the claim)
@@ -121,7 +121,7 @@ class Fig10(XGNNTraining):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id)
         groups: dict = {}
         for rec in records:

@@ -15,12 +15,12 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
+from ..kit.training import finite
 from . import PAPER_HARDWARE
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels,
-                       ratio, settings_caption, system_list)
+                       common_parameters, datasets_caption, drop_single, fmt, ratio, settings_caption, system_list)
 
 SYSTEMS11 = ("dgl_cache", "xgnn")
 COMBOS = (("gcn", "ogbn-papers100M"), ("sage", "uk-2006-05"))
@@ -62,7 +62,7 @@ class Fig11(ScalingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if r["params"]["system"] in SYSTEMS11]
         groups: dict = {}
         for rec in records:

@@ -17,11 +17,12 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from .fig11 import ScalingExperiment
+from ..kit.training import finite
 from .training import (MODEL_SHORT, SHORT, budget_caption, cell, collect, combo_list, common_parameters,
-                       datasets_caption, drop_single, finite, fmt, machine_labels, settings_caption, system_list)
+                       datasets_caption, drop_single, fmt, settings_caption, system_list)
 
 
 def paper_values() -> tuple[PaperValue, ...]:
@@ -46,7 +47,7 @@ class Fig12(ScalingExperiment):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = [r for r in collect(rows, prefer=self.id) if r["params"]["system"] == "xgnn"]
         prefer = [r for r in records if (r["params"]["model"], r["params"]["dataset"]) == ("sage", "uk-2006-05")]
         records = prefer or records

@@ -22,10 +22,11 @@ from harness.argtypes import names_of, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
+from ..kit.training import finite
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels, ratio,
+                       common_parameters, datasets_caption, drop_single, fmt, ratio,
                        settings_caption, system_list)
 
 SYSTEMS_A = ("dgl_host", "quiver", "xgnn_g", "xgnn_f")
@@ -85,7 +86,7 @@ class Fig15(XGNNTraining):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id, key_params=("part", "system", "dataset", "model"))
         a = [r for r in records if r["params"].get("part") == "a"]
         b = [r for r in records if r["params"].get("part") == "b"]

@@ -16,10 +16,10 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
-                       datasets_caption, drop_single, fmt, machine_labels, model_list,
+                       datasets_caption, drop_single, fmt, model_list,
                        name_list, ratio, settings_caption, system_list)
 
 SYSTEMS1 = ("dgl", "gnnlab", "quiver", "wholegraph", "xgnn")
@@ -65,7 +65,7 @@ class Table1(XGNNTraining):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id)
         grid: dict = {}
         for rec in records:

@@ -21,12 +21,13 @@ import statistics
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
+from ..kit.training import finite
 from . import PAPER_HARDWARE
 from .training import (DATASETS, MODEL_SHORT, MODELS, SHORT, SYSTEMS, XGNNTraining, budget_caption,
-                       budget_gib, cell, collect, common_parameters, datasets_caption, drop_single, finite, fmt,
-                       machine_labels, model_list, name_list, ratio, settings_caption, system_list)
+                       budget_gib, cell, collect, common_parameters, datasets_caption, drop_single, fmt,
+                       model_list, name_list, ratio, settings_caption, system_list)
 
 TABLE4_SYSTEMS = ("dgl", "dgl_gpu", "quiver", "dgl_cache", "xgnn")
 # not in the paper's table, run on request: DGL+C with the topology in host memory (DGL's UVA mode),
@@ -121,7 +122,7 @@ class Table4(XGNNTraining):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id)
         by_point = {}
         for rec in records:

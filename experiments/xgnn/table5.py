@@ -18,10 +18,10 @@ import statistics
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, skip_notes
+from harness.tables import caption_hardware, run_labels, skip_notes
 
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, fmt, machine_labels, ratio,
+                       common_parameters, datasets_caption, drop_single, fmt, ratio,
                        settings_caption, system_list)
 
 SYSTEMS5 = ("wholegraph", "xgnn")
@@ -70,7 +70,7 @@ class Table5(XGNNTraining):
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
+        labels = run_labels(rows, runs)
         records = collect(rows, prefer=self.id)
         groups = {}
         for rec in records:

@@ -58,15 +58,15 @@ default 1.1k (CF) to 2.6k (TW) seeds.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
 from harness.argtypes import dataset_names as name_list
-from harness.experiment import Experiment, Measurement, Param, Point, device_setting
-from harness.timing import Stats
+from harness.experiment import Measurement, Param, Point
 from harness.worlds import Worlds, world_sizes
 
+from ..kit import training as kit
+from ..kit.training import finite
 from . import PAPER_HARDWARE
 
 GIB = 1 << 30
@@ -234,10 +234,6 @@ def common_parameters(**defaults) -> dict[str, Param]:
     return params
 
 
-def setting(exp, cfg, name):
-    return device_setting(exp, cfg, name, DEFAULTS)
-
-
 # ----------------------------------------------------------------------------- the budget
 
 def topology_bytes(graph) -> int:
@@ -288,19 +284,17 @@ def wholegraph_need(graph, world: int) -> int:
 
 # ----------------------------------------------------------------------------- the experiment base
 
-class XGNNTraining(Experiment):
+class XGNNTraining(kit.TrainingExperiment):
     """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
 
-    interface = "pipelines"
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph", "dgl_host")
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
                      "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
                      "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
                      "the first); E2E is the median of later free-running epochs.")
-    spawn_ranks = True
     parameters = common_parameters()
+    defaults = DEFAULTS
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
     eval_every_epoch = True
 
@@ -327,7 +321,7 @@ class XGNNTraining(Experiment):
 
         name = dataset
         spec = datasets.get(name)
-        scale = datasets.scale_for_edges(name, setting(self, cfg, "max_edges"))
+        scale = datasets.scale_for_edges(name, self.setting(cfg, "max_edges"))
         if spec.standin:        # enough nodes for the stand-in's communities
             scale = max(scale, 1.05 * MIN_COMMUNITY * spec.standin.num_classes / spec.nodes)
         return float(f"{scale:.2g}")
@@ -343,7 +337,7 @@ class XGNNTraining(Experiment):
         spec = datasets.get(name)
         n = int(round(spec.nodes * scale))
         train = spec.split.counts(n, spec.nodes)[0]
-        return max(1, min(paper, train // (ref_world * setting(self, cfg, "min_batches"))))
+        return max(1, min(paper, train // (ref_world * self.setting(cfg, "min_batches"))))
 
     def point(self, system: str, dataset: str, model: str, world: int, cfg, *, ref_world: int | None = None,
               budget: str | None = None, **extra) -> Point:
@@ -353,10 +347,10 @@ class XGNNTraining(Experiment):
         paper = PAPER_MODELS["xgnn"][model]
         params = {"system": system, "dataset": dataset, "scale": scale, "model": model,
                   "layers": paper["num_layers"], "fanouts": list(paper["fanouts"]),
-                  "hidden": setting(self, cfg, "hidden"),
+                  "hidden": self.setting(cfg, "hidden"),
                   "batch_size": self.batch_for(dataset, scale, model, ref_world or world, cfg),
-                  "budget": budget or self.param(cfg, "budget"), "epochs": setting(self, cfg, "epochs")}
-        limit = cap(setting(self, cfg, "max_batches"))
+                  "budget": budget or self.param(cfg, "budget"), "epochs": self.setting(cfg, "epochs")}
+        limit = cap(self.setting(cfg, "max_batches"))
         if limit is not None:
             params["max_batches"] = limit
         if self.param(cfg, "stage_barrier") == "on":       # absent = off: rows of earlier runs read the same
@@ -383,7 +377,7 @@ class XGNNTraining(Experiment):
 
 def train_system(exp, point, ctx) -> list[Measurement]:
     from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, collective_lifetime, load_graph
+    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, load_graph
     from impls.pipelines.xgnn import xgnn_config
     from impls.storage.budget import OutOfMemoryBudget
 
@@ -406,63 +400,38 @@ def train_system(exp, point, ctx) -> list[Measurement]:
             raise OutOfMemoryBudget(f"WholeGraph's topology and features (everything on {rank.world_size} "
                                     f"GPU{'s' if rank.world_size > 1 else ''})", need, budget)
     config = xgnn_config(p["model"], graph=graph, dataset=p["dataset"], scale=p["scale"], data_root=data_root,
-                         hidden=p["hidden"], batch_size=p["batch_size"], lr=setting(exp, cfg, "lr"), seed=cfg.seed,
+                         hidden=p["hidden"], batch_size=p["batch_size"], lr=exp.setting(cfg, "lr"), seed=cfg.seed,
                          epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
-                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
+                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=cap(exp.setting(cfg, "eval_nodes")),
                          memory_budget_bytes=budget, options=options,
                          stage_barrier=p.get("stage_barrier") == "on")
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
     pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
-    tiered = system.impl in TIERED
-    warm = setting(exp, cfg, "warmup_batches")
-    with collective_lifetime(pipe, label, rank):
-        pipe.setup()
-        if warm:
-            pipe.train_epoch(-1, breakdown=False, max_batches=warm)
-        stats, val_curve = [], []
-        synced_epochs = setting(exp, cfg, "synced_epochs")
-        for e in range(config.epochs):
-            synced = exp.timing == "both" and e < synced_epochs
-            saved = config.options.get("prefetch")
-            if synced and tiered:
-                config.options["prefetch"] = 0          # stages timed alone, not overlapped
-            try:
-                st = pipe.train_epoch(e, breakdown=synced)
-            finally:
-                if synced and tiered:
-                    if saved is None:
-                        config.options.pop("prefetch", None)
-                    else:
-                        config.options["prefetch"] = saved
-            stats.append(st)
-            if exp.eval_every_epoch or e == config.epochs - 1:
-                val_curve.append(pipe.evaluate("val"))
-            parts = (f" (S {st.sample_s:.3g}, E {st.gather_s:.3g}, T {st.train_s:.3g} s)" if st.breakdown
-                     else " (pipelined)")
-            hit = st.extra.get("feature_hit_rate")
-            rank.progress(f"  {label}: epoch {e + 1}/{config.epochs} {st.full_epoch_s():.3g} s{parts}, "
-                            f"{st.batches}/{st.batches_full} batches, loss {st.loss:.4g}"
-                            + (f", H {100 * hit:.0f}%" if hit is not None else "")
-                            + (f", val acc {val_curve[-1]:.3f}" if val_curve else ""))
-        test = pipe.evaluate("test")
-        mem = pipe.memory()
-        used = pipe.memory_report().get("device_used_bytes", 0)
-        describe = pipe.describe()
+    warm = exp.setting(cfg, "warmup_batches")
+    synced_epochs = exp.setting(cfg, "synced_epochs")
+
+    def finish(pipe):
         store = getattr(pipe, "store", None)
-        store_memory = store.memory() if store is not None else None
+        return {"test": pipe.evaluate("test"), "mem": pipe.memory(), "describe": pipe.describe(),
+                "used": pipe.memory_report().get("device_used_bytes", 0),
+                "store_memory": store.memory() if store is not None else None}
+
+    trained = kit.run_epochs(pipe, rank, label, config.epochs, warmup_batches=warm,
+                             synced=lambda e: exp.timing == "both" and e < synced_epochs,
+                             evaluate="every" if exp.eval_every_epoch else "last",
+                             unprefetched_synced=system.impl in TIERED, finish=finish)
+    f = trained.final
     cats = MEMORY_CATEGORIES + ("total",)
-    summed = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "sum")))
-    largest = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "max")))
-    used_sum = rank.all_reduce_floats([used or 0], "sum")[0]
-    return measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
-                        store_memory, warm, rank.world_size)
+    summed = dict(zip(cats, rank.all_reduce_floats([f["mem"][k] for k in cats], "sum")))
+    largest = dict(zip(cats, rank.all_reduce_floats([f["mem"][k] for k in cats], "max")))
+    used_sum = rank.all_reduce_floats([f["used"] or 0], "sum")[0]
+    return measurements(p, graph, topo, budget, trained, summed, largest, used_sum, f["describe"],
+                        f["store_memory"], warm, rank.world_size)
 
 
-def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
+def measurements(p, graph, topo, budget, trained, summed, largest, used_sum, describe,
                  store_memory, warm, world) -> list[Measurement]:
-    synced = [s for s in stats if s.breakdown]
-    free = [s for s in stats if not s.breakdown]
-    timed = free or synced
+    stats, val_curve, synced = trained.stats, trained.val_curve, trained.synced
     last = stats[-1].extra
     store = last.get("store")
     graph_info = {"nodes": int(graph.num_nodes), "edges": int(graph.num_edges),
@@ -478,11 +447,7 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
         "store": store, "tiers": last.get("tiers"), "world_size": world,
         "stage_s_slowest_rank": [s.extra.get("stage_s_slowest_rank") for s in synced],
     }
-    out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
-    for stage in ("sample", "gather", "train"):
-        values = [s.full_epoch_s(getattr(s, f"{stage}_s")) for s in synced]
-        if values:
-            out.append(Measurement(f"{stage}_time", "s", Stats.from_samples(values)))
+    out = kit.epoch_measurements(trained, epoch_extra)
     hits = [s.extra.get("feature_hit_rate") for s in stats if s.extra.get("feature_hit_rate") is not None]
     if hits:
         out.append(Measurement("feature_hit_rate", "", value=sum(hits) / len(hits), better="higher"))
@@ -495,8 +460,7 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
     elif p["system"] == "wholegraph":
         out.append(Measurement("feat_ratio", "", value=1.0, better="higher"))
         out.append(Measurement("graph_ratio", "", value=1.0, better="higher"))
-    out.append(Measurement("val_accuracy", "", value=val_curve[-1], better="higher"))
-    out.append(Measurement("test_accuracy", "", value=test, better="higher"))
+    out += kit.accuracy_measurements(val_curve[-1], trained.final["test"])
     if store_memory is not None:
         topo_gpus, feat_gpus = store_memory["gpu_topology_bytes"], store_memory["gpu_feature_bytes"]
     else:
@@ -513,40 +477,17 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
 
 # ----------------------------------------------------------------------------- reading rows back
 
-def _params(r) -> dict:
-    return r["params"] if isinstance(r["params"], dict) else {}
-
-
 def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("system", "dataset", "model")):
-    """One record per point: ``{"run_id", "world", "params", "status", "reason", "metrics": {...},
-    "extra": {metric: extra}, "experiment"}``; rows of the experiment ``prefer`` first when several
-    experiments trained the same point. Skipped and failed points are records too."""
-    ordered = rows
-    if prefer is not None and not rows.empty:
-        ordered = rows.assign(_order=(rows["experiment"] != prefer).astype(int)).sort_values("_order", kind="stable")
-    records: dict = {}
-    owner: dict = {}
-    for _, r in ordered.iterrows():
-        params = _params(r)
-        if not all(k in params for k in key_params):
-            continue
-        if params.get("system") == "dgl" and r["impl"] == "dgl_cache":
-            params = {**params, "system": "dgl_gpu"}    # the re-implemented DGL configuration, stored as 'dgl'
+    """One record per point (system, dataset, model), skipped and failed points too."""
+    return kit.collect(rows, prefer, key_params, failures=True, reading=system_of_row)
 
-        key = (r["run_id"], int(r["world_size"])) + tuple(str(params[k]) for k in key_params)
-        if owner.setdefault(key, r["experiment"]) != r["experiment"]:
-            continue
-        rec = records.setdefault(key, {"run_id": r["run_id"], "world": int(r["world_size"]), "params": params,
-                                       "status": r["status"], "reason": None, "metrics": {}, "extra": {},
-                                       "experiment": r["experiment"], "device": r.get("device")})
-        if r["status"] != "ok":
-            rec["status"], rec["reason"] = r["status"], r.get("reason")
-            continue
-        rec["metrics"][r["metric"]] = r["value"]
-        extra = r.get("extra")
-        if isinstance(extra, dict):
-            rec["extra"][r["metric"]] = extra
-    return list(records.values())
+
+def system_of_row(params: dict, impl: str) -> dict:
+    """A row's params with its system as the columns name it: the re-implemented DGL configuration
+    (DGL+C's pipeline with no cache) is stored as system 'dgl' with impl dgl_cache."""
+    if params.get("system") == "dgl" and impl == "dgl_cache":
+        return {**params, "system": "dgl_gpu"}
+    return params
 
 
 def is_oom(rec) -> bool:
@@ -564,10 +505,6 @@ def cell(rec, metric: str):
     if is_oom(rec):
         return "OOM"
     return "x" if rec["status"] == "skipped" else "error"
-
-
-def finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
 
 
 def ratio(a, b):
@@ -610,12 +547,6 @@ def budget_caption(records) -> str:
 def budget_gib(rec):
     b = rec["extra"].get("epoch_time", {}).get("budget_bytes")
     return b / GIB if b else None
-
-
-def machine_labels(rows, runs):
-    from harness.tables import run_labels
-
-    return run_labels(rows, runs)
 
 
 def drop_single(table, columns=("Machine",)):
