@@ -18,7 +18,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.worlds import Worlds
 
 register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),

@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_impl
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.worlds import Worlds
 
 register_impl("datasets", "registry", needs=Needs(devices=("cpu", "cuda")),

@@ -17,20 +17,12 @@ epochs). :func:`collect` reads rows back as one record per trained point.
 from __future__ import annotations
 
 import contextlib
-import math
-import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.experiment import Experiment, Measurement, device_setting
 from harness.timing import Stats
-
-
-def finite(x) -> bool:
-    """True for a real number that is neither NaN nor infinite (not None, a bool or a table's
-    "OOM" / "x" text)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
 class TrainingExperiment(Experiment):

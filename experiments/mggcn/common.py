@@ -315,7 +315,7 @@ def graph_params(graph) -> dict:
 # --- reports ------------------------------------------------------------------------------------
 
 def ok_rows(rows):
-    from harness.tables import expand_params
+    from harness.reportkit import expand_params
 
     rows = expand_params(rows)
     return rows, rows[rows["status"] == "ok"]

@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_V100
 from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,

@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 from harness.timing import Stats
 from harness.worlds import Worlds
 

@@ -14,7 +14,7 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .common import (MGGCNExperiment, mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters,

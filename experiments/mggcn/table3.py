@@ -12,7 +12,7 @@ from __future__ import annotations
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from . import PAPER_HARDWARE_A100
 from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list,

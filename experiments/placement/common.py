@@ -26,7 +26,7 @@ from harness.argtypes import choice, or_word, positive_float, positive_int, str_
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 

@@ -28,7 +28,7 @@ from harness.argtypes import BadValue, or_word, positive_float, positive_int, st
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.worlds import Worlds
 
 from ..kit import training as kit

@@ -23,7 +23,7 @@ from harness.argtypes import int_list, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
 from impls.sampling.minibatch import sample_blocks
 from impls.core.layout import TableSpec, closed_form_rows

@@ -14,7 +14,7 @@ from harness.argtypes import int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit

@@ -16,7 +16,7 @@ from harness.argtypes import choice, int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 

@@ -16,7 +16,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.worlds import Worlds
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 
 from . import PAPER_HARDWARE
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, finite
 
-from ..kit.training import finite
-from . import PAPER_HARDWARE
 from .table5 import default_backend
-from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, collect,
-                       common_parameters, datasets_caption, settings_caption,
-                       table3_paper_values)
+from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, by_cell, collect, common_parameters,
+                       records_caption, table3_paper_values)
 
 ORDER = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
 ABBR = {"dgl_host": "DGL", "pyg_host": "PyG", "wholegraph": "ours", "wholegraph_lib": "WG-lib"}
@@ -63,67 +60,53 @@ class Table3(TrainingExperiment):
     paper_values = table3_paper_values()
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = run_labels(rows, runs)
+        rep = Report(self, rows, runs, expand=False)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r)]
-        groups: dict = {}
-        for rec in records:
-            k = rec["key"]
-            groups.setdefault((labels.get(k["run_id"], k["run_id"]), k["dataset"], k["model"]), {})[k["impl"]] = rec
-        out = []
-        for (machine, ds, model), impls in groups.items():
-            row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
-            epochs = set()
-            for impl in ORDER:
-                r = impls.get(impl)
-                row[f"{ABBR[impl]} valid"] = r["metrics"].get("val_accuracy") if r else None
-                row[f"{ABBR[impl]} test"] = r["metrics"].get("test_accuracy") if r else None
-                if r:
-                    epochs.add(r["extra"].get("epoch_time", {}).get("epochs"))
-            row["epochs"] = "/".join(str(e) for e in sorted(epochs, key=str))
-            paper = TABLE3.get(ds, {}).get(model, {})
-            for impl in ("dgl_host", "pyg_host", "wholegraph"):
-                v = paper.get(impl)
-                row[f"paper {ABBR[impl]} valid"] = v[0] / 100 if v else None
-                row[f"paper {ABBR[impl]} test"] = v[1] / 100 if v else None
-            out.append(row)
-        table = pd.DataFrame.from_records(out)
-        spread, capped = accuracy_spread(records, labels)
-        notes, headline, status = [], "", "measured"
-        if not table.empty:
-            if table["Machine"].nunique() == 1:
-                table = table.drop(columns=["Machine"])
-            table = table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]]
-        else:
-            table = pd.DataFrame({"note": ["no accuracy rows"]})
+        table = rep.table([accuracy_row(cell, impls) for cell, impls in by_cell(records, rep).items()],
+                          empty="no accuracy rows")
+        spread, capped = accuracy_spread(records, rep.labels)
+        headline, status = "", "measured"
         if spread:
             worst = max(s for _, s in spread)
             headline = (f"test accuracy spread across pipelines <= {100 * worst:.1f} points "
                         "(paper: within ~1.9 points)")
             status = "reproduced" if worst <= 0.03 else "partly"
-            notes.append("Spread of test accuracy across pipelines: " +
-                         ", ".join(f"{name} {100 * s:.1f} pt" for name, s in spread))
+            rep.notes.append("Spread of test accuracy across pipelines: " +
+                             ", ".join(f"{name} {100 * s:.1f} pt" for name, s in spread))
         if capped:
-            notes.append("Left out of the spread (epochs capped shorter than the other pipelines', "
-                         "host_max_batches; equal-steps runs cap every pipeline alike): " + "; ".join(capped))
+            rep.notes.append("Left out of the spread (epochs capped shorter than the other pipelines', "
+                             "host_max_batches; equal-steps runs cap every pipeline alike): " + "; ".join(capped))
         elif len(table) and "ours test" in table:
             headline = "ours test accuracy " + ", ".join(f"{r['Dataset']} {r['Model']} {r['ours test']:.3f}"
                                                        for _, r in table.iterrows() if finite(r.get("ours test")))
-        notes.append("Paper: real ogbn-products / ogbn-papers100M after about 24 epochs. On a stand-in the labels "
-                     "are planted communities (learnable from the graph and weak feature signal) and the epochs are "
-                     "few: compare pipelines with each other, not with the paper's numbers.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 3.8))
+        rep.notes.append("Paper: real ogbn-products / ogbn-papers100M after about 24 epochs. On a stand-in the "
+                         "labels are planted communities (learnable from the graph and weak feature signal) and the "
+                         "epochs are few: compare pipelines with each other, not with the paper's numbers.")
+        fig, ax = figure((8, 3.8))
         cols = [c for c in table.columns if c.endswith(" test") and not c.startswith("paper")]
         if cols and "Dataset" in table:
-            table.set_index(["Dataset", "Model"])[cols].plot.bar(ax=ax)
-            ax.set_ylabel("test accuracy")
-        ax.set_title("WholeGraph Table III: test accuracy")
-        fig.tight_layout()
-        caption = (f"Validation and test accuracy after training, evaluated with the training sampler on every "
-                   f"rank's share of the split. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("table3", "WholeGraph Table III: validation and test accuracy", caption, table, notes,
-                              fig, headline=headline, status=status)
+            bars(ax, table.set_index(["Dataset", "Model"])[cols], ylabel="test accuracy")
+        caption = rep.caption("Validation and test accuracy after training, evaluated with the training sampler on "
+                              "every rank's share of the split.", *records_caption(records))
+        return rep.artifact("WholeGraph Table III: validation and test accuracy", caption, table,
+                            finish(fig, ax, "WholeGraph Table III: test accuracy"), headline=headline, status=status)
+
+
+def accuracy_row(cell: tuple, impls: dict) -> dict:
+    """A row of Table III: each pipeline's validation and test accuracy, the epochs, the paper's."""
+    machine, ds, model = cell
+    row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
+    epochs = set()
+    for impl in ORDER:
+        r = impls.get(impl)
+        row[f"{ABBR[impl]} valid"] = r["metrics"].get("val_accuracy") if r else None
+        row[f"{ABBR[impl]} test"] = r["metrics"].get("test_accuracy") if r else None
+        if r:
+            epochs.add(r["extra"].get("epoch_time", {}).get("epochs"))
+    row["epochs"] = "/".join(str(e) for e in sorted(epochs, key=str))
+    paper = TABLE3.get(ds, {}).get(model, {})
+    for impl in ("dgl_host", "pyg_host", "wholegraph"):
+        v = paper.get(impl)
+        row[f"paper {ABBR[impl]} valid"] = v[0] / 100 if v else None
+        row[f"paper {ABBR[impl]} test"] = v[1] / 100 if v else None
+    return row

@@ -40,6 +40,7 @@ from harness.argtypes import (cap, cap_int, choice, fanouts, names_of, nonneg_in
 from harness.argtypes import dataset_names as name_list
 from harness.errors import HarnessError
 from harness.experiment import Measurement, PaperValue, Param, Point
+from harness.reportkit import group
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE
@@ -385,3 +386,15 @@ def settings_caption(records: list[dict]) -> str:
                      for rec in records}, key=str)
     parts = [f"{l} layers, hidden {h}, fanouts {f}, batch {b}" for l, h, f, b in combos]
     return "; ".join(parts)
+
+
+def records_caption(records: list[dict], models: bool = True, paper: bool = True) -> list[str]:
+    """The caption's sentences on what was trained: datasets, models, the paper's testbed."""
+    return [f"Datasets: {datasets_caption(records)}.", f"Models: {settings_caption(records)}." if models else "",
+            f"Paper: {PAPER_HARDWARE}." if paper else ""]
+
+
+def by_cell(records: list[dict], rep) -> dict:
+    """{(machine, dataset, model): {pipeline: record}}."""
+    return group(records, lambda r: (rep.label(r["key"]["run_id"]), r["key"]["dataset"], r["key"]["model"]),
+                 lambda r: r["key"]["impl"])

@@ -13,7 +13,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import CacheFlush
 from harness.worlds import Worlds
 

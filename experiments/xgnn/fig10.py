@@ -26,9 +26,9 @@ from harness.argtypes import names_of
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
-from ..kit.training import finite
+from harness.reportkit import finite
 from . import PAPER_HARDWARE
 from .training import (FIG10_STEPS, MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect,
                        combo_list, common_parameters, datasets_caption, drop_single, fmt, ratio, settings_caption)

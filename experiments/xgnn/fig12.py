@@ -17,10 +17,10 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from .fig11 import ScalingExperiment
-from ..kit.training import finite
+from harness.reportkit import finite
 from .training import (MODEL_SHORT, SHORT, budget_caption, cell, collect, combo_list, common_parameters,
                        datasets_caption, drop_single, fmt, settings_caption, system_list)
 

@@ -18,7 +18,7 @@ from harness.argtypes import names_of, or_word, positive_float, positive_int, un
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
 from harness.timing import measure
 from harness.worlds import Worlds
 

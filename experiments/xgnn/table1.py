@@ -16,7 +16,7 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
                        datasets_caption, drop_single, fmt, model_list,

@@ -21,9 +21,9 @@ import statistics
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
-from ..kit.training import finite
+from harness.reportkit import finite
 from . import PAPER_HARDWARE
 from .training import (DATASETS, MODEL_SHORT, MODELS, SHORT, SYSTEMS, XGNNTraining, budget_caption,
                        budget_gib, cell, collect, common_parameters, datasets_caption, drop_single, fmt,

@@ -18,7 +18,7 @@ import statistics
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import caption_hardware, run_labels, skip_notes
 
 from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
                        common_parameters, datasets_caption, drop_single, fmt, ratio,

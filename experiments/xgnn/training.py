@@ -66,7 +66,7 @@ from harness.experiment import Measurement, Param, Point
 from harness.worlds import Worlds, world_sizes
 
 from ..kit import training as kit
-from ..kit.training import finite
+from harness.reportkit import finite
 from . import PAPER_HARDWARE
 
 GIB = 1 << 30
