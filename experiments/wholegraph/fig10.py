@@ -23,7 +23,7 @@ from harness.argtypes import int_list, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, span
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
 from impls.sampling.minibatch import sample_blocks
 from impls.core.layout import TableSpec, closed_form_rows
@@ -149,53 +149,48 @@ class Fig10(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for (run_id, ds), grp in ok.groupby(["run_id", "p_dataset"]):
-            def val(impl, metric, mode=None):
-                sel = grp[(grp["impl"] == impl) & (grp["metric"] == metric)]
-                if mode:
-                    sel = sel[sel["p_mode"] == mode]
-                return float(sel["value"].iloc[0]) if not sel.empty else None
-            nccl_t, p2p_t = val("nccl_alltoallv", "time_per_batch"), val("p2p_shared", "time_per_batch", "chunked")
-            wg_t = val("wholegraph_lib", "time_per_batch", "continuous")
-            first = grp.iloc[0]
-            records.append({
-                "Machine": labels[run_id], "Dataset": ds, "Scale": first["p_scale"],
-                "ids / batch": int(grp["p_ids_per_batch"].dropna().iloc[0]) if "p_ids_per_batch" in grp else None,
-                "NCCL ms": nccl_t, "shared ms": p2p_t, "WholeGraph ms": wg_t,
-                "speedup NCCL/shared": nccl_t / p2p_t if (nccl_t and p2p_t) else None,
-                "NCCL alltoallv GB/s": val("nccl_alltoallv", "alltoallv_bw"),
-                "shared GB/s": val("p2p_shared", "algbw", "chunked"),
-            })
-        table = pd.DataFrame.from_records(records)
+        rep = Report(self, rows, runs)
+        ok = rep.ok
+        table = pd.DataFrame.from_records([gather_row(rep.label(run_id), ds, grp)
+                                           for (run_id, ds), grp in ok.groupby(["run_id", "p_dataset"])])
         speedups = [s for s in table.get("speedup NCCL/shared", []) if s]
-        sources = "; ".join(f"{labels[r]}: {', '.join(sorted(set(g['p_sampler'].dropna())))}"
+        sources = "; ".join(f"{rep.label(r)}: {', '.join(sorted(set(g['p_sampler'].dropna())))}"
                             for r, g in ok.groupby("run_id") if "p_sampler" in g)
-        caption = ("Feature gather per mini-batch (512 seeds, fanouts 30,30,30; the ids are the de-duplicated input "
-                   "nodes of each run's sampler, in append-unique order, or sorted where the run used the simple "
-                   f"'uniform with replacement' sampler of the first sessions: {sources}), each rank "
-                   "gathering its own batches concurrently from features spread over all ranks (closed-form "
-                   "float32 rows of the dataset's width over a stand-in graph at the scale shown). NCCL "
-                   "bandwidth counts the final alltoallv only, as the paper does. Paper (WholeGraph Fig. 10, "
-                   f"{PAPER_HARDWARE}): speedups above 2x on every dataset. " + caption_hardware(runs))
-        fig, ax = plt.subplots(figsize=(7, 4))
+        caption = rep.caption("Feature gather per mini-batch (512 seeds, fanouts 30,30,30; the ids are the "
+                              "de-duplicated input nodes of each run's sampler, in append-unique order, or sorted where "
+                              "the run used the simple 'uniform with replacement' sampler of the first sessions: "
+                              f"{sources}), each rank gathering its own batches concurrently from features spread over "
+                              "all ranks (closed-form float32 rows of the dataset's width over a stand-in graph at the "
+                              "scale shown). NCCL bandwidth counts the final alltoallv only, as the paper does. Paper "
+                              f"(WholeGraph Fig. 10, {PAPER_HARDWARE}): speedups above 2x on every dataset.")
+        fig, ax = figure((7, 4))
         if not table.empty:
-            table.set_index(["Machine", "Dataset"])[["NCCL ms", "shared ms"]].plot.bar(ax=ax)
-            ax.set_ylabel("ms per mini-batch")
-        ax.set_title("WholeGraph Fig. 10: gather per mini-batch")
-        fig.tight_layout()
+            bars(ax, table.set_index(["Machine", "Dataset"])[["NCCL ms", "shared ms"]], ylabel="ms per mini-batch")
         # judged on the latest run (older ones used other id streams; they stay in the table)
-        latest = labels[max(ok["run_id"])] if not ok.empty else None
+        latest = rep.label(max(ok["run_id"])) if not ok.empty else None
         current = [s for m, s in zip(table.get("Machine", []), table.get("speedup NCCL/shared", [])) if m == latest and s]
         status = ("reproduced" if current and min(current) >= 2 else "partly" if current and max(current) >= 2
                   else "not reproduced" if current else "measured")
-        headline = (f"{latest}: speedup NCCL/shared {min(current):.2f}x-{max(current):.2f}x (paper: > 2x); "
-                    f"all runs {min(speedups):.2f}x-{max(speedups):.2f}x" if current else "")
-        return ReportArtifact("fig10", "WholeGraph Fig. 10: NCCL vs shared-memory gather per mini-batch",
-                              caption, table, skip_notes(rows, labels), fig, headline=headline, status=status)
+        headline = (f"{latest}: speedup NCCL/shared {span(current, '.2f', 'x-')}x (paper: > 2x); "
+                    f"all runs {span(speedups, '.2f', 'x-')}x" if current else "")
+        return rep.artifact("WholeGraph Fig. 10: NCCL vs shared-memory gather per mini-batch", caption, table,
+                            finish(fig, ax, "WholeGraph Fig. 10: gather per mini-batch"), headline=headline,
+                            status=status)
+
+
+def gather_row(machine: str, ds: str, grp) -> dict:
+    """One run's dataset: time per batch of each gather, their ratio, bandwidths."""
+    def val(impl, metric, mode=None):
+        sel = grp[(grp["impl"] == impl) & (grp["metric"] == metric)]
+        if mode:
+            sel = sel[sel["p_mode"] == mode]
+        return float(sel["value"].iloc[0]) if not sel.empty else None
+
+    nccl_t, p2p_t = val("nccl_alltoallv", "time_per_batch"), val("p2p_shared", "time_per_batch", "chunked")
+    return {"Machine": machine, "Dataset": ds, "Scale": grp.iloc[0]["p_scale"],
+            "ids / batch": int(grp["p_ids_per_batch"].dropna().iloc[0]) if "p_ids_per_batch" in grp else None,
+            "NCCL ms": nccl_t, "shared ms": p2p_t, "WholeGraph ms": val("wholegraph_lib", "time_per_batch", "continuous"),
+            "speedup NCCL/shared": nccl_t / p2p_t if (nccl_t and p2p_t) else None,
+            "NCCL alltoallv GB/s": val("nccl_alltoallv", "alltoallv_bw"), "shared GB/s": val("p2p_shared", "algbw", "chunked")}

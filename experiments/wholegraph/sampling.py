@@ -23,7 +23,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
@@ -121,8 +121,8 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
     close together and then a wait of one worker's batch time: the gap between two batches is
     mostly the spacing inside a wave, and a median of gaps says nothing about the rate. A window
     of W consecutive batches spans one period of that cycle wherever it starts, so each repeat
-    times a window of W batches and takes window time / W (runs before 0128 took the median gap;
-    the report uses those runs' mean gap, the time of all their timed batches over their count).
+    times a window of W batches and takes window time / W; its rows say so (``window``), and rows
+    without that field, which stored the median gap, are read by their mean gap (``loader_ms``).
     """
     import os
 
@@ -326,44 +326,22 @@ class SamplingTable(Experiment):
 
     # ------------------------------------------------------------------------- report
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records, notes = [], []
+        rep = Report(self, rows, runs)
+        ok = rep.ok
         mb = ok[ok["p_kind"] == "minibatch"] if "p_kind" in ok else ok.iloc[0:0]
-
-        def value(sel, metric):
-            sel = sel[sel["metric"] == metric]
-            return float(sel["value"].iloc[0]) if not sel.empty else None
-
-        for (run_id, world, ds, fan, batch), grp in mb.groupby(
-                ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
-                 "p_batch"], sort=False):
-            rec = {"Machine": labels[run_id], "GPUs": int(world), "Dataset": short_name(ds),
-                   "Fanouts": fan, "Batch": int(batch)}
-            for impl, sel in _by_column(grp):
-                rec[f"{impl} ms"] = value(sel, "time")
-            for impl, sel in _by_column(grp):
-                rate = value(sel, "edges_per_s")
-                rec[f"{impl} Medges/s"] = rate / 1e6 if rate else None
-            records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        if not table.empty:
-            table = table[[c for c in table.columns if table[c].notna().any()]]
-        else:
-            table = pd.DataFrame({"note": ["no successful mini-batch measurements"]})
-        notes += self._target_notes(ok, labels)
-        notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
-                     "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
-                     "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
-                     "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
-                     "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(9, 4.2))
-        if not table.empty and "Fanouts" in table:
+        table = rep.table([minibatch_row(rep.label(run_id), int(world), ds, fan, int(batch), grp)
+                           for (run_id, world, ds, fan, batch), grp in mb.groupby(
+                               ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
+                                "p_batch"], sort=False)],
+                          empty="no successful mini-batch measurements", single=(), keep=())
+        rep.notes += self._target_notes(ok, rep.labels)
+        rep.notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
+                         "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
+                         "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
+                         "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
+                         "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
+        fig, ax = figure((9, 4.2))
+        if "Fanouts" in table:
             fan = "30-30-30" if (table["Fanouts"] == "30-30-30").any() else table["Fanouts"].iloc[0]
             batch = 512 if ((table["Fanouts"] == fan) & (table["Batch"] == 512)).any() else \
                 table[table["Fanouts"] == fan]["Batch"].min()
@@ -372,22 +350,18 @@ class SamplingTable(Experiment):
             if cols and not sel.empty:
                 plot = sel.set_index(["Machine", "Dataset"])[cols]
                 plot.columns = [c[:-3] for c in cols]
-                plot.plot.bar(ax=ax, logy=True)
-                ax.set_ylabel("ms per mini-batch (log)")
+                bars(ax, plot, logy=True, ylabel="ms per mini-batch (log)")
                 ax.set_title(f"fanouts {sel['Fanouts'].iloc[0]}, batch {int(sel['Batch'].iloc[0])}")
-        fig.tight_layout()
         scales = sorted({(short_name(d), s) for d, s in zip(ok.get("p_dataset", []), ok.get("p_scale", []))})
-        caption = ("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
-                   "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins (graph and "
-                   "splits; sampling reads no features): "
-                   + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
-                   + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table. "
-                   + caption_hardware(runs))
-        targets = [n for n in notes if "(issue target" in n]
+        caption = rep.caption("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
+                              "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins "
+                              "(graph and splits; sampling reads no features): "
+                              + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
+                              + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table.")
+        targets = [n for n in rep.notes if "(issue target" in n]
         latest = [n for n in targets if "NeighborLoader" in n][-1:] + [n for n in targets if "one hop of" in n][-1:]
-        headline = "; ".join(latest)
-        return ReportArtifact("sampling", "Mini-batch sampling, every implementation", caption, table, notes, fig,
-                              headline=headline)
+        return rep.artifact("Mini-batch sampling, every implementation", caption, table, finish(fig),
+                            headline="; ".join(latest))
 
     @staticmethod
     def _target_notes(ok, labels) -> list[str]:
@@ -431,7 +405,7 @@ class SamplingTable(Experiment):
 
 def loader_ms(row) -> tuple[float, str]:
     """A loader row's time per batch at the workers' production rate, and how it was taken. Rows
-    with a ``window`` timed windows of one wave of batches; older rows stored the median gap
+    with a ``window`` timed windows of one wave of batches; rows without one stored the median gap
     between batches, which is the spacing inside a wave, so their rate is the mean gap (all their
     timed batches' time over their count)."""
     window = row.get("p_window")
@@ -444,6 +418,21 @@ def loader_ms(row) -> tuple[float, str]:
     return float(mean), (f"mean gap over {int(stats.get('repeats', 0))} consecutive batches, a rough rate: they "
                          f"need not span whole waves of workers; the stored median gap {float(row['value']):.1f} ms "
                          "is the spacing inside a wave")
+
+
+def minibatch_row(machine: str, world: int, ds: str, fan: str, batch: int, grp) -> dict:
+    """A row of the table: every implementation's time per mini-batch and sampled edges per second."""
+    def value(sel, metric):
+        sel = sel[sel["metric"] == metric]
+        return float(sel["value"].iloc[0]) if not sel.empty else None
+
+    rec = {"Machine": machine, "GPUs": world, "Dataset": short_name(ds), "Fanouts": fan, "Batch": batch}
+    for impl, sel in _by_column(grp):
+        rec[f"{impl} ms"] = value(sel, "time")
+    for impl, sel in _by_column(grp):
+        rate = value(sel, "edges_per_s")
+        rec[f"{impl} Medges/s"] = rate / 1e6 if rate else None
+    return rec
 
 
 def _by_column(grp):

@@ -13,7 +13,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish
 from harness.timing import CacheFlush
 from harness.worlds import Worlds
 
@@ -123,54 +123,47 @@ class UniqueTable(Experiment):
         return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records, notes = [], []
-        for (run_id, ds, hop), grp in ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False):
-            first = grp.iloc[0]
-            rec = {"Machine": labels[run_id], "Dataset": short_name(ds), "Hop": int(hop),
-                   "Targets": int(first["p_targets"]), "Neighbors": int(first["p_neighbors"]),
-                   "Unique": int(first["p_unique"])}
-            vals = {}
-            for impl in UNIQUE_IMPLS:
-                sel = grp[grp["impl"] == impl]
-                vals[impl] = float(sel["value"].iloc[0]) if not sel.empty else None
-                rec[f"{impl} us"] = vals[impl]
-            if vals["hash_append"] and vals["sort"]:
-                rec["sort / hash"] = vals["sort"] / vals["hash_append"]
-                if hop == 1:
-                    line = (f"{rec['Machine']}, {rec['Dataset']} hop 1 ({rec['Targets']} targets, "
-                            f"{rec['Neighbors']} neighbors): hash_append {vals['hash_append']:.1f} us, "
-                            f"torch.unique {vals['sort']:.1f} us = {rec['sort / hash']:.2f}x")
-                    if first["device"] == "cuda":
-                        line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
-                    notes.append(line)
-            if vals["dense_append"] and vals["sort"]:
-                rec["sort / dense"] = vals["sort"] / vals["dense_append"]
-            records.append(rec)
-        table = pd.DataFrame.from_records(records) if records else pd.DataFrame({"note": ["no rows"]})
-        table = table[[c for c in table.columns if table[c].notna().any()]]
-        notes.append("Every implementation's output is checked against the sort reference before timing "
-                     "(targets first in order, each node once, local ids reconstruct the neighbors). Ours get the "
-                     "graph's node count as id_bound, as in a mini-batch (runs from 0127 on; before, hash_append "
-                     "sized its table by the inputs alone). "
-                     "WholeGraph is timed without duplicate counts (its API has none); ours computes them.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 4))
+        rep = Report(self, rows, runs)
+        out = [unique_row(rep, first_group, grp) for first_group, grp in
+               rep.ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False)]
+        table = rep.table(out, empty="no rows", single=(), keep=())
+        rep.notes.append("Every implementation's output is checked against the sort reference before timing (targets "
+                         "first in order, each node once, local ids reconstruct the neighbors). Ours get the graph's "
+                         "node count as id_bound, as in a mini-batch (runs from 0127 on; before, hash_append sized "
+                         "its table by the inputs alone). WholeGraph is timed without duplicate counts (its API has "
+                         "none); ours computes them.")
+        fig, ax = figure((8, 4))
         cols = [c for c in table.columns if c.endswith(" us")]
         if cols:
-            plot = table.set_index(["Machine", "Dataset", "Hop"])[cols]
-            plot.plot.bar(ax=ax, logy=True)
-            ax.set_ylabel("us per call (log)")
-        fig.tight_layout()
-        caption = ("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the hop's "
-                   "input nodes, neighbors = its samples), one GPU, median of repeats. "
-                   f"WholeGraph (SC'22, {PAPER_HARDWARE}) describes the hash method without timing it. "
-                   + caption_hardware(runs))
-        headline = [n for n in notes if "(issue target" in n][-1:]
-        return ReportArtifact("unique", "Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption,
-                              table, notes, fig, headline=headline[0] if headline else "")
+            bars(ax, table.set_index(["Machine", "Dataset", "Hop"])[cols], logy=True, ylabel="us per call (log)")
+        caption = rep.caption("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the "
+                              "hop's input nodes, neighbors = its samples), one GPU, median of repeats. WholeGraph "
+                              f"(SC'22, {PAPER_HARDWARE}) describes the hash method without timing it.")
+        headline = [n for n in rep.notes if "(issue target" in n][-1:]
+        return rep.artifact("Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption, table,
+                            finish(fig), headline=headline[0] if headline else "")
+
+
+def unique_row(rep, cell: tuple, grp) -> dict:
+    """A row of the table (every implementation's time on one run's frontier, the ratios to sort) and
+    the hop-1 note of the issue's target."""
+    run_id, ds, hop = cell
+    first = grp.iloc[0]
+    rec = {"Machine": rep.label(run_id), "Dataset": short_name(ds), "Hop": int(hop), "Targets": int(first["p_targets"]),
+           "Neighbors": int(first["p_neighbors"]), "Unique": int(first["p_unique"])}
+    vals = {}
+    for impl in UNIQUE_IMPLS:
+        sel = grp[grp["impl"] == impl]
+        vals[impl] = rec[f"{impl} us"] = float(sel["value"].iloc[0]) if not sel.empty else None
+    if vals["hash_append"] and vals["sort"]:
+        rec["sort / hash"] = vals["sort"] / vals["hash_append"]
+        if hop == 1:
+            line = (f"{rec['Machine']}, {rec['Dataset']} hop 1 ({rec['Targets']} targets, {rec['Neighbors']} "
+                    f"neighbors): hash_append {vals['hash_append']:.1f} us, torch.unique {vals['sort']:.1f} us = "
+                    f"{rec['sort / hash']:.2f}x")
+            if first["device"] == "cuda":
+                line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
+            rep.notes.append(line)
+    if vals["dense_append"] and vals["sort"]:
+        rec["sort / dense"] = vals["sort"] / vals["dense_append"]
+    return rec
