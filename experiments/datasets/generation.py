@@ -18,7 +18,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report
 from harness.worlds import Worlds
 
 register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
@@ -83,35 +83,31 @@ class Generation(Experiment):
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for (run_id, name, scale), grp in ok.groupby(["run_id", "p_dataset", "p_scale"]):
-            by = {m: float(v) for m, v in zip(grp["metric"], grp["value"])}
-            first = grp[grp["metric"] == "seconds"].iloc[0]
-            target = TARGETS.get((name, first["p_backend"]))
-            records.append({
-                "Machine": labels[run_id], "Dataset": name, "Scale": scale, "Backend": first["p_backend"],
-                "Nodes": int(first["p_nodes"]), "Edges (stored)": int(first["p_stored_edges"]),
-                "Edges (target)": int(first["p_target_edges"]), "Seconds": by.get("seconds"),
-                "Peak RSS (GiB)": by.get("peak_rss"), "GPU peak (GiB)": by.get("gpu_peak_memory"),
-                "Target": (f"< {target[0]:.0f} s" + (f", < {target[1]:.0f} GiB" if target[1] else ""))
-                if (target and scale == 1.0) else "-",
-                "Features": first["p_features"],
-            })
-        table = pd.DataFrame.from_records(records)
-        caption = ("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, features), "
-                   "in a fresh process; peak resident memory of that process. " + caption_hardware(runs))
+        rep = Report(self, rows, runs)
+        records = [generation_row(rep.label(run_id), name, scale, grp)
+                   for (run_id, name, scale), grp in rep.ok.groupby(["run_id", "p_dataset", "p_scale"])]
         met, parts = [], []
         for rec in records:
             target = TARGETS.get((rec["Dataset"], rec["Backend"]))
             if target and rec["Scale"] == 1.0:
-                ok_time = rec["Seconds"] < target[0]
-                ok_mem = target[1] is None or (rec["Peak RSS (GiB)"] or 0) < target[1]
-                met.append(ok_time and ok_mem)
+                met.append(rec["Seconds"] < target[0] and (target[1] is None or (rec["Peak RSS (GiB)"] or 0) < target[1]))
                 parts.append(f"{rec['Dataset']} x1.0 on {rec['Backend']}: {rec['Seconds']:.1f} s, "
                              f"{rec['Peak RSS (GiB)']:.2f} GiB RSS (target {rec['Target']})")
-        return ReportArtifact("generation", "Stand-in generation benchmark", caption, table,
-                              skip_notes(rows, labels), None, headline="; ".join(parts),
-                              status=("reproduced" if met and all(met) else "partly" if any(met) else "measured"))
+        caption = rep.caption("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, "
+                              "features), in a fresh process; peak resident memory of that process.")
+        return rep.artifact("Stand-in generation benchmark", caption, pd.DataFrame.from_records(records),
+                            headline="; ".join(parts),
+                            status=("reproduced" if met and all(met) else "partly" if any(met) else "measured"))
+
+
+def generation_row(machine: str, name: str, scale: float, grp) -> dict:
+    by = {m: float(v) for m, v in zip(grp["metric"], grp["value"])}
+    first = grp[grp["metric"] == "seconds"].iloc[0]
+    target = TARGETS.get((name, first["p_backend"]))
+    return {"Machine": machine, "Dataset": name, "Scale": scale, "Backend": first["p_backend"],
+            "Nodes": int(first["p_nodes"]), "Edges (stored)": int(first["p_stored_edges"]),
+            "Edges (target)": int(first["p_target_edges"]), "Seconds": by.get("seconds"),
+            "Peak RSS (GiB)": by.get("peak_rss"), "GPU peak (GiB)": by.get("gpu_peak_memory"),
+            "Target": (f"< {target[0]:.0f} s" + (f", < {target[1]:.0f} GiB" if target[1] else ""))
+            if (target and scale == 1.0) else "-",
+            "Features": first["p_features"]}

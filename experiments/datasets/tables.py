@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_impl
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report
 from harness.worlds import Worlds
 
 register_impl("datasets", "registry", needs=Needs(devices=("cpu", "cuda")),
@@ -73,48 +73,45 @@ class DatasetTable(Experiment):
 
         from harness import datasets
 
+        rep = Report(self, rows, runs)
         paper = pd.DataFrame(datasets.paper_table(self.id))
-        registry = pd.DataFrame(datasets.registry_table(self.id))
         compare = datasets.compare_table(self.id)
         table = paper.drop(columns=["dataset"]).copy()
-        mismatches = [c for c in compare if not c["matches"]]
         table["registry matches"] = ["yes" if all(c["matches"] for c in compare if c["dataset"] == d) else "no"
                                      for d in paper["dataset"]]
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        for run_id, label in labels.items():
-            mine = ok[ok["run_id"] == run_id]
-            cols = {"scale": [], "nodes err %": [], "edges err %": [], "max deg": [], "mean deg": [], "tail exp": []}
-            for name in paper["dataset"]:
-                sel = mine[mine["p_dataset"] == name]
-                get = lambda m: (float(sel[sel["metric"] == m]["value"].iloc[0])  # noqa: E731
-                                 if not sel[sel["metric"] == m].empty else None)
-                first = sel[sel["metric"] == "nodes"]
-                cols["scale"].append(float(first["p_scale"].iloc[0]) if not first.empty else None)
-                cols["nodes err %"].append(get("node_error"))
-                cols["edges err %"].append(get("edge_error"))
-                cols["max deg"].append(float(first["p_degree_max"].iloc[0]) if not first.empty else None)
-                cols["mean deg"].append(float(first["p_degree_mean"].iloc[0]) if not first.empty else None)
-                tail = first["p_tail_exponent"].iloc[0] if not first.empty else None
-                cols["tail exp"].append(float(tail) if tail is not None else None)
-            for key, values in cols.items():
+        for run_id, label in rep.labels.items():
+            for key, values in standin_columns(rep.ok[rep.ok["run_id"] == run_id], paper["dataset"]).items():
                 table[f"{label} stand-in {key}"] = values
         table["real max deg"] = [datasets.get(d).max_degree for d in paper["dataset"]]
-        notes = [f"{c['row']} {c['column']}: paper prints {c['paper']}, registry gives {c['registry']}"
-                 + (f" ({c['note']})" if c.get("note") else "") for c in mismatches]
-        notes += sorted({f"{c['row']}: {c['note']}" for c in compare if c.get("note") and c["matches"]})
-        notes += skip_notes(rows, labels)
-        caption = (f"{datasets.table_caption(self.id)} as the paper prints it; 'registry matches' says "
-                   "whether every cell is recomputed identically from harness/datasets/catalog.toml. Stand-in "
-                   "columns: each dataset's synthetic stand-in generated at the scale shown (scale 1.0 = full "
-                   "size), node/edge count error against the target at that scale, and its degree statistics "
-                   "beside the real graph's maximum degree where known. " + caption_hardware(runs))
-        cells = len(compare)
+        rep.notes += [f"{c['row']} {c['column']}: paper prints {c['paper']}, registry gives {c['registry']}"
+                      + (f" ({c['note']})" if c.get("note") else "") for c in compare if not c["matches"]]
+        rep.notes += sorted({f"{c['row']}: {c['note']}" for c in compare if c.get("note") and c["matches"]})
+        caption = rep.caption(f"{datasets.table_caption(self.id)} as the paper prints it; 'registry matches' says "
+                              "whether every cell is recomputed identically from harness/datasets/catalog.toml. "
+                              "Stand-in columns: each dataset's synthetic stand-in generated at the scale shown (scale "
+                              "1.0 = full size), node/edge count error against the target at that scale, and its "
+                              "degree statistics beside the real graph's maximum degree where known.")
         agree = sum(1 for c in compare if c["matches"])
         errs = [v for k in table.columns if k.endswith("err %") for v in table[k] if v is not None]
-        headline = (f"{agree} of {cells} printed cells recomputed from the registry"
+        headline = (f"{agree} of {len(compare)} printed cells recomputed from the registry"
                     + (f"; stand-in node/edge count error at most {max(errs):.2g}%" if errs else ""))
-        status = "reproduced" if agree == cells else "partly"
-        return ReportArtifact(self.artifact, f"{self.paper} {self.artifact}: datasets", caption, table, notes, None,
-                              headline=headline, status=status)
+        return rep.artifact(f"{self.paper} {self.artifact}: datasets", caption, table, headline=headline,
+                            status="reproduced" if agree == len(compare) else "partly")
+
+
+def standin_columns(mine, names) -> dict[str, list]:
+    """One run's stand-in columns, a value per dataset of the paper's table."""
+    cols = {"scale": [], "nodes err %": [], "edges err %": [], "max deg": [], "mean deg": [], "tail exp": []}
+    for name in names:
+        sel = mine[mine["p_dataset"] == name]
+        get = lambda m: (float(sel[sel["metric"] == m]["value"].iloc[0])  # noqa: E731
+                         if not sel[sel["metric"] == m].empty else None)
+        first = sel[sel["metric"] == "nodes"]
+        cols["scale"].append(float(first["p_scale"].iloc[0]) if not first.empty else None)
+        cols["nodes err %"].append(get("node_error"))
+        cols["edges err %"].append(get("edge_error"))
+        cols["max deg"].append(float(first["p_degree_max"].iloc[0]) if not first.empty else None)
+        cols["mean deg"].append(float(first["p_degree_mean"].iloc[0]) if not first.empty else None)
+        tail = first["p_tail_exponent"].iloc[0] if not first.empty else None
+        cols["tail exp"].append(float(tail) if tail is not None else None)
+    return cols
