@@ -314,13 +314,6 @@ def graph_params(graph) -> dict:
 
 # --- reports ------------------------------------------------------------------------------------
 
-def ok_rows(rows):
-    from harness.reportkit import expand_params
-
-    rows = expand_params(rows)
-    return rows, rows[rows["status"] == "ok"]
-
-
 def scale_note(rows) -> str:
     if "p_scale" not in rows or "p_dataset" not in rows:
         return ""

@@ -13,13 +13,13 @@ from __future__ import annotations
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish, span
 from harness.timing import Stats
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
+                     epoch_counts, graph_params, limit_threads, load_graph,
                      release, scale_note)
 
 OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss": "loss layer",
@@ -91,33 +91,23 @@ class Fig5(MGGCNExperiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows, ok = ok_rows(rows)
-        labels = run_labels(rows, runs)
-        ops = ok[ok["metric"].str.startswith("op_time.")]
+        rep = Report(self, rows, runs)
+        ops = rep.ok[rep.ok["metric"].str.startswith("op_time.")]
         records = []
         for (run_id, ds, gpus), grp in ops.groupby(["run_id", "p_dataset", "p_gpus"], sort=False):
             total = grp["value"].sum()
-            rec = {"run": labels[run_id], "dataset": DATASETS[ds].label if ds in DATASETS else ds,
+            rec = {"run": rep.label(run_id), "dataset": DATASETS[ds].label if ds in DATASETS else ds,
                    "#G": int(gpus), "epoch (ms)": 1e3 * total}
             for kind, label in OP_LABELS.items():
                 hit = grp[grp["p_op"] == kind]["value"]
                 rec[f"{label} %"] = 100.0 * float(hit.iloc[0]) / total if (not hit.empty and total > 0) else None
             records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        notes = []
-        if not table.empty:
-            big = table[table["dataset"].isin(["PROTEIN", "PRODUCTS", "REDDIT"])]
-            for run in big["run"].unique() if not big.empty else []:
-                mine = big[big["run"] == run]
-                notes.append(f"{run}: SpMM {mine['SpMM %'].min():.0f}%-{mine['SpMM %'].max():.0f}% and GeMM "
-                             f"{mine['GeMM %'].min():.0f}%-{mine['GeMM %'].max():.0f}% of the epoch on "
-                             f"Proteins/Products/Reddit (paper: SpMM 60%-94%, GeMM 5%-20%)")
-        notes += skip_notes(rows, labels)
-
-        fig, ax = plt.subplots(figsize=(8, 0.5 * max(4, len(records)) + 1))
+        table = rep.table(records, single=(), drop_empty=False)
+        big = table[table["dataset"].isin(["PROTEIN", "PRODUCTS", "REDDIT"])] if "dataset" in table else table.iloc[0:0]
+        for run, mine in big.groupby("run", sort=False):
+            rep.notes.append(f"{run}: SpMM {span(mine['SpMM %'], '.0f', '%-')}% and GeMM {span(mine['GeMM %'], '.0f', '%-')}% "
+                             "of the epoch on Proteins/Products/Reddit (paper: SpMM 60%-94%, GeMM 5%-20%)")
+        fig, ax = figure((8, 0.5 * max(4, len(records)) + 1))
         names = [f"{r['run']} {r['dataset']} {r['#G']}G" for r in records]
         left = [0.0] * len(records)
         for label in OP_LABELS.values():
@@ -126,13 +116,11 @@ class Fig5(MGGCNExperiment):
             left = [a + b for a, b in zip(left, widths)]
         ax.set_xlabel("share of the epoch (%)")
         ax.set_xlim(0, 100)
-        ax.set_title("Runtime breakdown by operation (MG-GCN Fig. 5)")
         ax.legend(fontsize=7, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.08))
-        fig.tight_layout()
         models = sorted(set(ops["p_model"])) if not ops.empty else []
-        caption = (f"Share of an epoch's time per operation, model {', '.join(models) or '-'}; each "
-                   "operation bracketed by CUDA events (perf_counter on CPU ranks), summed per epoch, "
-                   "median over epochs, rank 0. SpMM includes its stage broadcasts when P > 1. "
-                   f"Paper: {PAPER_HARDWARE}. " + scale_note(rows) + " " + caption_hardware(runs))
-        return ReportArtifact("fig5", "MG-GCN Fig. 5: runtime breakdown by operation", caption, table,
-                              notes, fig)
+        caption = rep.caption(f"Share of an epoch's time per operation, model {', '.join(models) or '-'}; each "
+                              "operation bracketed by CUDA events (perf_counter on CPU ranks), summed per epoch, "
+                              "median over epochs, rank 0. SpMM includes its stage broadcasts when P > 1. "
+                              f"Paper: {PAPER_HARDWARE}. " + scale_note(rep.rows))
+        return rep.artifact("MG-GCN Fig. 5: runtime breakdown by operation", caption, table,
+                            finish(fig, ax, "Runtime breakdown by operation (MG-GCN Fig. 5)"))
