@@ -157,6 +157,18 @@ def pivot(frame: "pd.DataFrame", index: list[str], columns: str = "impl", values
     return wide
 
 
+def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFrame":
+    """``table``'s ``columns`` as numbers (text cells such as "OOM" -> NaN) over its ``index``
+    column(s): what a figure plots of a table; empty where the table lacks them."""
+    import pandas as pd
+
+    columns = [c for c in columns if c in table]
+    index_columns = [index] if isinstance(index, str) else list(index)
+    if not columns or any(c not in table for c in index_columns):
+        return pd.DataFrame()
+    return table.set_index(index)[columns].apply(pd.to_numeric, errors="coerce")
+
+
 # ----------------------------------------------------------------------------- figures
 
 def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
@@ -167,12 +179,14 @@ def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
 
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
-         horizontal: bool = False, xlabel: str = "") -> None:
-    """``frame``'s columns as grouped (or stacked) bars over its index."""
+         horizontal: bool = False, xlabel: str = "", **style) -> None:
+    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's)."""
+    if "color" in style and isinstance(style["color"], list):
+        style["color"] = style["color"][: len(frame.columns)]
     if horizontal:
-        frame.plot.barh(ax=ax, stacked=stacked)
+        frame.plot.barh(ax=ax, stacked=stacked, **style)
     else:
-        frame.plot.bar(ax=ax, logy=logy, stacked=stacked)
+        frame.plot.bar(ax=ax, logy=logy, stacked=stacked, **style)
     if ylabel:
         ax.set_ylabel(ylabel)
     if xlabel:
@@ -246,8 +260,11 @@ class Report:
         return skip_notes(self.rows if rows is None else rows, self.labels)
 
     def artifact(self, title: str, caption: str, table, figure=None, *, headline: str = "", status: str = "",
-                 skips: bool = True) -> ReportArtifact:
-        """The artifact, its notes ending with those of skipped and failed points (``skips``)."""
-        notes = self.notes + (self.skip_notes() if skips else [])
+                 skips: "bool | pd.DataFrame" = True) -> ReportArtifact:
+        """The artifact, its notes ending with those of the skipped and failed points among the rows
+        (``skips=True``) or among the given rows."""
+        if skips is True or skips is False:
+            skips = self.rows if skips else None
+        notes = self.notes + (self.skip_notes(skips) if skips is not None else [])
         return ReportArtifact(self.exp.artifact, title, caption, table, notes, figure, headline=headline,
                               status=status)

@@ -16,11 +16,10 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import caption_hardware, run_labels, skip_notes
+from harness.reportkit import bars, figure, finish, group, numeric, ratio, span, verdict
 
-from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
-                       datasets_caption, drop_single, fmt, model_list,
-                       name_list, ratio, settings_caption, system_list)
+from .training import (SHORT, SYSTEMS, TrainingReport, XGNNTraining, cell, common_parameters, fmt, model_list,
+                       name_list, system_list)
 
 SYSTEMS1 = ("dgl", "gnnlab", "quiver", "wholegraph", "xgnn")
 # XGNN Table 1 (seconds; None: the system fails, "x"): {system: (1 GPU, 4 GPUs Sym., 8 GPUs Asym.)}
@@ -62,75 +61,45 @@ class Table1(XGNNTraining):
                         yield self.point(system, ds, model, world, cfg, ref_world=max(gpus))
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = run_labels(rows, runs)
-        records = collect(rows, prefer=self.id)
-        grid: dict = {}
-        for rec in records:
-            p = rec["params"]
-            grid.setdefault((labels.get(rec["run_id"], rec["run_id"]), p["dataset"], p["model"]), {}).setdefault(
-                p["system"], {})[rec["world"]] = rec
-        worlds = sorted({rec["world"] for rec in records})
-        out, notes, speedups = [], [], []
-        for (machine, ds, model), systems in grid.items():
-            for system in SYSTEMS1:
-                per = systems.get(system)
-                if per is None:
-                    continue
-                row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label}
-                for w in worlds:
-                    row[f"{w} GPU s"] = fmt(cell(per.get(w), "epoch_time"))
-                for gpus, name in zip((1, 4, 8), PLATFORM_NAMES):
-                    v = TABLE1[system][PLATFORMS[gpus]]
-                    row[f"paper {name}"] = v if v is not None else "x"
-                out.append(row)
-            xg = systems.get("xgnn", {})
-            for system in ("dgl", "quiver", "wholegraph"):
-                for w in worlds:
-                    s = ratio(cell(systems.get(system, {}).get(w), "epoch_time"), cell(xg.get(w), "epoch_time"))
-                    if s is not None:
-                        speedups.append(s)
-                        paper_w = 4 if w > 1 else 1
-                        p = TABLE1[system][PLATFORMS[paper_w]]
-                        px = TABLE1["xgnn"][PLATFORMS[paper_w]]
-                        notes.append(f"{machine}, {w} GPU(s): {SYSTEMS[system].label} / XGNN epoch time {s:.2f}x"
+        rep = TrainingReport(self, rows, runs)
+        worlds = sorted({rec["world"] for rec in rep.records})
+        out, speedups = [], []
+        for (machine, ds, _), cell_records in group(rep.records, lambda r: (rep.machine(r), r["params"]["dataset"],
+                                                                          r["params"]["model"])).items():
+            systems = group(cell_records, lambda r: r["params"]["system"], lambda r: r["world"])
+            out += [{"Machine": machine, "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label,
+                     **{f"{w} GPU s": fmt(cell(systems[system].get(w), "epoch_time")) for w in worlds},
+                     **{f"paper {name}": "x" if v is None else v for name, v in zip(PLATFORM_NAMES, TABLE1[system])}}
+                    for system in SYSTEMS1 if system in systems]
+            for system, w in ((s, w) for s in ("dgl", "quiver", "wholegraph") for w in worlds):
+                s = ratio(cell(systems.get(system, {}).get(w), "epoch_time"),
+                          cell(systems.get("xgnn", {}).get(w), "epoch_time"))
+                if s is not None:
+                    speedups.append(s)
+                    paper_w = 4 if w > 1 else 1
+                    p, px = TABLE1[system][PLATFORMS[paper_w]], TABLE1["xgnn"][PLATFORMS[paper_w]]
+                    rep.notes.append(f"{machine}, {w} GPU(s): {SYSTEMS[system].label} / XGNN epoch time {s:.2f}x"
                                      + (f" (paper, {paper_w} GPU(s): {p / px:.2f}x)" if p else ""))
-        table = pd.DataFrame.from_records(out)
-        headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Table 1 rows"]})
-        else:
-            table = drop_single(table, ("Machine", "Dataset"))
-        if speedups:
-            headline = (f"XGNN faster than the others in {sum(s > 1 for s in speedups)}/{len(speedups)} cells "
-                        f"({min(speedups):.2f}-{max(speedups):.2f}x; paper 1.6-7.9x)")
-            status = "reproduced" if all(s > 1 for s in speedups) else "partly" if any(s > 1 for s in speedups) \
-                else "not reproduced"
-        wg_one = [rec for rec in records if rec["params"]["system"] == "wholegraph" and rec["world"] == 1]
+        table = rep.table(out, empty="no Table 1 rows", single=("Machine", "Dataset"), drop_empty=False)
+        headline = (f"XGNN faster than the others in {sum(s > 1 for s in speedups)}/{len(speedups)} cells "
+                    f"({span(speedups)}x; paper 1.6-7.9x)") if speedups else ""
+        wg_one = [rec for rec in rep.records if rec["params"]["system"] == "wholegraph" and rec["world"] == 1]
         if wg_one and all(cell(r, "epoch_time") == "OOM" for r in wg_one):
-            notes.append("WholeGraph on one GPU: OOM under the budget, as the paper's 'x' (its topology and features "
-                         "must all be in GPU memory).")
-        notes.append("Paper: 'x' = the system fails to train the model (WholeGraph: out of GPU memory on one GPU, no "
-                     "support for the asymmetric 8-GPU topology). The 8-GPU (Asym.) column has no counterpart here.")
-        notes.append("Systems (training.py): " + "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}"
-                                                            for s in SYSTEMS1 if SYSTEMS[s].note) + ".")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 4))
-        cols = [c for c in table.columns if c.endswith(" GPU s")]
-        if cols:
-            plot = table.set_index("System")[cols].apply(pd.to_numeric, errors="coerce")
-            if not plot.dropna(how="all").empty:
-                plot.plot.bar(ax=ax, logy=True)
-                ax.set_ylabel("seconds per epoch (log)")
-        ax.set_title("XGNN Table 1: GraphSAGE on TW")
-        fig.tight_layout()
-        caption = ("Epoch time (s, end to end, sampling pipelined where the system does it) training GraphSAGE on the "
-                   "TW stand-in with 1 and 4 GPUs (CPU: ranks); the paper's Table 1 beside (V100s: one GPU, a fully "
-                   f"connected 4-GPU group, the 8-GPU hybrid cube-mesh). GPU memory budget: {budget_caption(records)}. "
-                   f"Datasets: {datasets_caption(records)}. Models: {settings_caption(records)}. "
-                   + caption_hardware(runs))
-        return ReportArtifact("table1", "XGNN Table 1: systems on 1 and 4 GPUs", caption, table, notes, fig,
-                              headline=headline, status=status)
+            rep.notes.append("WholeGraph on one GPU: OOM under the budget, as the paper's 'x' (its topology and "
+                             "features must all be in GPU memory).")
+        rep.notes += [NOTE, f"Systems (training.py): {rep.systems_note(SYSTEMS1)}."]
+        fig, ax = figure((8, 4))
+        plot = numeric(table, "System", [c for c in table.columns if c.endswith(" GPU s")])
+        if not plot.dropna(how="all").empty:
+            bars(ax, plot, logy=True, ylabel="seconds per epoch (log)")
+        caption = rep.caption(
+            "Epoch time (s, end to end, sampling pipelined where the system does it) training GraphSAGE on the TW "
+            "stand-in with 1 and 4 GPUs (CPU: ranks); the paper's Table 1 beside (V100s: one GPU, a fully connected "
+            "4-GPU group, the 8-GPU hybrid cube-mesh).")
+        return rep.artifact("XGNN Table 1: systems on 1 and 4 GPUs", caption, table,
+                            finish(fig, ax, "XGNN Table 1: GraphSAGE on TW"), headline=headline,
+                            status=verdict((s > 1 for s in speedups), none="measured"))
 
+
+NOTE = ("Paper: 'x' = the system fails to train the model (WholeGraph: out of GPU memory on one GPU, no support for "
+        "the asymmetric 8-GPU topology). The 8-GPU (Asym.) column has no counterpart here.")

@@ -64,9 +64,9 @@ from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_in
 from harness.argtypes import dataset_names as name_list
 from harness.experiment import Measurement, Param, Point
 from harness.worlds import Worlds, world_sizes
+from harness.reportkit import Report, finite
 
 from ..kit import training as kit
-from harness.reportkit import finite
 from . import PAPER_HARDWARE
 
 GIB = 1 << 30
@@ -507,10 +507,6 @@ def cell(rec, metric: str):
     return "x" if rec["status"] == "skipped" else "error"
 
 
-def ratio(a, b):
-    return a / b if finite(a) and finite(b) and b > 0 else None
-
-
 def datasets_caption(records) -> str:
     seen = {}
     for rec in sorted(records, key=lambda r: r["status"] != "ok"):      # trained points first
@@ -549,17 +545,43 @@ def budget_gib(rec):
     return b / GIB if b else None
 
 
-def drop_single(table, columns=("Machine",)):
-    for c in columns:
-        if c in table and table[c].nunique() <= 1:
-            table = table.drop(columns=[c])
-    return table
-
-
 def fmt(x, digits: int = 3):
+    """A cell rounded to ``digits`` significant digits; text ("OOM", "x") as it is."""
     if isinstance(x, str) or x is None:
         return x
     return float(f"{x:.{digits}g}") if finite(x) else None
+
+
+def percent(x):
+    """A fraction as a rounded percentage; text ("OOM", "x") as it is."""
+    return fmt(100 * x) if finite(x) else x
+
+
+def combo(model: str, dataset: str) -> str:
+    """'GSG+TW': the paper's name of a model on a dataset."""
+    return f"{MODEL_SHORT.get(model, model)}+{SHORT.get(dataset, dataset)}"
+
+
+class TrainingReport(Report):
+    """The report of an XGNN training experiment: its rows read back as one record per point
+    (skipped and failed points too, ``systems`` only where given), captions ending with the
+    budget, the datasets and the models those records trained."""
+
+    def __init__(self, exp, rows, runs, systems: tuple[str, ...] | None = None,
+                 key_params: tuple[str, ...] = ("system", "dataset", "model")):
+        super().__init__(exp, rows, runs, expand=False)
+        self.records = [r for r in collect(rows, exp.id, key_params)
+                        if systems is None or r["params"]["system"] in systems]
+
+    def machine(self, rec) -> str:
+        return self.label(rec["run_id"])
+
+    def caption(self, *parts: str) -> str:
+        return super().caption(*parts, f"GPU memory budget: {budget_caption(self.records)}. Datasets: "
+                                       f"{datasets_caption(self.records)}. Models: {settings_caption(self.records)}.")
+
+    def systems_note(self, systems) -> str:
+        return "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}" for s in systems if SYSTEMS[s].note)
 
 
 __all__ = ["SYSTEMS", "FIG10_STEPS", "XGNNTraining", "common_parameters", "collect", "cell", "train_system"]
