@@ -180,7 +180,14 @@ def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
          horizontal: bool = False, xlabel: str = "", **style) -> None:
-    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's)."""
+    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's);
+    cells that are not numbers ("OOM", "x") have no bar, and a frame without numbers draws nothing."""
+    import pandas as pd
+
+    frame = pd.to_numeric(frame, errors="coerce") if isinstance(frame, pd.Series) else \
+        frame.apply(pd.to_numeric, errors="coerce")
+    if frame.dropna(how="all").empty:
+        return
     if "color" in style and isinstance(style["color"], list):
         style["color"] = style["color"][: len(frame.columns)]
     if horizontal:

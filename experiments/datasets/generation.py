@@ -90,7 +90,8 @@ class Generation(Experiment):
         for rec in records:
             target = TARGETS.get((rec["Dataset"], rec["Backend"]))
             if target and rec["Scale"] == 1.0:
-                met.append(rec["Seconds"] < target[0] and (target[1] is None or (rec["Peak RSS (GiB)"] or 0) < target[1]))
+                rss = rec["Peak RSS (GiB)"] or 0
+                met.append(rec["Seconds"] < target[0] and (target[1] is None or rss < target[1]))
                 parts.append(f"{rec['Dataset']} x1.0 on {rec['Backend']}: {rec['Seconds']:.1f} s, "
                              f"{rec['Peak RSS (GiB)']:.2f} GiB RSS (target {rec['Target']})")
         caption = rep.caption("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, "

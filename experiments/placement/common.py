@@ -26,7 +26,7 @@ from harness.argtypes import choice, or_word, positive_float, positive_int, str_
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, pivot
 
 from . import PAPER_HARDWARE
 
@@ -372,7 +372,73 @@ class BreakdownExperiment(Experiment):
 
     # --- report -------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
-        return breakdown_report(self, rows, runs)
+        rep = Report(self, rows, runs)
+        frame, measured = _metric_frame(rep.rows), _measured_frame(rep.rows)
+        order = {t: i for i, t in enumerate(self.topologies)}
+        records = sorted((self._record(r, frame, measured, rep) for _, r in frame.iterrows()),
+                         key=lambda rec: (rec["Run"], order.get(rec["Topology"], 99),
+                                          self.buffer_fraction(rec["Buffer"]), rec["Policy"]))
+        table = rep.table(records, empty="no simulated rows", single=("Run",), drop_empty=False)
+        headline = None
+        for run_id in (frame["run_id"].unique() if not frame.empty else []):
+            label = rep.label(run_id)
+            lines = compare_paper(self, frame, run_id) + check_claims(self, frame, run_id)
+            rep.notes += [f"[{label}] {line}" for line in lines]
+            if not measured.empty and (line := measured_speedups(measured, run_id)):
+                rep.notes.append(f"[{label}] {line}")
+                if "on GPU:" in line:          # the latest GPU measurement heads the index
+                    headline = f"[{label}] {line}"
+        if frame.empty:
+            rep.notes += compare_paper(self, frame)
+        if trend := scale_trend_text(self, frame):
+            rep.notes.append(trend)
+            if headline:
+                headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
+        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
+        caption = rep.caption(
+            f"{self.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's layer-wise sampler "
+            f"(3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(self.dataset, 512)}; here "
+            f"{batch_sizes_text(frame, rep.labels)}) on a {self.dataset} stand-in at scale "
+            f"{', '.join(f'{s:g}' for s in scales)}; " + SIMULATION_CAPTION + f" Paper: {PAPER_HARDWARE}.")
+        fig = None
+        if records:
+            tops = [t for t in self.topologies if t in set(table["Topology"])]
+            fig, axes = figure((3.2 * len(tops), 3.6), ncols=len(tops), sharey=True, squeeze=False)
+            first = table[table["Run"] == table["Run"].iloc[0]] if "Run" in table else table
+            for ax, topology in zip(axes[0], tops):
+                sub = first[first["Topology"] == topology]
+                bars(ax, pivot(sub, ["Buffer"], "Policy", "Modeled ms/batch", dict.fromkeys(first["Policy"]))
+                     .reindex(list(dict.fromkeys(sub["Buffer"]))), legend=ax is axes[0][0])
+                ax.set_title(topology, fontsize=9)
+            axes[0][0].set_ylabel("modeled loading time (ms / batch)")
+            fig.suptitle(f"ICS'22 {self.artifact}: simulated feature loading, {self.dataset} stand-in", fontsize=10)
+        return rep.artifact(self.title, caption, table, fig, **({"headline": headline} if headline else {}))
+
+    def _record(self, r, frame, measured, rep) -> dict:
+        """The table row of a simulated point, with its measured twin's cells where measured."""
+        base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
+        return {"Run": rep.label(r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
+                "Policy": policy_label(r["impl"], bool(r["p_las"])),
+                **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in
+                   (("Local", "local_fraction"), ("Peer", "peer_fraction"), ("Host", "host_fraction"),
+                    ("On GPUs", "p_cache_ratio"))},
+                "Modeled ms/batch": r.get("loading_time"), "Modeled s/epoch": r.get("epoch_loading_time"),
+                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
+                                          if base is not None and r.get("loading_time") else None),
+                **_measured_cells(measured, r)}
+
+
+SIMULATION_CAPTION = (
+    "each input node is read locally, from a peer GPU it has an NVLink to, or from the host (ICS'22 dev_num lookup), "
+    "and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over 150 GB/s NVSwitch and 12 GB/s PCIe 3.0; "
+    "--param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per NVLink group with the paper's alpha, '+LAS' adds "
+    "locality-aware sampling with s = MAXS = 8. The paper's bars are epoch times measured on GPUs; the "
+    "loading-ratio statements need those. 'Measured ms/batch': the same batches gathered for real by one rank per "
+    "GPU, barrier-bracketed, slowest GPU's mean, 'on' cuda or cpu (CPU ranks in host shared memory, toy scale: not "
+    "GPU numbers); 'Gather' says how: 'fused' = one kernel per batch reading each row where dev_num says (GPU "
+    "buffers over NVLink and the pinned host table zero-copy, in one pointer table), 'split' = a p2p_shared gather "
+    "of the GPU rows, a zero-copy host gather and two scatters into batch order (a row that names no gather was "
+    "gathered split).")
 
 
 @dataclass
@@ -535,10 +601,12 @@ def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_
 # --- reports --------------------------------------------------------------------------------------
 
 def _metric_frame(rows):
-    """Simulated ok rows, one line per point with one column per metric."""
+    """Simulated ok rows (``rows`` with their parameters expanded), one line per point with one
+    column per metric."""
     import pandas as pd
 
-    rows = expand_params(rows)
+    if rows.empty:
+        return pd.DataFrame()
     ok = rows[(rows["status"] == "ok") & (rows.get("p_mode", "simulated") == "simulated")]
     if ok.empty:
         return pd.DataFrame()
@@ -550,10 +618,11 @@ def _metric_frame(rows):
 
 
 def _measured_frame(rows):
-    """Measured ok loading-time rows: run, impl, topology, buffer, value, where measured."""
+    """Measured ok loading-time rows (of ``rows`` with their parameters expanded): run, impl,
+    topology, buffer, value, where measured and how gathered (a row that names no gather was
+    gathered split)."""
     import pandas as pd
 
-    rows = expand_params(rows)
     if "p_mode" not in rows:
         return pd.DataFrame()
     ok = rows[(rows["status"] == "ok") & (rows["p_mode"] == "measured") & (rows["metric"] == "loading_time")]
@@ -743,94 +812,3 @@ def scale_trend_text(exp: BreakdownExperiment, frame) -> str | None:
     parts = [f"{scale:g}: " + ", ".join(f"{t} {g:.2f}x" for t, g in gains.items()) for scale, gains in cells.items()]
     return (f"RAND / Our (modeled) at {buffer} with the paper's batch sizes, by stand-in scale (1 = the real "
             f"graph's size): " + "; ".join(parts))
-
-
-def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    labels = run_labels(rows, runs)
-    frame = _metric_frame(rows)
-    measured = _measured_frame(rows)
-    records = []
-    if not frame.empty:
-        for _, r in frame.iterrows():
-            base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
-            records.append({
-                "Run": labels.get(r["run_id"], r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
-                "Policy": policy_label(r["impl"], bool(r["p_las"])),
-                "Local %": 100 * r.get("local_fraction", float("nan")),
-                "Peer %": 100 * r.get("peer_fraction", float("nan")),
-                "Host %": 100 * r.get("host_fraction", float("nan")),
-                "On GPUs %": 100 * r.get("p_cache_ratio", float("nan")),
-                "Modeled ms/batch": r.get("loading_time"),
-                "Modeled s/epoch": r.get("epoch_loading_time"),
-                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
-                                if base is not None and r.get("loading_time") else None),
-                **_measured_cells(measured, r)})
-    table = pd.DataFrame.from_records(records)
-    if not table.empty:
-        order = {t: i for i, t in enumerate(exp.topologies)}
-        table["_t"] = table["Topology"].map(lambda t: order.get(t, 99))
-        table["_b"] = table["Buffer"].map(exp.buffer_fraction)
-        table = table.sort_values(["Run", "_t", "_b", "Policy"]).drop(columns=["_t", "_b"])
-        if table["Run"].nunique() == 1:
-            table = table.drop(columns=["Run"])
-    notes, headline = [], None
-    for run_id in (frame["run_id"].unique() if not frame.empty else []):
-        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in compare_paper(exp, frame, run_id)]
-        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in check_claims(exp, frame, run_id)]
-        if not measured.empty:
-            line = measured_speedups(measured, run_id)
-            if line:
-                notes.append(f"[{labels.get(run_id, run_id)}] {line}")
-                if "on GPU:" in line:          # the latest GPU measurement heads the index
-                    headline = f"[{labels.get(run_id, run_id)}] {line}"
-    if frame.empty:
-        notes += compare_paper(exp, frame)
-    trend = scale_trend_text(exp, frame)
-    if trend:
-        notes.append(trend)
-        if headline:
-            headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
-    notes += skip_notes(rows, labels)
-    scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
-    sizes = batch_sizes_text(frame, labels)
-    caption = (f"{exp.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's "
-               f"layer-wise sampler (3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(exp.dataset, 512)}; "
-               f"here {sizes}) on a {exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}; "
-               "each input node is read locally, from a peer GPU it has an NVLink to, or from the host "
-               "(ICS'22 dev_num lookup), and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over "
-               "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "
-               "NVLink group with the paper's alpha, '+LAS' adds locality-aware sampling with s = MAXS = 8. "
-               "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those. "
-               "'Measured ms/batch': the same batches gathered for real by one rank per GPU, barrier-bracketed, "
-               "slowest GPU's mean, 'on' cuda or cpu (CPU ranks in host shared memory, toy scale: not GPU "
-               "numbers); 'Gather' says how: 'fused' = one kernel per batch reading each row where dev_num says "
-               "(GPU buffers over NVLink and the pinned host table zero-copy, in one pointer table), 'split' = a "
-               "p2p_shared gather of the GPU rows, a zero-copy host gather and two scatters into batch order "
-               f"(runs before 0123 are split). Paper: {PAPER_HARDWARE}. "
-               + caption_hardware(runs))
-
-    fig = None
-    if not table.empty:
-        tops = [t for t in exp.topologies if t in set(table["Topology"])]
-        fig, axes = plt.subplots(1, len(tops), figsize=(3.2 * len(tops), 3.6), sharey=True, squeeze=False)
-        first = table[table.get("Run", pd.Series(dtype=object)).eq(table["Run"].iloc[0])] if "Run" in table else table
-        policies = list(dict.fromkeys(first["Policy"]))
-        for ax, topology in zip(axes[0], tops):
-            sub = first[first["Topology"] == topology]
-            bufs = list(dict.fromkeys(sub["Buffer"]))
-            width = 0.8 / max(1, len(policies))
-            for k, pol in enumerate(policies):
-                vals = [sub[(sub["Buffer"] == b) & (sub["Policy"] == pol)]["Modeled ms/batch"] for b in bufs]
-                heights = [float(v.iloc[0]) if len(v) else 0.0 for v in vals]
-                ax.bar(np.arange(len(bufs)) + k * width, heights, width, label=pol)
-            ax.set_xticks(np.arange(len(bufs)) + 0.4 - width / 2)
-            ax.set_xticklabels(bufs)
-            ax.set_title(topology, fontsize=9)
-            ax.grid(True, axis="y", alpha=0.3)
-        axes[0][0].set_ylabel("modeled loading time (ms / batch)")
-        axes[0][-1].legend(fontsize=7)
-        fig.suptitle(f"ICS'22 {exp.artifact}: simulated feature loading, {exp.dataset} stand-in", fontsize=10)
-    return ReportArtifact(exp.artifact, exp.title, caption, table, notes, fig, **({"headline": headline} if headline else {}))

@@ -28,7 +28,7 @@ from harness.argtypes import BadValue, or_word, positive_float, positive_int, st
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.reportkit import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, figure
 from harness.worlds import Worlds
 
 from ..kit import training as kit
@@ -154,7 +154,54 @@ class LossExperiment(Experiment):
                 Measurement("test_accuracy", "", value=trained.final, better="higher")]
 
     def report(self, rows, runs) -> ReportArtifact:
-        return loss_report(self, rows, runs)
+        rep = Report(self, rows, runs)
+        records, curves = [], []
+        for (run_id, impl, topology, las), grp in rep.ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
+            by_metric = grp.drop_duplicates("metric").set_index("metric")
+            losses = by_metric.get("p_loss_per_epoch", {}).get("train_loss")
+            losses = list(losses) if isinstance(losses, (list, tuple)) else []
+            scales = by_metric.get("p_las_scale_per_epoch", {}).get("train_loss")
+            scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
+            value = by_metric["value"].get
+            name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
+            records.append({"Run": rep.label(run_id), "Topology": topology, "Method": name,
+                            "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
+                            "Loss epoch 1": losses[0] if losses else None,
+                            "Final loss": losses[-1] if losses else value("train_loss"),
+                            "Host reads %": 100 * float(value("host_fraction")) if "host_fraction" in by_metric.index
+                            else None,
+                            "Modeled load s/epoch": float(value("loading_time")) if "loading_time" in by_metric.index
+                            else None,
+                            "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None})
+            curves.append((f"{name} {topology}", list(range(1, len(losses) + 1)), losses))
+        table = rep.table(records, empty="no rows", single=("Run",), drop_empty=False)
+        ours = {(r["Run"], r["Topology"]): r for r in reversed(records) if r["Method"] == "Our"}   # the first of each
+        for rec in reversed(records):                 # the latest run first: it heads the index
+            base = ours.get((rec["Run"], rec["Topology"]))
+            if rec["Method"] == "Our+LAS" and base and base["Final loss"] and rec["Final loss"] is not None:
+                change = rec["Final loss"] / base["Final loss"] - 1
+                rep.notes.append(f"{rec['Run']} {rec['Topology']}: final loss with LAS {rec['Final loss']:.4f} vs "
+                                 f"{base['Final loss']:.4f} without ({change:+.1%}); host reads "
+                                 f"{rec['Host reads %']:.0f}% vs {base['Host reads %']:.0f}%. Paper: 'the two lines "
+                                 "almost overlap' / 'almost the same convergence speed'")
+        rep.notes += [f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset (a stand-in's "
+                      "accuracy is not comparable)" for pv in self.paper_values]
+        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
+        caption = rep.caption(
+            f"{self.figure_caption} Training loss per epoch of a 3-layer GraphSAGE-mean (CPU, torch) trained "
+            "data-parallel over the simulated GPUs with ICS'22's layer-wise sampler, Our placement (Algorithm 1, paper "
+            f"alpha) without and with LAS (lt {LAS_LT}, ut {LAS_UT}, MAXS {LAS_MAXS:g}, |Q'| = 8192 scaled) and "
+            f"PaGraph (local shuffling) where its partitioning finishes in the time cap; {self.dataset} stand-in at "
+            f"scale {', '.join(f'{s:g}' for s in scales)}. Host reads and modeled loading time (Eq. 3) show what LAS "
+            f"buys. Paper: {PAPER_HARDWARE}.")
+        fig, ax = figure((6, 3.8))
+        for label, epochs, values in curves:
+            ax.plot(epochs, values, "-" if "LAS" in label else "--", marker=".", label=label)
+        ax.set(xlabel="epoch", ylabel="training loss")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(self.title, fontsize=9)
+        return rep.artifact(self.title, caption, table, fig)
 
 
 class LossTrainer:
@@ -273,67 +320,3 @@ def evaluate(model, graph, x, y, layer_nodes: int, max_nodes: int, seed: int) ->
             pred = model(x[torch.from_numpy(sample.input_nodes)], sample.blocks).argmax(dim=1)
             correct += int((pred == y[torch.from_numpy(seeds)]).sum())
     return correct / max(1, len(test))
-
-
-def loss_report(exp: LossExperiment, rows, runs) -> ReportArtifact:
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    rows = expand_params(rows)
-    labels = run_labels(rows, runs)
-    ok = rows[rows["status"] == "ok"]
-    records = []
-    curves = []
-    for (run_id, impl, topology, las), grp in ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
-        def one(metric, column="value"):
-            hit = grp[grp["metric"] == metric]
-            return hit.iloc[0][column] if not hit.empty and column in hit else None
-
-        losses = one("train_loss", "p_loss_per_epoch")
-        losses = list(losses) if isinstance(losses, (list, tuple)) else []
-        scales = one("train_loss", "p_las_scale_per_epoch")
-        scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
-        name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
-        host, load, acc = one("host_fraction"), one("loading_time"), one("test_accuracy")
-        records.append({"Run": labels.get(run_id, run_id), "Topology": topology, "Method": name,
-                        "s": "/".join(f"{s:g}" for s in scales) if las else "-",
-                        "Epochs": len(losses),
-                        "Loss epoch 1": losses[0] if losses else None,
-                        "Final loss": losses[-1] if losses else one("train_loss"),
-                        "Host reads %": 100 * float(host) if host is not None else None,
-                        "Modeled load s/epoch": float(load) if load is not None else None,
-                        "Test acc": float(acc) if acc is not None else None})
-        curves.append((labels.get(run_id, run_id), topology, name, list(range(1, len(losses) + 1)), losses))
-    table = pd.DataFrame.from_records(records)
-    if not table.empty and table["Run"].nunique() == 1:
-        table = table.drop(columns=["Run"])
-    notes = []
-    for rec in reversed(records):                 # the latest run first: it heads the index
-        if rec["Method"] == "Our+LAS":
-            base = next((r for r in records if r["Run"] == rec["Run"] and r["Topology"] == rec["Topology"]
-                         and r["Method"] == "Our"), None)
-            if base and base["Final loss"] and rec["Final loss"] is not None:
-                notes.append(f"{rec['Run']} {rec['Topology']}: final loss with LAS {rec['Final loss']:.4f} vs "
-                             f"{base['Final loss']:.4f} without ({rec['Final loss'] / base['Final loss'] - 1:+.1%}); "
-                             f"host reads {rec['Host reads %']:.0f}% vs {base['Host reads %']:.0f}%. Paper: "
-                             "'the two lines almost overlap' / 'almost the same convergence speed'")
-    for pv in exp.paper_values:
-        notes.append(f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset "
-                     "(a stand-in's accuracy is not comparable)")
-    notes += skip_notes(rows, labels)
-    scales = sorted(set(rows["p_scale"].dropna()))
-    caption = (f"{exp.figure_caption} Training loss per epoch of a 3-layer GraphSAGE-mean (CPU, torch) trained "
-               f"data-parallel over the simulated GPUs with ICS'22's layer-wise sampler, Our placement "
-               f"(Algorithm 1, paper alpha) without and with LAS (lt {LAS_LT}, ut {LAS_UT}, MAXS {LAS_MAXS:g}, "
-               f"|Q'| = 8192 scaled) and PaGraph (local shuffling) where its partitioning finishes in the time cap; "
-               f"{exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}. Host reads and modeled "
-               f"loading time (Eq. 3) show what LAS buys. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for run, topology, name, epochs, values in curves:
-        ax.plot(epochs, values, "-" if "LAS" in name else "--", marker=".", label=f"{name} {topology}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("training loss")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(exp.title, fontsize=9)
-    return ReportArtifact(exp.artifact, exp.title, caption, table, notes, fig)

@@ -25,8 +25,8 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, bars, figure, finish, span
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
-from impls.sampling.minibatch import sample_blocks
 from impls.core.layout import TableSpec, closed_form_rows
+from impls.sampling.minibatch import sample_blocks
 
 from . import PAPER_HARDWARE
 

@@ -14,9 +14,9 @@ from harness.argtypes import float_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
-from harness.worlds import Worlds
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, finite, ratio
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 

@@ -129,8 +129,7 @@ class UniqueTable(Experiment):
         table = rep.table(out, empty="no rows", single=(), keep=())
         rep.notes.append("Every implementation's output is checked against the sort reference before timing (targets "
                          "first in order, each node once, local ids reconstruct the neighbors). Ours get the graph's "
-                         "node count as id_bound, as in a mini-batch (runs from 0127 on; before, hash_append sized "
-                         "its table by the inputs alone). WholeGraph is timed without duplicate counts (its API has "
+                         "node count as id_bound, as in a mini-batch. WholeGraph is timed without duplicate counts (its API has "
                          "none); ours computes them.")
         fig, ax = figure((8, 4))
         cols = [c for c in table.columns if c.endswith(" us")]

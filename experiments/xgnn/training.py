@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
 from harness.argtypes import dataset_names as name_list
 from harness.experiment import Measurement, Param, Point
-from harness.worlds import Worlds, world_sizes
 from harness.reportkit import Report, finite
+from harness.worlds import Worlds, world_sizes
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE

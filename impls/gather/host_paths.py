@@ -11,8 +11,8 @@ import torch
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.storage import HostTable
 from impls.core.layout import TableSpec, check_ids
+from impls.storage import HostTable
 
 
 class HostCopyGather:

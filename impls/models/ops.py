@@ -57,7 +57,7 @@ on GPUs, which reads the dense rows in place); ``"gather"`` builds the two gathe
 ``[nnz, H, C]`` operands in chunks and reduces their product (any dtype); ``"auto"`` is
 ``sampled`` with ``impl="sparse"`` for float32/float64 and ``gather`` otherwise.  On CPU the
 sampled SDDMM alone is 2-4x faster than the gathered one (600K edges, 4 heads of 64); on
-4xH200 the products GAT epoch of Table V went from 7.35 s (0065) to 5.79 s (0076), and the
+4xH200 it takes the products GAT epoch of Table V from 7.35 s (gathered) to 5.79 s, and the
 hidden-layer bench step (16K x 480K block, fanout 30) from 12.0 to 10.9 ms.
 
 Where ``Block.dup_count`` is missing it is computed with one ``bincount`` over the edges.

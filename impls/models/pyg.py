@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import gcn_coefficients
-from .nets import BlockGNN, default_activation, layer_dims
 from impls.core.blocks import edge_weight_of
 
+from .layers import gcn_coefficients
+from .nets import BlockGNN, default_activation, layer_dims
 from .ops import BlockGraph
 
 _PINSAGE_CLASS = None

@@ -39,11 +39,10 @@ import torch.distributed as dist
 
 from harness.errors import HarnessError
 from impls.core import cuda
-
-from .gpu import KERNELS
+from impls.core.layout import RowPartition, check_ids
 
 from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
-from impls.core.layout import RowPartition, check_ids
+from .gpu import KERNELS
 from .reorder import Reordering
 from .shards import SHM_DIR
 from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from impls.models.layers import GATConv, GCNConv, PinSAGEConv, SAGEConv
 from impls.core.blocks import set_edge_weight
+from impls.models.layers import GATConv, GCNConv, PinSAGEConv, SAGEConv
 from impls.models.ops import BlockGraph
 
 from .util import adjacency, random_block, with_one_self_loop

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from impls.core.topology import by_name
 from impls.placement import make_policy
 from impls.placement.cost import CostModel, LinkModel
 from impls.placement.hotness import lhop_hotness
@@ -12,8 +13,6 @@ from impls.placement.policies import PlacementProblem
 from impls.placement.sampling import (LayerWiseSampler, LocalityBoost, NodeWiseSampler,
                                       aggregate_mean_estimate, build_locality_sets)
 from impls.placement.simulate import gpu_batches, replay
-from impls.core.topology import by_name
-
 from tests.placement.placement_graphs import random_graph
 
 
