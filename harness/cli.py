@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -29,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="experiments and implementations, and what can run here")
     p.add_argument("--interface", help="only implementations of this interface")
+    p.add_argument("--runs", action="store_true",
+                   help="list the run directories under --results instead, with their status "
+                        "(complete, failed, interrupted, running, or abandoned: its process is gone)")
+    p.add_argument("--results", type=Path, default=Path("results"))
 
     p = sub.add_parser("run", help="run experiments and store their rows")
     p.add_argument("ids", nargs="+", help="paper.artifact, bare artifact (table1), paper, or all")
@@ -108,6 +113,9 @@ def cmd_list(args) -> int:
     from .needs import detect
 
     console = Console(width=None if sys.stdout.isatty() else 160)
+    if args.runs:
+        console.print(_runs_table(args.results))
+        return 0
     t = Table(title="Experiments", show_lines=False)
     for col in ("id", "paper", "artifact", "title"):
         t.add_column(col)
@@ -128,6 +136,34 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _runs_table(root: Path):
+    import json
+
+    from rich.table import Table
+
+    from .store import _RUN_DIR, run_status
+
+    if not root.is_dir():
+        raise HarnessError(f"no result root at {root}")
+    t = Table(title=f"Runs under {root}")
+    for col in ("run", "status", "ok", "skipped", "error", "started", "experiments"):
+        t.add_column(col)
+    for path in sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "manifest.json").exists()):
+        try:
+            m = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            t.add_row(path.name, "unreadable manifest", "", "", "", "", "")
+            continue
+        counts = m.get("counts") or {}
+        t.add_row(path.name, run_status(m), *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
+                  str(m.get("start", "-")), ", ".join(m.get("experiments", [])))
+    return t
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def cmd_run(args) -> int:
     from . import runner
     from .config import RunConfig, parse_param_assignments
@@ -141,6 +177,7 @@ def cmd_run(args) -> int:
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
         data_root=args.data_root, launch_per_point=args.launch_per_point,
     )
+    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
@@ -157,8 +194,22 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import report_all, report_runs
+    import json
 
+    from .report import ABANDONED_NOTE, report_all, report_runs
+    from .store import _RUN_DIR, run_status
+
+    if args.all:
+        given = sorted(p for p in args.results.iterdir() if _RUN_DIR.match(p.name)) if args.results.is_dir() else []
+    else:
+        given = [Path(p) for p in args.runs]
+    for path in given:
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue        # reading the run names the problem
+        if run_status(manifest) == "abandoned":
+            print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")

@@ -190,6 +190,20 @@ class RunStore:
         manifest.update(updates)
         self.write_manifest(manifest)
 
+    def replace_rows(self, rows: list[dict]) -> None:
+        """Rewrite the rows file atomically (only while nobody else appends to it)."""
+        lines = []
+        for row in rows:
+            row = {k: _clean_float(v) for k, v in row.items()}
+            validate_row(row)
+            lines.append(json.dumps(row, sort_keys=True, default=_json_default, allow_nan=False) + "\n")
+        tmp = self.rows_path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.rows_path)
+
     def append(self, row: dict) -> None:
         row = {k: _clean_float(v) for k, v in row.items()}
         validate_row(row)

@@ -94,8 +94,16 @@ def test_a_hanging_rank_times_out(tmp_path):
 def test_an_exit_code_is_reported():
     with pytest.raises(LaunchError) as info:
         launch(launch_targets.hard_exit_on_rank, (1, 3), world_size=2, device="cpu", timeout_s=120)
-    msg = str(info.value)
-    assert "rank 1" in msg and "exit code 3" in msg
+    assert str(info.value) == "rank 1 exited with code 3"
+    assert info.value.rank == 1 and info.value.culprit == "rank 1 exited with code 3"
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_the_signal_and_what_it_was_doing():
+    """The survivor reports a lost connection first; the silent dead rank is still the cause."""
+    with pytest.raises(LaunchError) as info:
+        launch(launch_targets.kill_rank_in_a_collective, (1,), world_size=2, device="cpu", timeout_s=120)
+    assert str(info.value) == "rank 1 died (SIGKILL) during the second barrier"
+    assert info.value.activities == {0: "the second barrier", 1: "the second barrier"}
 
 
 def test_a_rank_that_returns_nothing_is_fine():
