@@ -17,6 +17,15 @@ from .argtypes import scale as _scale
 from .errors import HarnessError
 
 
+COMPARE_EXIT_CODES = """exit codes:
+  0  no regression, and every point measured (ok) in A is measured in B
+  1  a regression, or a point measured in A that B skipped, failed or lacks (a lost point;
+     listed, and not counted with --allow-missing)
+  2  bad input (one error: line)
+  4  --reference found no run of B's hardware, experiments and quick flag under A
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, not argparse's usage dump
         sub = self.prog.split(" ", 1)[1] if " " in self.prog else ""
@@ -68,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("reports"))
     p.add_argument("--experiment", action="append", default=None, help="only these experiment ids")
 
-    p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression")
+    p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression or a lost point",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMPARE_EXIT_CODES)
     p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
     p.add_argument("b", type=Path, nargs="?", help="candidate run directory (or a folder of runs)")
     p.add_argument("--reference", action="store_true",
@@ -76,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "experiments and quick flag")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="list points measured in A that B skipped, failed or lacks, without failing")
 
     p = sub.add_parser("import", help="copy run directories made elsewhere into the result store")
     p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
@@ -169,6 +181,7 @@ def cmd_run(args) -> int:
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
     from .report import report_runs
+    from .store import load_run
 
     cfg = RunConfig(
         device=args.device or default_device(), world_size=args.world_size, scale=args.scale,
@@ -190,6 +203,9 @@ def cmd_run(args) -> int:
                 print()
                 print(path.read_text())
         print(f"report: {outcome.store.path / 'report'}")
+    summary = runner.skip_summary(load_run(outcome.store.path).rows)
+    if summary:
+        print(summary)
     return 1 if outcome.errors else 0
 
 
@@ -232,7 +248,9 @@ def cmd_compare(args) -> int:
         print(f"reference: {a}")
     result = compare_sets(load_result_set(a), load_result_set(args.b), args.threshold)
     print(format_comparison(result))
-    return 1 if result.regressions else 0
+    if result.lost and args.allow_missing:
+        print(f"{len(result.lost)} lost points allowed (--allow-missing)")
+    return 1 if result.regressions or (result.lost and not args.allow_missing) else 0
 
 
 def cmd_import(args) -> int:

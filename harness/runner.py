@@ -184,6 +184,21 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     return outcome
 
 
+def skip_summary(rows: list[dict], most: int = 4) -> str | None:
+    """One line: how many rows were skipped, grouped by reason, most frequent first."""
+    from collections import Counter
+
+    reasons = Counter(" ".join(str(r.get("reason", "")).split()) for r in rows if r["status"] == "skipped")
+    if not reasons:
+        return None
+    total = sum(reasons.values())
+    groups = [f"{n} x {reason[:100] + ('...' if len(reason) > 100 else '')}"
+              for reason, n in reasons.most_common(most)]
+    if len(reasons) > most:
+        groups.append(f"{len(reasons) - most} more reasons")
+    return f"skipped {total} of {len(rows)} rows: " + "; ".join(groups)
+
+
 INTERRUPTED_REASON = "not measured: the run was interrupted (time limit or Ctrl-C) before this point"
 
 
