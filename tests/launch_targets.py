@@ -124,3 +124,23 @@ def shared_store_then_fail_on_rank(ctx, bad_rank):
         raise ValueError(f"deliberate failure on rank {ctx.rank} holding shared memory")
     dist.barrier()
     time.sleep(120)
+
+
+class SequenceTimer:
+    """A timer reporting the given durations in turn (seconds)."""
+
+    def __init__(self, seconds):
+        self.seconds = list(seconds)
+
+    def time(self, fn):
+        fn()
+        return float(self.seconds.pop(0))
+
+
+def collective_timing_with_an_outlier(ctx):
+    """Rank 0's fifth iteration takes 100 s, every other iteration 1 s."""
+    from harness.timing import measure_collective
+
+    seconds = [1, 1, 1, 1, 100] if ctx.rank == 0 else [1, 1, 1, 1, 1]
+    stats, spread = measure_collective(lambda: None, timer=SequenceTimer(seconds), warmup=0, repeats=5)
+    return {"median": stats.median, "max": stats.max, "spread": (spread.min, spread.avg, spread.max)}

@@ -169,3 +169,19 @@ def test_collective_timing_across_two_gloo_ranks():
         assert res["per_rank"] == (1.0, 1.5, 2.0)
         assert res["stats"] == (5, 2.0, 2.0, 2.0)  # repeats; every iteration's max is rank 1's 2 s
         assert res["fn_calls"] == 7 and res["timer_calls"] == 7  # 2 warm-up + 5 timed
+
+
+def test_one_slow_iteration_does_not_move_the_collective_median():
+    """1, 1, 1, 1 and 100 s: the median is 1 s, for the iterations and for each rank's own times."""
+    stats, spread = measure_collective(lambda: None, timer=launch_targets.SequenceTimer([1, 1, 1, 1, 100]),
+                                       warmup=0, repeats=5)
+    assert stats.median == 1.0 and stats.max == 100.0
+    assert spread == RankSpread(1.0, 1.0, 1.0)
+
+
+def test_one_slow_iteration_on_one_rank_does_not_move_the_cross_rank_median():
+    results = launch(launch_targets.collective_timing_with_an_outlier, (), world_size=2, device="cpu",
+                     timeout_s=120)
+    for res in results:
+        assert res["median"] == 1.0 and res["max"] == 100.0     # the outlier is kept, not the median
+        assert res["spread"] == (1.0, 1.0, 1.0)                 # each rank's median is 1 s
