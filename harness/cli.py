@@ -97,10 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", type=Path, help="run directory under results/")
     p.add_argument("--reason", required=True, help="why (the defect that made its numbers wrong)")
 
-    p = sub.add_parser("bench", help="CPU regression benchmarks: run, compare with the baseline, update it")
-    p.add_argument("action", choices=("run", "compare", "update", "check"))
-    p.add_argument("files", nargs="*", type=Path, help="compare: BASELINE CURRENT; run: OUT")
-    p.add_argument("--threshold", type=float, default=None, help="normalized slowdown counted (default 1.5)")
+    p = sub.add_parser("bench", help="CPU regression check: the base revision and this tree, interleaved in one job",
+                       description="Run tests/benchmarks against the base revision (checked out in a temporary "
+                                   "git worktree) and this tree in alternating rounds; exit 1 on a regression "
+                                   "(see harness/bench.py for the rule).")
+    p.add_argument("action", choices=("check",))
+    p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main, "
+                                  "else origin/main); $HARNESS_BENCH_BASE also sets it")
+    p.add_argument("--rounds", type=_positive_int, default=None, help="rounds per side (default 5)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="median slowdown counted as a regression when also significant (default 1.25)")
+    p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
+    p.add_argument("-k", dest="select", help="only benchmarks matching this pytest -k expression")
 
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
@@ -271,45 +279,15 @@ def cmd_withdraw(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import tempfile
-
     from . import bench
 
-    threshold = args.threshold or bench.DEFAULT_THRESHOLD
-    if threshold <= 1:
-        raise HarnessError("--threshold must be > 1 (a slowdown factor)")
-    if args.action == "run":
-        out = args.files[0] if args.files else Path("bench.json")
-        bench.run_suite(out)
-        print(f"benchmarks -> {out}")
-        return 0
-    if args.action == "update":
-        bench.run_suite(bench.BASELINE)
-        print(f"baseline refreshed: {bench.BASELINE} (commit it)")
-        return 0
-    if args.action == "compare":
-        if len(args.files) != 2:
-            raise HarnessError("bench compare takes BASELINE CURRENT")
-        changes, only_base, only_cur = bench.compare(bench.load(args.files[0]), bench.load(args.files[1]))
-        print(bench.format_report(changes, only_base, only_cur, threshold))
-        return 1 if any(c.regressed(threshold) for c in changes) else 0
-    # check: run, compare with the committed baseline, re-run what regressed, fail if it reproduces
-    with tempfile.TemporaryDirectory() as tmp:
-        first = bench.run_suite(Path(tmp) / "first.json")
-        base = bench.load(bench.BASELINE)
-        changes, only_base, only_cur = bench.compare(base, bench.load(first))
-        print(bench.format_report(changes, only_base, only_cur, threshold))
-        flagged = [c.name.split("[")[0] for c in changes if c.regressed(threshold)]
-        if not flagged:
-            return 0
-        print(f"re-running {len(flagged)} flagged benchmark(s) to confirm")
-        second = bench.run_suite(Path(tmp) / "second.json", select=flagged)
-        changes, only_base, only_cur = bench.compare(base, bench.load(second))
-        print(bench.format_report(changes, [], [], threshold))
-        flagged_names = {c.name for c in bench.compare(base, bench.load(first))[0] if c.regressed(threshold)}
-        confirmed = [c for c in changes if c.regressed(threshold) and c.name in flagged_names]
-        print(f"confirmed regressions: {', '.join(c.name for c in confirmed) or 'none'}")
-        return 1 if confirmed else 0
+    result = bench.check(
+        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None,
+        rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold or bench.DEFAULT_THRESHOLD,
+        alpha=args.alpha or bench.DEFAULT_ALPHA, select=args.select,
+        progress=lambda line: print(f"bench check: {line}", file=sys.stderr, flush=True))
+    print("\n".join(result.lines))
+    return 0 if result.passed else 1
 
 
 def cmd_env(args) -> int:
