@@ -177,6 +177,9 @@ class Experiment:
     unit: str = ""
     better: str = "lower"
     paper_hardware: str = ""
+    # one line for the report caption: what a timed repeat finds warm and what it reads cold
+    # (docs/measurement.md: what a fair repeat is)
+    warm_and_cold: str = ""
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()
     spawn_ranks: bool = False    # True: points run in one process per rank (launcher)

@@ -177,6 +177,8 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         rows = frame[frame["experiment"].isin(sources)].reset_index(drop=True)
         run_ids = set(rows["run_id"])
         artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
+        if exp.warm_and_cold:
+            artifact.caption = f"{artifact.caption.rstrip()} {exp.warm_and_cold}"
         written += write_artifact(artifact, Path(out_dir) / exp.paper, f"tab:{exp.id}")
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)

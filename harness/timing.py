@@ -136,6 +136,66 @@ class CupyCudaTimer:
         return cp.cuda.get_elapsed_time(start, end) / 1e3
 
 
+def cpu_cache_bytes(default: int = 32 << 20) -> int:
+    """The CPU's largest cache (Linux sysfs): the host's counterpart of a GPU's L2."""
+    from pathlib import Path
+
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    best = (0, 0)
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip().upper()
+            size = int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+        except (OSError, ValueError):
+            continue
+        best = max(best, (level, size))
+    return best[1] or default
+
+
+class CacheFlush:
+    """Evicts what earlier work left in a cache before a timed repeat (call it untimed, e.g. as
+    ``measure``'s ``flush``): overwrites ``multiple`` x the L2 of each listed CUDA device (on its
+    current stream, so it completes before a timer's start event), or, with no devices,
+    once the CPU's last-level cache (a toy-scale path: its data are a few such caches, and a larger
+    flush would cost more than the work). ``cache_bytes`` and ``flush_bytes`` are what a row
+    records."""
+
+    def __init__(self, devices=(), multiple: int = 4):
+        self.devices = list(devices)
+        if self.devices:
+            import torch
+
+            self.devices = [torch.device(d) for d in self.devices]
+            self.cache_bytes = max(torch.cuda.get_device_properties(d).L2_cache_size for d in self.devices)
+        else:
+            self.cache_bytes = cpu_cache_bytes()
+            multiple = 1
+        self.flush_bytes = multiple * self.cache_bytes
+        self._buffers: list = []
+        self._fills = 0
+
+    def __call__(self) -> int:
+        if not self._buffers:          # allocated on first use: a flush that never runs costs nothing
+            if self.devices:
+                import torch
+
+                self._buffers = [torch.empty(self.flush_bytes, dtype=torch.uint8, device=d) for d in self.devices]
+            else:
+                import numpy as np
+
+                self._buffers = [np.empty(self.flush_bytes, dtype=np.uint8)]
+        self._fills += 1
+        for buf in self._buffers:
+            buf.fill(self._fills & 0xFF) if hasattr(buf, "ctypes") else buf.fill_(self._fills & 0xFF)
+        return self.flush_bytes
+
+    def extra(self) -> dict:
+        """Row fields: the cache and the bytes written before each timed repeat, in MiB."""
+        return {"l2_mib": round(self.cache_bytes / (1 << 20), 3),
+                "flush_mib": round(self.flush_bytes / (1 << 20), 3)}
+
+
 def timer_for(device: str):
     if device == "cuda":
         return TorchCudaTimer()
@@ -208,10 +268,12 @@ def reduce_across_ranks(value: float, group=None) -> RankSpread:
 
 
 def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3, repeats: int = 10,
-                       setup: Callable[[], object] | None = None, group=None) -> tuple[Stats, RankSpread]:
+                       setup: Callable[[], object] | None = None, group=None,
+                       flush: Callable[[], object] | None = None) -> tuple[Stats, RankSpread]:
     """Time a region that every rank runs together.
 
-    Each iteration is bracketed by barriers; the iteration's time is the slowest
+    ``setup`` and ``flush`` run before every iteration, outside the timed region (as in
+    ``measure``). Each iteration is bracketed by barriers; the iteration's time is the slowest
     rank's (a collective finishes when its last rank does). Returns the statistics of
     those per-iteration maxima and the min/avg/max over ranks of each rank's median.
     """
@@ -227,6 +289,8 @@ def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3,
     for _ in range(warmup):
         if setup:
             setup()
+        if flush:
+            flush()
         barrier()
         timer.time(fn)
     barrier()
@@ -235,6 +299,8 @@ def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3,
     for _ in range(repeats):
         if setup:
             setup()
+        if flush:
+            flush()
         barrier()
         t = timer.time(fn)
         mine.append(t)

@@ -48,18 +48,28 @@ def test_word_is_mix_of_index_xor_salt():
     assert chain.word(1 << 40, MASK) == chain.mix64(MASK ^ (1 << 40))
 
 
-def test_locate_known_values_and_bounds():
-    assert chain.locate(0, 4, 1000) == (0, 0)
-    assert chain.locate(MASK, 1, 1000) == (0, 999)               # top of the range, never past it
-    assert chain.locate(1 << 63, 3, 1000) == (0, 500)            # half way
-    assert chain.locate((1 << 62) | 7, 4, 1024) == (3, 256)      # part from the low 32 bits
-    rng = random.Random(3)
-    for _ in range(2000):
-        h = rng.getrandbits(64)
-        nparts, elems = rng.randint(1, 16), rng.randint(1, 10**7)
-        part, off = chain.locate(h, nparts, elems)
-        assert 0 <= part < nparts and 0 <= off < elems
-        assert off == (h * elems) // 2**64                       # multiply-high
+@pytest.mark.parametrize("lines", [1, 2, 3, 16, 1000, 4097, (1 << 16) + 3])
+@pytest.mark.parametrize("key", [0, 0x5EED, MASK])
+def test_line_permutation_is_a_bijection(lines, key):
+    perm = chain.LinePermutation(lines, key)
+    got = [perm(i) for i in range(lines)]
+    assert sorted(got) == list(range(lines))
+    assert [perm(i + lines) for i in range(min(lines, 50))] == got[:50]     # taken modulo lines
+    assert np.array_equal(chain.permuted_lines(perm, 0, lines), np.array(got, dtype=np.uint64))
+
+
+def test_line_permutation_depends_on_the_key_and_is_not_a_stride():
+    a = chain.permuted_lines(chain.LinePermutation(1 << 20, 1), 0, 10_000).astype(np.int64)
+    b = chain.permuted_lines(chain.LinePermutation(1 << 20, 2), 0, 10_000).astype(np.int64)
+    assert (a != b).mean() > 0.99
+    steps = np.diff(a)
+    assert len(np.unique(steps)) > 9_000                   # no fixed stride between consecutive lines
+    assert abs(np.corrcoef(a[:-1], a[1:])[0, 1]) < 0.05
+
+
+def test_layout_refuses_parts_without_a_whole_line():
+    assert chain.layout_refusal(8 * 1024, 1) is None
+    assert "whole 128-byte line" in chain.layout_refusal(3 * 100, 3)
 
 
 def _chi_square(counts) -> float:
@@ -68,24 +78,19 @@ def _chi_square(counts) -> float:
     return float(((counts - expected) ** 2 / expected).sum())
 
 
-def test_locate_is_uniform_over_parts_and_offsets():
-    """Chi-square over 4 parts x 10 offset buckets (39 degrees of freedom).
-
-    Threshold 72.05 is the 0.999 quantile of chi2(39): a fair mapping fails one seed in
-    a thousand; a biased one (e.g. offset = h % elems on a small range) fails by far.
-    """
-    rng = random.Random(20261121)
-    nparts, elems, buckets, n = 4, 1000, 10, 40_000
+def test_a_chain_prefix_is_uniform_over_parts_and_offsets():
+    """The first 40,000 lines of the permutation over 4 parts of 2**18 lines: chi-square over
+    4 parts x 10 offset buckets < 72.05, the 0.999 quantile of chi2(39). A fair mapping fails one
+    seed in a thousand; a stride or a biased mapping fails by far."""
+    nparts, part_lines, buckets = 4, 1 << 18, 10
+    g = chain.permuted_lines(chain.LinePermutation(nparts * part_lines, 20261121), 0, 40_000).astype(np.int64)
     counts = np.zeros((nparts, buckets))
-    for _ in range(n):
-        part, off = chain.locate(rng.getrandbits(64), nparts, elems)
-        counts[part, off * buckets // elems] += 1
+    np.add.at(counts, (g // part_lines, (g % part_lines) * buckets // part_lines), 1)
     assert _chi_square(counts) < 72.05
-    # non-power-of-two part size and part count
+    # non-power-of-two line and part counts: 3 parts of 777 lines, 21,000 indices (27 passes)
+    g = chain.permuted_lines(chain.LinePermutation(3 * 777, 5), 0, 21_000).astype(np.int64)
     counts = np.zeros((3, 7))
-    for _ in range(21_000):
-        part, off = chain.locate(rng.getrandbits(64), 3, 777)
-        counts[part, off * 7 // 777] += 1
+    np.add.at(counts, (g // 777, (g % 777) * 7 // 777), 1)
     assert _chi_square(counts) < 45.31  # 0.999 quantile of chi2(20)
 
 
@@ -107,19 +112,26 @@ def test_chain_visits_all_parts_equally():
     assert counts.sum() == steps and (counts > 0).all()
     assert _chi_square(counts) < 16.27
     assert np.abs(counts / steps - 0.25).max() < 0.02
-    # and does not get stuck in a short cycle
-    assert len(set(seq)) > 0.8 * steps
 
 
-def test_visited_matches_chase():
-    nparts, elems, salt, start, steps = 3, 1000, 77, 5, 500
-    seq = chain.visited(nparts, elems, salt, start, steps)
-    # replay the chain from the visited addresses
-    h = None
-    for s, (p, o) in enumerate(seq):
-        value = chain.word(p * elems + o, salt)
-        h = chain.mix64((value + s) & MASK)
-    assert chain.chase(nparts, elems, salt, start, steps) == (value, h)
+def test_chain_reads_a_new_line_every_step_until_the_region_is_read():
+    nparts, elems = 3, 16 * 700                                # 2,100 lines
+    seq = chain.visited(nparts, elems, salt=7, start=1, steps=2_100)
+    lines = [(p, o // chain.LINE_WORDS) for p, o in seq]
+    assert len(set(lines)) == 2_100
+    again = chain.visited(nparts, elems, salt=7, start=99, steps=10, first_step=2_100)
+    assert [(p, o // chain.LINE_WORDS) for p, o in again] == lines[:10]   # then it wraps
+
+
+def test_word_within_the_line_follows_the_value_read():
+    """The line is the permutation's; which of its 16 words is read is h & 15, h hashing the value
+    the previous step read, its step id and the history, so the load waits for the previous one."""
+    nparts, elems, salt, start = 1, 1 << 14, 5, 3
+    seq = chain.visited(nparts, elems, salt, start, 200)
+    h = chain.mix64(start)
+    for s, (part, offset) in enumerate(seq):
+        assert offset % chain.LINE_WORDS == h & 15
+        h = chain.mix64(((chain.word(part * elems + offset, salt) ^ h) + s) & MASK)
 
 
 def test_chase_with_explicit_memory_equals_closed_form():
@@ -130,7 +142,7 @@ def test_chase_with_explicit_memory_equals_closed_form():
         mem[(part, offset)] = True
         return chain.word(part * elems + offset, salt)
 
-    assert chain.chase(nparts, elems, salt, 9, 300, memory) == chain.chase(nparts, elems, salt, 9, 300)
+    assert chain.chase(nparts, elems, salt, 9, 300, memory=memory) == chain.chase(nparts, elems, salt, 9, 300)
     assert len(mem) > 250
 
 
@@ -138,22 +150,30 @@ def test_chase_zero_steps():
     assert chain.chase(2, 100, 1, 4, 0) == (0, chain.mix64(4))
 
 
+def test_a_later_step_range_continues_the_chain_lines():
+    """Launches take consecutive step ranges: steps 300..599 read the lines steps 300..599 of one
+    long chain read (the words within them differ only through the start value)."""
+    whole = chain.visited(2, 1 << 12, 9, 1, 600)
+    tail = chain.visited(2, 1 << 12, 9, 77, 300, first_step=300)
+    assert [(p, o // 16) for p, o in tail] == [(p, o // 16) for p, o in whole[300:]]
+
+
 def test_next_address_depends_on_the_step_id():
-    """h = mix64(value + s): the same value read at another step leads elsewhere."""
+    """h = mix64((value ^ h) + s): the same value read at another step leads elsewhere."""
     a = chain.chase(1, 1 << 20, 0, 1, 50)
     b = chain.chase(1, 1 << 20, 0, 1, 51)
     assert a != b
 
 
 CONFIGS = [
-    # (nparts, part_elems, salt, start, steps)
-    (1, 1024, 0, 0, 5000),
-    (1, 1000, 0x5EED, 1, 5000),                 # not a power of two
-    (3, 777, 12345, 99, 4000),                   # neither is nparts
-    (4, 1 << 12, (1 << 64) - 1, 7, 4000),        # the largest salt
-    (5, 3, 42, 3, 1000),                         # tiny parts: every word visited
-    (2, 12_345, 0xDEADBEEF, -4, 3000),         # negative start: taken modulo 2**64
-    (16, 100, 9, 0, 2000),
+    # (nparts, part_elems, salt, start, steps, first_step)
+    (1, 1024, 0, 0, 5000, 0),                     # the region read five times over
+    (1, 1000, 0x5EED, 1, 5000, 3),                # not a power of two, nor a whole number of lines
+    (3, 777, 12345, 99, 4000, 1 << 40),           # neither is nparts; a far first step
+    (4, 1 << 12, (1 << 64) - 1, 7, 4000, 0),      # the largest salt
+    (5, 16, 42, 3, 1000, 0),                      # one line per part
+    (2, 12_345, 0xDEADBEEF, -4, 3000, 17),        # negative start: taken modulo 2**64
+    (16, 100, 9, 0, 2000, 5),
 ]
 
 
@@ -172,16 +192,16 @@ def host_probe_factory():
         p.close()
 
 
-@pytest.mark.parametrize("nparts, part_elems, salt, start, steps", CONFIGS)
-def test_host_probe_equals_reference(host_probe_factory, nparts, part_elems, salt, start, steps):
+@pytest.mark.parametrize("nparts, part_elems, salt, start, steps, first", CONFIGS)
+def test_host_probe_equals_reference(host_probe_factory, nparts, part_elems, salt, start, steps, first):
     probe = host_probe_factory(nparts, part_elems, salt)
     assert probe.part_elems == part_elems and probe.nparts_used == nparts
     assert probe.words.dtype == np.uint64 and probe.words.size == nparts * part_elems
     # memory content is the closed form
     idx = [0, 1, nparts * part_elems - 1, (nparts * part_elems) // 2]
     assert [int(probe.words[i]) for i in idx] == [chain.word(i, salt) for i in idx]
-    assert probe.run_chase(steps, start) == chain.chase(nparts, part_elems, salt, start, steps)
-    verify_chain(probe, steps, start)
+    assert probe.run_chase(steps, start, first) == chain.chase(nparts, part_elems, salt, start, steps, first)
+    verify_chain(probe, steps, start, first)
 
 
 def test_host_probe_takes_any_64_bit_start(host_probe_factory):

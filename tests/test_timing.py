@@ -171,6 +171,31 @@ def test_collective_timing_across_two_gloo_ranks():
         assert res["fn_calls"] == 7 and res["timer_calls"] == 7  # 2 warm-up + 5 timed
 
 
+def test_measure_collective_flushes_before_every_iteration_outside_the_timing():
+    calls = []
+
+    class Clock:
+        def time(self, fn):
+            calls.append("timed")
+            fn()
+            return 1.0
+
+    stats, _ = measure_collective(lambda: calls.append("fn"), timer=Clock(), warmup=2, repeats=3,
+                                  setup=lambda: calls.append("setup"), flush=lambda: calls.append("flush"))
+    assert stats.repeats == 3
+    assert calls == ["setup", "flush", "timed", "fn"] * 5
+
+
+def test_cache_flush_on_the_cpu_overwrites_the_last_level_cache():
+    from harness.timing import CacheFlush, cpu_cache_bytes
+
+    flush = CacheFlush()
+    assert flush.cache_bytes == cpu_cache_bytes() > 0
+    assert flush() == flush.flush_bytes == flush.cache_bytes
+    assert flush.extra() == {"l2_mib": round(flush.cache_bytes / (1 << 20), 3),
+                             "flush_mib": round(flush.cache_bytes / (1 << 20), 3)}
+
+
 def test_one_slow_iteration_does_not_move_the_collective_median():
     """1, 1, 1, 1 and 100 s: the median is 1 s, for the iterations and for each rank's own times."""
     stats, spread = measure_collective(lambda: None, timer=launch_targets.SequenceTimer([1, 1, 1, 1, 100]),

@@ -39,6 +39,8 @@ class Generation(Experiment):
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "seconds", "s", "lower"
+    warm_and_cold = ("Cold: one generation per point, in a fresh process, from nothing cached (the "
+                     "time a user waits the first time).")
     parameters = {
         "names": Param(("ogbn-products", "ogbn-papers100M"), _names, "datasets to generate"),
         "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),

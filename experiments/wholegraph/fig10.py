@@ -54,6 +54,9 @@ class Fig10(Experiment):
     impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
     metric, unit, better = "time_per_batch", "ms", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: the store and compiled kernels. Each repeat gathers the same sampled mini-batches, "
+                     "many times the L2 per rank, so no repeat is served by the last one's lines; hot nodes "
+                     "shared within and across batches hit the L2 as in training.")
     spawn_ranks = True
     parameters = {
         "datasets": Param(DATASETS, _names, "WholeGraph Table II datasets"),

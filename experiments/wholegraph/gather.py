@@ -192,6 +192,10 @@ class GatherTable(Experiment):
              "ceiling_peer_copy", "ceiling_alltoall")
     metric, unit, better = "algbw", "GB/s", "higher"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: the store, pointer tables and compiled kernels. Cold: each repeat gathers the same "
+                     "ids, at least 4x the L2 per rank at the default sizes, and an L2 flush runs before each "
+                     "repeat that reads less (rows: gathered_over_l2, flush_mib), so no repeat is served by "
+                     "the last one's lines.")
     spawn_ranks = True
     parameters = {
         "row_bytes": Param((128, 512, 2048), int_list, "row sizes in bytes (float32 rows)"),

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
-from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
 from impls.storage.layout import TableSpec, closed_form_rows
 
 GB = 1e9
@@ -72,8 +72,12 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         del rows
         if not _all_ok(correct, device):
             raise RuntimeError("gathered rows differ from the closed form on at least one rank")
+        flush = CacheFlush([device] if device.type == "cuda" else ())
+        gathered = p["ids_per_rank"] * spec.row_bytes
+        # a repeat that reads less than 4 caches' worth could be served by the last one's lines
+        cold = gathered < 4 * flush.cache_bytes
         stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
-                                           warmup=warmup, repeats=repeats)
+                                           warmup=warmup, repeats=repeats, flush=flush if cold else None)
         where = gatherer.describe()
         steps = None
         if hasattr(gatherer, "profile"):  # one more call with per-step events (after timing)
@@ -87,7 +91,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         gatherer.close()
     nbytes = p["ids_per_rank"] * spec.row_bytes
     algbw = stats.rate(nbytes / GB)
-    extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+    extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3],
+             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0}
     if steps:
         extra["steps_ms"] = steps
     if traffic:

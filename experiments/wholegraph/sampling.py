@@ -29,7 +29,7 @@ from harness.needs import detect
 from harness.registry import register_experiment
 from harness.report import ReportArtifact
 from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
-from harness.timing import Stats
+from harness.timing import CacheFlush, Stats
 
 from . import PAPER_HARDWARE
 
@@ -246,6 +246,10 @@ class SamplingTable(Experiment):
     impls = IMPLS
     metric, unit, better = "time", "ms", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: the CSR, the samplers' workspaces (dense_append's id table) and compiled kernels. "
+                     "Cold: every timed call samples its own batch of seeds, cut from one shuffle as an "
+                     "epoch's batches are (rows: seed_batches); PyG's loader is timed by its production rate "
+                     "over whole waves of its workers.")
     spawn_ranks = True
     parameters = {
         "datasets": Param(("ogbn-products", "ogbn-papers100M"), sampling_datasets,
@@ -264,7 +268,7 @@ class SamplingTable(Experiment):
         "cpu_max_edges": Param(20_000_000, positive_int,
                                "skip PyG/DGL mini-batches whose edge bound batch x (f0 + f0 f1 + ...) is larger"),
         "loader_workers": Param(8, nonneg_int, "NeighborLoader worker processes (0: batches built in the rank)"),
-        "uniques": Param(("hash_append",), unique_list,
+        "uniques": Param(("hash_append", "dense_append"), unique_list,
                          "our samplers' append-unique: hash_append (WholeGraph's hash table), dense_append "
                          "(direct-mapped id table); each is a point of its own"),
     }
@@ -350,11 +354,12 @@ class SamplingTable(Experiment):
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
         fn, where = make(point.impl, rank, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
-        inputs = seed_batches(graph, p["batch"], min(warmup + repeats, 8), cfg.seed, rank.rank,
+        # every call samples its own batch of seeds, as an epoch's batches are
+        inputs = seed_batches(graph, p["batch"], warmup + repeats, cfg.seed, rank.rank,
                               device if on_gpu else "cpu")
         stats, spread, edges = timed(fn, inputs, rank, warmup, repeats, on_gpu)
         rate = Stats.from_samples([e / t for e, t in zip(edges, stats.samples)])
-        extra = {"placement": where, "edges_mean": sum(edges) / len(edges),
+        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": len(inputs),
                  "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
         return [Measurement("time", "ms", stats.scaled(1e3), extra=extra),
                 Measurement("edges_per_s", "edges/s", rate, better="higher")]
@@ -540,6 +545,9 @@ class UniqueTable(Experiment):
     impls = UNIQUE_IMPLS
     metric, unit, better = "time", "us", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: the inputs, as a sampler that just wrote them leaves them, and compiled kernels. "
+                     "Cold: the hash and id tables and all else: the L2 is flushed before each call (rows: "
+                     "flush_mib).")
     spawn_ranks = True
     parameters = {
         "datasets": Param(("ogbn-products", "ogbn-papers100M"), name_list, "stand-ins whose frontiers are used"),
@@ -564,6 +572,7 @@ class UniqueTable(Experiment):
 
         p = point.params
         graph = load_graph(p["dataset"], p["scale"], cfg, rank)
+        device = rank.torch_device()
         targets, neighbors = frontier(graph, rank, cfg, p["batch"], p["fanouts"], p["hop"])
         options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
         unique = implementation("unique", point.impl, rank, graph, **options)
@@ -577,9 +586,17 @@ class UniqueTable(Experiment):
             fn = lambda _: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
         else:
             fn = lambda _: unique.append_unique(targets, neighbors, check=False, id_bound=id_bound)  # noqa: E731
-        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5))
+        flush = CacheFlush([device] if device.type == "cuda" else ())
+
+        def flush_and_read_inputs():
+            # the tables start cold; the inputs are warm, as a sampler that just wrote them leaves them
+            flush()
+            targets.max(), neighbors.max()
+
+        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
+                            flush=flush_and_read_inputs)
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
-                 "neighbors": int(neighbors.numel()), "unique": n_unique}
+                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
         return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
 
     def report(self, rows, runs) -> ReportArtifact:

@@ -37,6 +37,33 @@ def _paper_values():
     return tuple(out)
 
 
+def cold_reads_caption(ok) -> str:
+    """What the probe rows say was cold: distinct lines per launch, reuse, the L2 flush."""
+    if "p_distinct_over_l2" not in ok or ok["p_distinct_over_l2"].isna().all():
+        return ("Rows without line accounting: their chains may have re-read lines an earlier "
+                "launch of the point had left in the L2.")
+    measured = ok[ok["p_distinct_over_l2"].notna()]
+    reused = measured[measured["p_lines_read_before"] > 0]
+    um = measured["impl"].str.startswith("um")
+
+    def span(rows) -> str:
+        lo, hi = rows["p_distinct_over_l2"].min(), rows["p_distinct_over_l2"].max()
+        return f"{lo:.3g}x" if lo == hi else f"{lo:.3g}x to {hi:.3g}x"
+
+    reads = span(measured[~um]) if (~um).any() else span(measured)
+    if um.any() and (~um).any():
+        reads += f" ({span(measured[um])} for UM's shorter chains)"
+    text = (f"Cold reads: every step reads a 128-byte line no earlier step, warm-up or repeat of its "
+            f"point read (a keyed permutation of the region's lines), a timed launch reads {reads} "
+            f"the {measured['p_l2_mib'].max():g} MiB L2 in distinct lines, and the L2 of every GPU "
+            f"holding the memory is overwritten ({measured['p_flush_mib'].max():g} MiB) before each launch.")
+    if not reused.empty:
+        sizes = ", ".join(f"{v:g}" for v in sorted(set(reused["p_size_gb"])))
+        text += (f" At {sizes} GB the region holds fewer lines than the point's launches read, so up to "
+                 f"{int(reused['p_lines_read_before'].max()):,} lines were read a second time.")
+    return text
+
+
 def selected_gpus(cfg) -> list[int]:
     if cfg.device != "cuda":
         return []
@@ -54,11 +81,13 @@ class Table1(Experiment):
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
     metric, unit, better = "latency", "us", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = _paper_values()
     parameters = {
         "sizes_gb": Param(PAPER_SIZES_GB, float_list, "paper memory sizes (GB), multiplied by --scale"),
-        "steps": Param(100_000, positive_int, "dependent reads per chain (paper: 100K)"),
-        "um_steps": Param(100_000, positive_int, "steps for UM (each can cost tens of us)"),
+        "steps": Param(None, positive_int, "dependent reads per timed chain (default: the paper's 100K, "
+                                           "or 4x the chasing GPU's L2 in distinct lines if more)"),
+        "um_steps": Param(100_000, positive_int, "steps for UM (each can cost tens of us; the paper's 100K)"),
         "verify_steps": Param(20_000, positive_int, "steps checked against the Python reference"),
         "host_max_gb": Param(32.0, positive_float, "largest pinned host allocation to probe"),
     }
@@ -78,8 +107,8 @@ class Table1(Experiment):
                                    "gpus": world}, world_size=world)
 
     def run_point(self, point: Point, cfg) -> list[Measurement]:
-        from impls.probes import parts_for
-        from impls.probes.bench import time_chase, verify_chain
+        from impls.probes import chain, parts_for
+        from impls.probes.bench import Launches, chase_steps, time_chase
 
         gpus = selected_gpus(cfg)
         spec = registry.get_impl(self.interface, point.impl)
@@ -89,20 +118,23 @@ class Table1(Experiment):
         host_cap = int(self.param(cfg, "host_max_gb") * GB)
         probe = spec.factory(cfg.device, gpus, host_cap_bytes=host_cap)
         is_um = point.impl.startswith("um")
-        steps = self.param(cfg, "um_steps" if is_um else "steps")
+        nparts = parts_for(point.impl, gpus) or 1
+        warmup, repeats = cfg.warmup_or(1), cfg.repeats_or(3 if is_um else 5, 2)
+        lines = chain.region_lines(nparts, size_bytes // 8 // nparts)
+        verify = self.param(cfg, "verify_steps")
+        steps = self.param(cfg, "um_steps") if is_um else (
+            self.param(cfg, "steps") or chase_steps(probe.l2_bytes, lines, warmup + repeats, verify))
         if cfg.quick:
             steps = min(steps, 10_000)
+        launches = Launches(min(verify, steps), steps, warmup, repeats)
         try:
-            probe.allocate(size_bytes, salt=0x5EED + cfg.seed, nparts=parts_for(point.impl, gpus) or 1)
-            verify_chain(probe, min(self.param(cfg, "verify_steps"), steps), start=cfg.seed + 1)
-            stats = time_chase(probe, cfg.device, steps, start=cfg.seed + 2,
-                               warmup=cfg.warmup_or(1), repeats=cfg.repeats_or(3 if is_um else 5, 2),
-                               reset_each=is_um)
+            probe.allocate(size_bytes, salt=0x5EED + cfg.seed, nparts=nparts)
+            stats, cache = time_chase(probe, cfg.device, launches, start=cfg.seed + 1, reset_each=is_um)
         finally:
             probe.close()
         where = getattr(probe, "placement", "host memory")
         return [Measurement("latency", "us", stats.scaled(1e6 / steps), better="lower",
-                            extra={"steps": steps, "placement": where})]
+                            extra={"steps": steps, "placement": where, **cache})]
 
     # --- report ------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
@@ -154,7 +186,8 @@ class Table1(Experiment):
             f" Sizes measured at {', '.join(f'{s:g}' for s in scales)} x the paper's (--scale)."
         steps = sorted(set(ok["p_steps"].dropna().astype(int))) if "p_steps" in ok else []
         caption = (f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
-                   f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0. UM and P2P spread the "
+                   f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0. {cold_reads_caption(ok)} "
+                   f"UM and P2P spread the "
                    f"memory evenly over all GPUs of the run, as the paper does (UM: cudaMallocManaged, each "
                    f"GPU initializes its partition; P2P: cudaMalloc on every GPU, peer access), so with n "
                    f"GPUs 1/n of the reads are local (paper: 8 GPUs, 7/8 remote). 'remote' columns place the "

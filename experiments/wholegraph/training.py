@@ -226,6 +226,11 @@ class TrainingExperiment(Experiment):
     impls = PIPELINES
     metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
+                     "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
+                     "breakdown comes from the first, synchronized epoch, the epoch time from a later "
+                     "free-running one; host pipelines read features from a memory-mapped file, so their first "
+                     "epoch may pay page-cache misses.")
     spawn_ranks = True
     parameters = common_parameters()
 

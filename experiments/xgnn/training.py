@@ -300,6 +300,10 @@ class XGNNTraining(Experiment):
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph")
     metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
+                     "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
+                     "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
+                     "the first); E2E is the median of later free-running epochs.")
     spawn_ranks = True
     parameters = common_parameters()
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)

@@ -19,9 +19,13 @@ from .model import ModelConfig, layer_order  # noqa: F401  (re-exported for expe
 @register_impl("fullbatch", "mggcn", needs=Needs(devices=("cpu", "cuda")),
                summary="MG-GCN: 1D rows, P-stage broadcast SpMM overlapped on a comm stream, "
                        "L+3 shared buffers, random permutation")
-def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=True,
+def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=None,
                self_loops=True, bounds=None, share=None, **options):
-    """``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
+    """``permute``: the random vertex order that balances the ranks' loads (Sec. 5.2); by default
+    with several ranks only (with one there is nothing to balance, and it costs the SpMM its
+    locality). ``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
+    if permute is None:
+        permute = world > 1
     from .mggcn import MGGCN
     from .problem import rank_share
 

@@ -81,7 +81,7 @@ def measure_placement(rank, job: MeasureJob) -> dict:
     import torch
     import torch.distributed as dist
 
-    from harness.timing import CpuTimer, TorchCudaTimer, reduce_across_ranks
+    from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, reduce_across_ranks
     from impls.gather.p2p_shared import SharedMemoryGather
     from impls.storage.host_table import HostTable
     from impls.storage.layout import TableSpec, closed_form_rows
@@ -168,8 +168,10 @@ def measure_placement(rank, job: MeasureJob) -> dict:
             out_box[0] = out
 
         timer = TorchCudaTimer() if cuda else CpuTimer()
-        for w in range(min(job.warmup, len(prepared))):   # kernels, page-locking, caches
+        for w in range(min(job.warmup, len(prepared))):   # kernels, page-locking
             load(prepared[w])
+        # the warm-up batches are timed again below: their rows must not wait in the L2
+        flushed = CacheFlush([device] if cuda else ())()
         if cuda:
             torch.cuda.synchronize(device)
         dist.barrier()
@@ -201,7 +203,7 @@ def measure_placement(rank, job: MeasureJob) -> dict:
         return {"key": job.key, "rank": me, "batch_reads": reads, "batch_s": mine_s,
                 "mean_s": mean, "max_mean_s": spread.max, "step_max_s": step_max_s, "checked": checked,
                 "store": store.describe(), "host": host.describe() if host is not None else "",
-                "gather": "fused" if fused else "split", "device": rank.device}
+                "gather": "fused" if fused else "split", "device": rank.device, "flush_bytes": flushed}
     finally:
         if host is not None:
             host.close()

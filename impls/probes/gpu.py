@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.errors import SkipPoint
 
-from . import memory
+from . import chain, memory
 
 KERNEL_SOURCE = Path(__file__).with_name("kernels") / "memprobe.cu"
 MAX_PARTS = 16
@@ -34,6 +34,10 @@ def kernel(name: str):
     if name not in _kernels:
         _kernels[name] = cp.RawKernel(KERNEL_SOURCE.read_text(), name, options=("-std=c++17",))
     return _kernels[name]
+
+
+def l2_bytes(device: int) -> int:
+    return int(_cupy().cuda.Device(device).attributes["L2CacheSize"])
 
 
 def free_bytes(gpus: list[int]) -> list[int]:
@@ -97,6 +101,7 @@ class GpuChaseProbe:
         self._keep: list = []
         self._table = None
         self._out = None
+        self._flush = None
 
     # subclasses fill part_ptrs/part_owner/_keep
     def _allocate_parts(self, part_bytes: int, nparts: int) -> None:
@@ -112,6 +117,9 @@ class GpuChaseProbe:
         import numpy as np
 
         nparts = nparts or 1
+        reason = chain.layout_refusal(size_bytes, nparts)
+        if reason:
+            raise SkipPoint(reason)
         self._admit(size_bytes, nparts)
         self.part_elems = size_bytes // 8 // nparts
         self.salt = salt
@@ -127,35 +135,65 @@ class GpuChaseProbe:
         for p, (ptr, owner) in enumerate(zip(self.part_ptrs, self.part_owner)):
             fill(ptr, p * self.part_elems, self.part_elems, self.salt, owner)
 
-    def run_chase(self, steps: int, start: int) -> tuple[int, int]:
+    def _chase_args(self, steps: int, start: int, first_step: int) -> tuple:
         import numpy as np
 
+        return (self._table, np.int32(len(self.part_ptrs)), np.uint32(self.part_elems // chain.LINE_WORDS),
+                np.uint64(self.salt & chain.MASK), np.uint64(first_step), np.int64(steps),
+                np.uint64(start & chain.MASK), self._out)
+
+    def run_chase(self, steps: int, start: int, first_step: int = 0) -> tuple[int, int]:
         cp = self.cp
         with cp.cuda.Device(self.chaser):
-            kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
-                                                  np.uint64(self.part_elems), np.uint64(start & 0xFFFFFFFFFFFFFFFF),
-                                                  np.int64(steps), self._out))
+            kernel("pointer_chase")((1,), (32,), self._chase_args(steps, start, first_step))
             out = self._out.get()
         return int(out[0]), int(out[1])
 
-    def launch_chase(self, steps: int, start: int) -> None:
+    def launch_chase(self, steps: int, start: int, first_step: int) -> None:
         """The timed call: launch only (the timer's events bracket it on the same stream)."""
-        import numpy as np
+        kernel("pointer_chase")((1,), (32,), self._chase_args(steps, start, first_step))
 
-        kernel("pointer_chase")((1,), (32,), (self._table, np.int32(len(self.part_ptrs)),
-                                              np.uint64(self.part_elems), np.uint64(start & 0xFFFFFFFFFFFFFFFF),
-                                              np.int64(steps), self._out))
-
-    def launch_random_reads(self, threads: int, reads_per_thread: int, salt: int, out) -> None:
+    def launch_random_reads(self, threads: int, reads_per_thread: int, salt: int, first: int, out) -> None:
+        """``threads`` x ``reads_per_thread`` reads from index ``first`` of the line permutation."""
         import numpy as np
 
         block = 256
         kernel("random_reads")((threads // block,), (block,),
-                               (self._table, np.int32(len(self.part_ptrs)), np.uint64(self.part_elems),
-                                np.uint64(salt), np.int32(reads_per_thread), out))
+                               (self._table, np.int32(len(self.part_ptrs)),
+                                np.uint32(self.part_elems // chain.LINE_WORDS), np.uint64(self.salt & chain.MASK),
+                                np.uint64(salt & chain.MASK), np.uint64(first), np.int32(reads_per_thread), out))
+
+    @property
+    def cache_devices(self) -> list[int]:
+        """GPUs whose L2 can hold lines of this memory: the chaser's, and each owner's (a peer's
+        reads of a GPU's memory are served through that GPU's L2)."""
+        return sorted({self.chaser, *self.part_owner})
+
+    @property
+    def l2_bytes(self) -> int:
+        return l2_bytes(self.chaser)
+
+    def flush_caches(self) -> int:
+        """Evict every line the last launch left in an L2: 4x the L2 of each GPU in
+        ``cache_devices`` overwritten (outside any timed region). Returns the bytes written per GPU."""
+        import torch
+
+        from harness.timing import CacheFlush
+
+        if self._flush is None:
+            self._flush = CacheFlush([f"cuda:{d}" for d in self.cache_devices])
+        written = self._flush()
+        for d in self.cache_devices:       # the probe's kernels run on CuPy's streams
+            torch.cuda.synchronize(d)
+        return written
 
     def close(self) -> None:
         self._keep.clear()
+        if self._flush is not None:
+            import torch
+
+            self._flush = None
+            torch.cuda.empty_cache()
         self._table = None
         self._out = None
         self.cp.get_default_memory_pool().free_all_blocks()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chain import GOLDEN, M1, M2, MASK
+from harness.timing import CacheFlush, cpu_cache_bytes
+
+from .chain import GOLDEN, LINE_WORDS, M1, M2, MASK, PERM_MULTIPLIERS, LinePermutation, region_lines
 
 _numba_cache: dict = {}
 
@@ -16,8 +18,7 @@ def _kernels():
     import numba
 
     golden, m1, m2 = np.uint64(GOLDEN), np.uint64(M1), np.uint64(M2)
-    s27, s30, s31, s32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
-    lo32 = np.uint64(0xFFFFFFFF)
+    s27, s30, s31 = np.uint64(27), np.uint64(30), np.uint64(31)
 
     @numba.njit(inline="always")
     def mix64(z):
@@ -26,30 +27,37 @@ def _kernels():
         z = (z ^ (z >> s27)) * m2
         return z ^ (z >> s31)
 
-    @numba.njit(inline="always")
-    def mulhi(a, b):
-        a_lo, a_hi = a & lo32, a >> s32
-        b_lo, b_hi = b & lo32, b >> s32
-        p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
-        carry = ((p0 >> s32) + (p1 & lo32) + (p2 & lo32)) >> s32
-        return p3 + (p1 >> s32) + (p2 >> s32) + carry
-
     @numba.njit(parallel=True, cache=True)
     def fill(words, first_index, salt):
         for i in numba.prange(words.shape[0]):
             words[i] = mix64((np.uint64(first_index) + np.uint64(i)) ^ salt)
 
+    m0, m1p, m2p = (np.uint64(m) for m in PERM_MULTIPLIERS)
+
+    @numba.njit(inline="always")
+    def rounds(x, mask, shift, k0, k1, k2):
+        x = (x * m0 + k0) & mask
+        x ^= x >> shift
+        x = (x * m1p + k1) & mask
+        x ^= x >> shift
+        x = (x * m2p + k2) & mask
+        return x ^ (x >> shift)
+
     @numba.njit(cache=True)
-    def chase(words, nparts, part_elems, start, steps):
+    def chase(words, part_elems, start, first_step, steps, lines, mask, shift, k0, k1, k2):
+        part_lines = np.uint64(part_elems // LINE_WORDS)
+        pe = np.uint64(part_elems)
         h = mix64(np.uint64(start))
         value = np.uint64(0)
-        n = np.uint64(nparts)
-        pe = np.uint64(part_elems)
-        for s in range(steps):
-            part = (h & lo32) % n
-            offset = mulhi(h, pe)
+        for j in range(steps):
+            s = np.uint64(first_step + j)
+            g = rounds(s % lines, mask, shift, k0, k1, k2)
+            while g >= lines:
+                g = rounds(g, mask, shift, k0, k1, k2)
+            part = g // part_lines
+            offset = (g % part_lines) * np.uint64(LINE_WORDS) + (h & np.uint64(LINE_WORDS - 1))
             value = words[part * pe + offset]
-            h = mix64(value + np.uint64(s))
+            h = mix64((value ^ h) + s)
         return value, h
 
     _numba_cache.update(fill=fill, chase=chase)
@@ -66,15 +74,17 @@ class HostChaseProbe:
         self.nparts_used = 1
         self.part_elems = 0
         self.salt = 0
+        self._flush = None
 
     def allocate(self, size_bytes: int, salt: int, nparts: int = 1) -> None:
         import psutil
 
         from harness.errors import SkipPoint
 
+        from .chain import layout_refusal
         from .memory import host_refusal
 
-        reason = host_refusal(size_bytes, psutil.virtual_memory().available)
+        reason = layout_refusal(size_bytes, nparts) or host_refusal(size_bytes, psutil.virtual_memory().available)
         if reason:
             raise SkipPoint(reason)
         elems = size_bytes // 8
@@ -87,10 +97,26 @@ class HostChaseProbe:
     def reset(self) -> None:
         """Host memory does not migrate: nothing to restore between repeats."""
 
-    def run_chase(self, steps: int, start: int) -> tuple[int, int]:
+    @property
+    def l2_bytes(self) -> int:
+        return cpu_cache_bytes()
+
+    def flush_caches(self) -> int:
+        """Overwrite the CPU's last-level cache so that what the last launch or the fill left
+        there is gone."""
+        if self._flush is None:
+            self._flush = CacheFlush()
+        return self._flush()
+
+    def run_chase(self, steps: int, start: int, first_step: int = 0) -> tuple[int, int]:
+        perm = LinePermutation(region_lines(self.nparts_used, self.part_elems), self.salt)
+        k0, k1, k2 = (np.uint64(k) for k in perm.round_keys)
         start = np.uint64(start & MASK)  # any Python int, taken modulo 2**64 like the reference
-        value, h = _kernels()["chase"](self.words, self.nparts_used, self.part_elems, start, steps)
+        value, h = _kernels()["chase"](self.words, self.part_elems, start, first_step, steps,
+                                       np.uint64(perm.lines), np.uint64(perm.mask),
+                                       np.uint64(perm.shift), k0, k1, k2)
         return int(value), int(h)
 
     def close(self) -> None:
         self.words = None
+        self._flush = None

@@ -137,15 +137,21 @@ def timer_for(ctx, on_gpu: bool = True):
 
 
 def seed_batches(graph, batch: int, count: int, seed: int, rank: int, device) -> list[torch.Tensor]:
-    """``count`` batches of ``batch`` distinct training nodes (all nodes if the split is smaller)."""
+    """``count`` batches of ``batch`` distinct training nodes (all nodes if the split is smaller),
+    cut from one shuffle of the pool as an epoch's batches are, so no two batches share a seed
+    while the pool lasts; past that, the next shuffle continues."""
     pool = torch.from_numpy(graph.train_idx.astype("int64", copy=False))
     if pool.numel() < batch:
         pool = torch.arange(graph.num_nodes)
     gen = torch.Generator().manual_seed(seed * 7919 + rank * 104_729 + batch)
+    take = min(batch, pool.numel())
+    per_shuffle = pool.numel() // take
     out = []
-    for _ in range(count):
-        take = min(batch, pool.numel())
-        out.append(pool[torch.randperm(pool.numel(), generator=gen)[:take]].to(device))
+    for i in range(count):
+        if i % per_shuffle == 0:
+            order = pool[torch.randperm(pool.numel(), generator=gen)]
+        j = i % per_shuffle
+        out.append(order[j * take:(j + 1) * take].to(device))
     return out
 
 
@@ -180,9 +186,10 @@ class Rotating:
         self.results.append(self.fn(x))
 
 
-def timed(fn_of_input, inputs, ctx, warmup: int, repeats: int, on_gpu: bool = True):
-    """Stats of fn over rotating inputs (barrier per iteration) and the per-iteration results
-    of the timed iterations (in order)."""
+def timed(fn_of_input, inputs, ctx, warmup: int, repeats: int, on_gpu: bool = True, flush=None):
+    """Stats of fn over rotating inputs (barrier per iteration; ``flush`` before each, untimed)
+    and the per-iteration results of the timed iterations (in order)."""
     rot = Rotating(inputs, fn_of_input)
-    stats, spread = measure_collective(rot, timer=timer_for(ctx, on_gpu), warmup=warmup, repeats=repeats)
+    stats, spread = measure_collective(rot, timer=timer_for(ctx, on_gpu), warmup=warmup, repeats=repeats,
+                                       flush=flush)
     return stats, spread, rot.results[warmup:]

@@ -20,7 +20,7 @@ if N_GPUS == 0:
 from harness import registry  # noqa: E402
 from harness.errors import SkipPoint  # noqa: E402
 from impls.probes import chain, parts_for  # noqa: E402
-from impls.probes.bench import time_chase, verify_chain  # noqa: E402
+from impls.probes.bench import Launches, chase_steps, time_chase, verify_chain  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -44,10 +44,10 @@ def check_probe(probe, size_bytes: int, nparts: int):
     assert probe.nparts_used == nparts
     assert probe.part_elems == size_bytes // 8 // nparts
     verify_chain(probe, VERIFY_STEPS, start=1)
-    # another start, and again after restoring the initial placement (pages may have moved)
-    assert probe.run_chase(5_000, 12345) == chain.chase(nparts, probe.part_elems, SALT, 12345, 5_000)
+    # another start and step range, and again after restoring the initial placement (pages may have moved)
+    assert probe.run_chase(5_000, 12345, 777) == chain.chase(nparts, probe.part_elems, SALT, 12345, 5_000, 777)
     probe.reset()
-    verify_chain(probe, VERIFY_STEPS, start=2)
+    verify_chain(probe, VERIFY_STEPS, start=2, first_step=VERIFY_STEPS)
 
 
 @pytest.mark.parametrize("nparts", [1, 3])
@@ -131,15 +131,14 @@ def test_host_zero_copy_respects_its_cap():
         probe.close()
 
 
-def numpy_random_reads(words: np.ndarray, nparts: int, part_elems: int, salt: int,
-                       threads: int, reads_per_thread: int) -> np.ndarray:
-    mask = (1 << 64) - 1
+def numpy_random_reads(words: np.ndarray, nparts: int, part_elems: int, salt: int, key: int,
+                       first: int, threads: int, reads_per_thread: int) -> np.ndarray:
+    perm = chain.LinePermutation(chain.region_lines(nparts, part_elems), key)
     out = np.zeros(threads, dtype=np.uint64)
     for tid in range(threads):
         acc = 0
         for r in range(reads_per_thread):
-            h = chain.mix64((salt ^ ((tid * reads_per_thread + r) & mask)) & mask)
-            part, offset = chain.locate(h, nparts, part_elems)
+            part, offset = chain.random_read_address(first + r * threads + tid, perm, salt, part_elems)
             acc ^= int(words[part * part_elems + offset])
         out[tid] = acc
     return out
@@ -153,12 +152,12 @@ def test_random_reads_kernel_matches_numpy(nparts):
         probe.allocate(nparts * part_elems * 8, salt=SALT, nparts=nparts)
         assert probe.part_elems == part_elems
         words = np.array([chain.word(i, SALT) for i in range(nparts * part_elems)], dtype=np.uint64)
-        threads, rpt, salt = 512, 8, 0xABCDEF
+        threads, rpt, salt, first = 512, 8, 0xABCDEF, 123_456
         with cupy.cuda.Device(probe.chaser):
             out = cupy.zeros(threads, dtype=cupy.uint64)
-            probe.launch_random_reads(threads, rpt, salt, out)
+            probe.launch_random_reads(threads, rpt, salt, first, out)
             got = out.get()
-        want = numpy_random_reads(words, nparts, part_elems, salt, threads, rpt)
+        want = numpy_random_reads(words, nparts, part_elems, salt, SALT, first, threads, rpt)
         assert np.array_equal(got, want)
     finally:
         probe.close()
@@ -187,10 +186,33 @@ def test_time_chase_on_gpu_gives_positive_stats():
     probe = make_probe("local", [0])
     try:
         probe.allocate(16 * MiB, salt=SALT, nparts=1)
-        stats = time_chase(probe, "cuda", 2_000, start=3, warmup=1, repeats=3, reset_each=False)
+        stats, extra = time_chase(probe, "cuda", Launches(1_000, 2_000, 1, 3), start=3, reset_each=False)
         assert stats.repeats == 3 and 0 < stats.min <= stats.median <= stats.max < 10.0
+        assert extra["lines_read_before"] == 0 and extra["l2_mib"] > 1 and extra["flush_mib"] >= 4 * extra["l2_mib"]
     finally:
         probe.close()
+
+
+def _latency_us(size_bytes: int, steps: int | None) -> tuple[float, dict]:
+    probe = make_probe("local", [0])
+    try:
+        probe.allocate(size_bytes, salt=SALT, nparts=1)
+        lines = chain.region_lines(1, probe.part_elems)
+        steps = steps or chase_steps(probe.l2_bytes, lines, 4, 1_000)
+        stats, extra = time_chase(probe, "cuda", Launches(1_000, steps, 1, 3), start=5, reset_each=False)
+        return stats.median * 1e6 / steps, extra
+    finally:
+        probe.close()
+
+
+def test_a_chain_that_fits_in_l2_is_much_faster_than_the_default_8gb_chain():
+    """The probe's reads are cold: the same chase over 8 MiB, read 16 times over so that all but the
+    first pass hit the L2, must be at least 1.5x faster per step than the default 8 GB chain."""
+    cached, cached_extra = _latency_us(8 * MiB, 16 * (8 * MiB // chain.LINE_BYTES))
+    cold, cold_extra = _latency_us(8 << 30, None)
+    assert cached_extra["lines_read_before"] > 0 and cold_extra["lines_read_before"] == 0
+    assert cold_extra["distinct_over_l2"] >= 4
+    assert cold >= 1.5 * cached, (cold, cached)
 
 
 def test_table1_end_to_end_on_cuda(tmp_path):
