@@ -57,15 +57,16 @@ def load_result_set(path: str | Path) -> dict[tuple, dict]:
 
 def find_reference(root: str | Path, candidate: str | Path) -> Path:
     """The newest run under ``root`` measured on the same hardware, with the same experiments
-    and the same quick flag as ``candidate``: the baseline a GPU runner compares against."""
-    from .store import _RUN_DIR
+    and the same quick flag as ``candidate``, and not withdrawn: the baseline a GPU runner
+    compares against."""
+    from .store import _RUN_DIR, withdrawn_reason
 
     cand = load_run(candidate if (Path(candidate) / "rows.jsonl").exists() else _only_run(candidate))
     want = (cand.manifest.get("hardware"), sorted(cand.manifest.get("experiments", [])),
             bool(cand.manifest.get("config", {}).get("quick")))
     matches = []
     for path in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
-        if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()):
+        if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()) or withdrawn_reason(path):
             continue
         m = json.loads((path / "manifest.json").read_text())
         if (m.get("hardware"), sorted(m.get("experiments", [])), bool(m.get("config", {}).get("quick"))) == want:

@@ -169,6 +169,10 @@ def test_reference_without_a_run_of_this_hardware_has_its_own_exit_code(tmp_path
     assert "hardware cpu" in proc.stderr
     write_run(root, "0002_cpu", CPU_MANIFEST, baseline_rows())
     assert cli.main(["compare", "--reference", str(root), str(cand)]) == 0
+    from harness.store import withdraw_run
+
+    withdraw_run(root / "0002_cpu", "its numbers were wrong")        # a withdrawn run is no reference
+    assert cli.main(["compare", "--reference", str(root), str(cand)]) == 4
 
 
 def test_compare_help_documents_the_exit_codes(capsys):
