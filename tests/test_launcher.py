@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -11,19 +10,7 @@ from harness.errors import LaunchError
 from harness.launcher import free_port, launch, under_torchrun
 
 from . import launch_targets
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); treat it as dead
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "zombie" not in fh.read()
-    except FileNotFoundError:
-        return False
+from .helpers import pid_alive as _alive
 
 
 def _pids(pid_dir):

@@ -3,7 +3,6 @@ rank is named and its point is the error, shared memory never outlives the run."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,20 +17,9 @@ from harness.store import load_run, run_status
 
 from . import launch_targets
 from .conftest import REPO_ROOT
+from .helpers import pid_alive as _alive
 
 SCRIPT = REPO_ROOT / "tests" / "lifecycle_run.py"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "zombie" not in fh.read()
-    except FileNotFoundError:
-        return False
 
 
 def _wait_for(predicate, timeout_s: float, what: str) -> None:
@@ -66,6 +54,19 @@ def life(tmp_path):
             (path,) = [p for p in self.out.iterdir() if (p / "rows.jsonl").exists()]
             return path
 
+        def start_in_point_1(self, points: int) -> tuple[subprocess.Popen, dict[int, int]]:
+            """A run whose ranks both sleep in point 1, each holding a shared-memory shard."""
+            proc = subprocess.Popen(self.argv(f"points={points}", "sleep=120", "sleep_point=1", "shm=on"),
+                                    env=self.env, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                _wait_for(lambda: len(self.rank_pids()) == 2 and len(list(self.shm.iterdir())) == 2
+                          and any(load_run(self.run_dir()).rows), 90, "the ranks to reach point 1")
+            except BaseException:
+                proc.kill()
+                raise
+            return proc, self.rank_pids()
+
     life = Life()
     life.pids.mkdir()
     life.shm.mkdir()
@@ -74,13 +75,8 @@ def life(tmp_path):
 
 
 def test_killing_the_run_kills_its_ranks_frees_shared_memory_and_leaves_an_abandoned_run(life):
-    proc = subprocess.Popen(life.argv("points=2", "sleep=120", "sleep_point=1", "shm=on"), env=life.env,
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, ranks = life.start_in_point_1(points=2)
     try:
-        # both ranks inside point 1, each holding its shared-memory shard
-        _wait_for(lambda: len(life.rank_pids()) == 2 and len(list(life.shm.iterdir())) == 2
-                  and any(load_run(life.run_dir()).rows), 90, "the ranks to reach point 1")
-        ranks = life.rank_pids()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         _wait_for(lambda: not any(_alive(pid) for pid in ranks.values()), 15,
@@ -109,12 +105,8 @@ def test_killing_the_run_kills_its_ranks_frees_shared_memory_and_leaves_an_aband
 
 
 def test_terminating_the_run_stops_its_ranks_and_records_the_points_it_never_measured(life):
-    proc = subprocess.Popen(life.argv("points=3", "sleep=120", "sleep_point=1", "shm=on"), env=life.env,
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, ranks = life.start_in_point_1(points=3)
     try:
-        _wait_for(lambda: len(life.rank_pids()) == 2 and len(list(life.shm.iterdir())) == 2
-                  and any(load_run(life.run_dir()).rows), 90, "the ranks to reach point 1")
-        ranks = life.rank_pids()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
