@@ -16,10 +16,11 @@ so a benchmark slower in (nearly) every round is flagged, and a noisy round is n
 ratios 0.89-1.11) and below the 1.5x slowdown the tests inject, which a 1.5x threshold would
 catch only about half the time.
 
-The base: ``--base``, else the merge base of HEAD with main (or origin/main); on main itself,
-HEAD when the tree has uncommitted changes, else main's first parent, i.e. main before its
-latest commit (a merge's first parent is main before the merge). Where there is nothing to compare with (no git checkout, no such revision, or no
-change to the code since the base), the check says so and passes.
+The base: ``--base`` (or ``$HARNESS_BENCH_BASE``), else the merge base of HEAD with main (or
+origin/main); on main itself, HEAD when the tree has uncommitted changes, else main's first
+parent, i.e. main before its latest commit (a merge's first parent is main before the merge).
+Where there is nothing to compare with (no git checkout, no such revision, or no change to the
+code since the base), the check says so and passes.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS
 @dataclass
 class BenchChange:
     name: str
-    base: list[float]          # median of each round, seconds
+    base: list[float]          # the fastest repeat of each round, seconds
     cand: list[float]
     threshold: float
     alpha: float
@@ -166,8 +167,8 @@ class _Side:
         proc = subprocess.run(cmd, cwd=self.work, env=self.env, capture_output=True, text=True)
         if proc.returncode not in (0, 1) or not out.exists():
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-            raise _SuiteFailed(f"{self.label}: the benchmark suite did not run (pytest exit {proc.returncode}): "
-                               + " | ".join(tail))
+            raise _SuiteFailed(self.label, f"{self.label}: the benchmark suite did not run "
+                                           f"(pytest exit {proc.returncode}): " + " | ".join(tail))
         if proc.returncode == 1:
             failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in proc.stdout.splitlines()
                       if ln.startswith(("FAILED ", "ERROR "))]
@@ -177,7 +178,9 @@ class _Side:
 
 
 class _SuiteFailed(Exception):
-    pass
+    def __init__(self, side: str, message: str):
+        super().__init__(message)
+        self.side = side
 
 
 @dataclass
@@ -225,7 +228,7 @@ def check(repo: Path = REPO, base: str | None = None, *, suite: Path = SUITE, ro
                         side.round(number)
                     progress(f"round {number + 1}/{rounds} done")
             except _SuiteFailed as exc:
-                if "base:" in str(exc):
+                if exc.side == "base":
                     return CheckResult(True, lines + [f"the base cannot run this tree's suite ({exc}); "
                                                       "nothing to compare; passing"])
                 raise HarnessError(str(exc)) from None

@@ -102,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "git worktree) and this tree in alternating rounds; exit 1 on a regression "
                                    "(see harness/bench.py for the rule).")
     p.add_argument("action", choices=("check",))
-    p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main, "
-                                  "else origin/main); $HARNESS_BENCH_BASE also sets it")
+    p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main or "
+                                  "origin/main; on main, its first parent); $HARNESS_BENCH_BASE also sets it")
     p.add_argument("--rounds", type=_positive_int, default=None, help="rounds per side (default 5)")
     p.add_argument("--threshold", type=float, default=None,
                    help="median slowdown counted as a regression when also significant (default 1.25)")

@@ -48,6 +48,10 @@ class RankContext:
         if self.board is not None:
             self.board.write(self.rank, text)
 
+    def __reduce__(self):
+        # the board is shared memory of this launch: a copy sent elsewhere goes without it
+        return (RankContext, (self.rank, self.world_size, self.local_rank, self.device, self.backend))
+
     def torch_device(self):
         import torch
 
@@ -75,7 +79,7 @@ class ActivityBoard:
     """One fixed-size text slot per rank in shared memory: written synchronously, so the last
     activity of a rank killed a moment later is still there for the parent to read."""
 
-    SLOT = 240
+    SLOT = 4096
 
     def __init__(self, mp_context, world_size: int):
         self.array = mp_context.RawArray("c", world_size * self.SLOT)

@@ -174,7 +174,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
             _run_experiment(exp, points, cfg, store, outcome)
         status = "failed" if outcome.failed_launches else "complete"
     except KeyboardInterrupt:
-        # A time limit (timeout --signal=INT) or Ctrl-C: the rows already written stay, and
+        # A time limit (timeout --signal=INT), Ctrl-C or SIGTERM: the rows already written stay, and
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
         _record_unfinished(plans, cfg, store)
@@ -199,7 +199,7 @@ def skip_summary(rows: list[dict], most: int = 4) -> str | None:
     return f"skipped {total} of {len(rows)} rows: " + "; ".join(groups)
 
 
-INTERRUPTED_REASON = "not measured: the run was interrupted (time limit or Ctrl-C) before this point"
+INTERRUPTED_REASON = "not measured: the run was interrupted (time limit, Ctrl-C or kill) before this point"
 
 
 def _record_unfinished(plans, cfg: RunConfig, store: RunStore) -> None:
