@@ -315,6 +315,7 @@ def _drain(results, collected, errors, wait_s: float) -> None:
 
 
 def _stop(procs) -> None:
+    procs = [p for p in procs if p.pid is not None]      # a failed start leaves the rest unstarted
     for p in procs:
         if p.is_alive():
             p.terminate()
