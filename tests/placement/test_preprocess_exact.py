@@ -96,12 +96,20 @@ def test_lhop_walks_and_sampled_match_sparse_products(seed, symmetric):
         assert same_bits(got, reference_lhop(indptr, indices, train, hops, "sampled", fanouts, symmetric))
 
 
-def test_lhop_on_a_graph_above_the_parallel_threshold():
+@pytest.mark.parametrize("parallel_min_edges", [0, 1 << 62])
+def test_lhop_on_every_thread_or_one(monkeypatch, parallel_min_edges):
+    import numba
+
+    from impls.placement import hotness
+
+    monkeypatch.setattr(hotness, "PARALLEL_MIN_EDGES", parallel_min_edges)
+    threads = numba.get_num_threads()
     rng = np.random.default_rng(11)
-    indptr, indices = random_graph(rng, 40_000, 60, symmetric=True, skew=True)
-    train = rng.choice(40_000, 4000, replace=False)
+    indptr, indices = random_graph(rng, 20_000, 30, symmetric=True, skew=True)
+    train = rng.choice(20_000, 2000, replace=False)
     assert same_bits(lhop_hotness(indptr, indices, train, 3, symmetric=True),
                      reference_lhop(indptr, indices, train, 3, symmetric=True))
+    assert numba.get_num_threads() == threads
 
 
 def random_probabilities(rng, n: int) -> np.ndarray:
@@ -129,9 +137,10 @@ def test_sort_nodes_is_a_stable_descending_argsort(seed):
     assert np.array_equal(got, np.argsort(-p, kind="stable"))
 
 
-def test_sort_nodes_with_nan_matches_numpy():
-    p = np.array([0.5, np.nan, 1.0, 0.5, np.nan, 0.0])
-    assert np.array_equal(ics22.sort_nodes(p), np.argsort(-p, kind="stable"))
+@pytest.mark.parametrize("p", [[], [0.5], [0.5, np.nan, 1.0, 0.5, np.nan, 0.0], [3, 1, 3, 2]])
+def test_sort_nodes_edge_cases_match_numpy(p):
+    p = np.asarray(p)
+    assert np.array_equal(ics22.sort_nodes(p), np.argsort(-p.astype(np.float64), kind="stable"))
 
 
 def test_reference_catches_an_unstable_sort():
