@@ -61,12 +61,18 @@ def lhop_hotness(indptr, indices, train_idx, hops: int, mode: str = "walks",
     degree = np.diff(np.asarray(indptr)).astype(np.float64) if mode == "sampled" else None
     # symmetric: A^T f = A f, row sums (scipy's per-row order, the same bits), no matrix built;
     # else the CSC view of A, no copy: f_{l+1}[j] = sum_i f_l[i] A[i, j]
-    rows = (np.asarray(indptr, dtype=np.int64), np.asarray(indices)) if symmetric else None
+    rows = (np.asarray(indptr, dtype=np.int64), np.asarray(indices))
     adj_t = None if symmetric else _adjacency(indptr, indices, n).T
     f = np.zeros(n)
     f[train] = 1.0
+    first = 0
+    if mode == "walks" and hops > 0:
+        # the first hop, A^T t + t, counts the training nodes' row entries: integers below the
+        # edge count, exact in any order (the same bits as the row sums), from those rows alone
+        f = _count_entries(*rows, np.flatnonzero(f), f)
+        first = 1
     with numba_threads(len(indices) >= PARALLEL_MIN_EDGES):
-        for hop in range(hops):
+        for hop in range(first, hops):
             weight = f
             if mode == "sampled":
                 weight = f * np.minimum(1.0, fanouts[hop] / np.maximum(degree, 1.0))
@@ -89,6 +95,16 @@ def numba_threads(parallel: bool):
         yield
     finally:
         numba.set_num_threads(before)
+
+
+@njit(cache=True)
+def _count_entries(indptr, indices, rows, add):
+    """y = add + how often each node appears in the lists of ``rows``: A^T 1_rows + add."""
+    y = add.copy()
+    for i in rows:
+        for e in range(indptr[i], indptr[i + 1]):
+            y[indices[e]] += 1.0
+    return y
 
 
 @njit(parallel=True, cache=True)
