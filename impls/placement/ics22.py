@@ -13,10 +13,10 @@ the skipped iterations of line 8 too, which would never place V[BSIZE + n - 1], 
 next unplaced node, as we do. (2) Its loop bound min(N, n * BSIZE) - BSIZE counts replacements
 (the example's third iteration is the second replacement), as here.
 
-Both steps are single passes in numba: line 1's sort is a stable LSD radix sort of p's bits (p
-sorts like its IEEE-754 bit pattern once the sign is folded in), O(N) where a comparison sort
-is O(N log N); the replacements run in order, each round ranking the n GPUs by p_sum with an
-insertion sort, and stop at the first one line 13 rejects.
+Both steps run in numba, in O(N): line 1's sort is a stable LSD radix sort of p's bits (p
+sorts like its IEEE-754 bit pattern once the sign is folded in); the replacements run in order,
+each round ranking the n GPUs by p_sum with an insertion sort, and stop at the first one line
+13 rejects.
 """
 
 from __future__ import annotations
