@@ -266,8 +266,8 @@ class MGGCN:
         self.spmm_log.append(tag)
         self._spmm_widths["forward" if tiles is self.forward_tiles else "backward"].add(local_rows.shape[1])
         self._received = []
+        self._out_written = False          # the first multiply overwrites ``out`` (beta = 0)
         with self.ops.op("spmm"):
-            out.zero_()
             if self.world == 1:
                 self._multiply_stage(tiles, 0, local_rows, out, tag)
             elif self.comm_stream is not None:
@@ -276,12 +276,17 @@ class MGGCN:
                 self._stages_async(tiles, local_rows, out, tag)
             else:
                 self._stages_serial(tiles, local_rows, out, tag)
+        if not self._out_written:           # every tile was empty
+            out.zero_()
         self.arena.release(self._received)     # no-op for the shared receive buffers
 
     def _multiply_stage(self, tiles, stage: int, rows_in, out, tag: str, stream=None) -> None:
         start = self.timeline.mark(stream)
         if tiles[stage]._nnz():
-            out.addmm_(tiles[stage], rows_in)       # cuSPARSE SpMM on GPU, beta = 1 accumulates
+            # cuSPARSE SpMM on GPU: the first stage writes C (beta = 0, C not read, no zeroing pass),
+            # later stages accumulate (beta = 1)
+            out.addmm_(tiles[stage], rows_in, beta=1 if self._out_written else 0)
+            self._out_written = True
         self.timeline.add(tag, stage, "compute", start, self.timeline.mark(stream))
 
     def _receive_buffer(self, stage: int, width: int, local_rows):

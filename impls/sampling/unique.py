@@ -16,8 +16,9 @@ min(inputs, N) instead of the inputs alone.
   order, which depends only on the inputs and the table size (CPU and GPU agree). Option
   ``max_load`` (default 0.5): the table's largest fill, which sets its size.
 - ``dense_append``: a direct-mapped id table instead of a hash table (kernels/unique_dense.cu;
-  torch on CPU): one slot per node id below ``id_bound`` (the graph's node count) and a bitmap of
-  new nodes, kept between calls; new nodes in ascending id, so the output equals ``sort``'s.
+  torch on CPU): one generation-tagged slot per node id below ``id_bound`` (the graph's node
+  count) and a bitmap of new nodes, kept between calls, five launches and one read-back a call;
+  new nodes in ascending id, so the output equals ``sort``'s.
   Without ``id_bound`` it takes the largest id + 1 (one read-back more). The workspace belongs to
   the object: one call at a time per object (a second thread or stream needs its own).
 - ``sort``: the sort-based reference (torch.unique, as PyG/DGL do): new nodes in ascending id.
@@ -38,6 +39,9 @@ from .csr import where_of
 
 
 def _ids(x, device) -> torch.Tensor:
+    if (isinstance(x, torch.Tensor) and x.dtype == torch.int64 and x.device == device and x.dim() == 1
+            and x.is_contiguous()):
+        return x                  # the sampler's output as it comes: no conversion on the hot path
     x = torch.as_tensor(x)
     if x.dtype not in (torch.int32, torch.int64):
         raise HarnessError(f"node ids must be int32 or int64, not {x.dtype}")
@@ -123,7 +127,7 @@ class HashAppendUnique:
                 f"exclusive prefix sum{load}; {how}")
 
 
-DENSE_MAX_BOUND = 2**31 - 1      # slot values are u32 local ids; the workspace is 4.125 bytes per id
+DENSE_MAX_BOUND = 2**31 - 1      # local ids are u32; the workspace is 8.125 bytes per id
 
 
 class DenseAppendUnique:
@@ -138,8 +142,8 @@ class DenseAppendUnique:
         if engine not in ("kernel", "torch"):
             raise HarnessError(f"dense_append's engine is auto, kernel or torch, not '{engine}'")
         self.engine = engine
-        self._slot = self._bits = None      # the kernels' workspace, clean between calls
-        self._clean = False
+        self._slot = self._bits = self._counts = self._ctl = None    # the kernels' workspace
+        self._gen = 0
 
     @staticmethod
     def _bound(targets, neighbors, id_bound) -> int:
@@ -174,49 +178,47 @@ class DenseAppendUnique:
         return unique_ids, local, torch.bincount(local, minlength=unique_ids.numel()).to(torch.int32)
 
     def _workspace(self, bound: int):
-        if not self._clean or self._slot.numel() < bound:
-            self._slot = torch.full((bound,), -1, dtype=torch.int32, device=self.device)
-            self._bits = torch.zeros(-(-bound // 32), dtype=torch.int32, device=self.device)
-            self._clean = True
-        return self._slot, self._bits
+        """slot (generation-tagged), bits, per-parity chunk counts and read-back words; the
+        generation advances every call (module doc of kernels/unique_dense.cu)."""
+        words = -(-bound // 32)
+        nchunks = -(-words // _DM_CHUNK_WORDS)
+        if self._slot is None or self._slot.numel() < bound or self._gen >= _DM_MAX_GEN:
+            dev = self.device
+            self._slot = torch.zeros(bound, dtype=torch.int64, device=dev)       # generation 0: empty
+            self._bits = torch.zeros(words, dtype=torch.int32, device=dev)
+            self._counts = torch.zeros(nchunks, dtype=torch.int32, device=dev)
+            self._ctl = torch.zeros((2, 2), dtype=torch.int64, device=dev)
+            self._gen = 0
+        self._gen += 1
+        return words, nchunks
 
     def _kernels(self, targets, neighbors, bound):
         dev = self.device
         nt, nn = targets.numel(), neighbors.numel()
         cap = nt + min(nn, bound)                # the most nodes the output can hold
-        slot, bits = self._workspace(bound)
-        words = -(-bound // 32)
-        nchunks = -(-words // _DM_CHUNK_WORDS)
-        small = torch.zeros(3 + nchunks, dtype=torch.int64, device=dev)      # tail | overflow | chunk counts
-        tail, overflow = small[:2], small[2:3].view(torch.int32)[:1]
-        counts = small[3:].view(torch.int32)
+        words, nchunks = self._workspace(bound)
+        gen, parity = self._gen, self._gen & 1
+        counts, ctl, other_ctl = self._counts, self._ctl[parity], self._ctl[1 - parity]
         unique_out = torch.empty(cap, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
-        dup = torch.zeros(cap, dtype=torch.int32, device=dev)
+        dup = torch.empty(cap, dtype=torch.int32, device=dev)
+        slot, bits, g = gpu.ptr(self._slot), gpu.ptr(self._bits), np.uint64(gen)
         src = "unique_dense.cu"
-        self._clean = False                      # until dm_reset is queued
-        if nt:
-            gpu.launch(dev, src, "dm_mark_targets", gpu.grid_for(dev, nt), 256,
-                       (gpu.ptr(targets), np.int64(nt), np.int64(bound), gpu.ptr(slot), gpu.ptr(unique_out),
-                        gpu.ptr(overflow)))
+        gpu.launch(dev, src, "dm_mark_targets", gpu.grid_for(dev, max(nt, cap)), 256,
+                   (gpu.ptr(targets), np.int64(nt), np.int64(bound), g, slot, gpu.ptr(unique_out), gpu.ptr(dup),
+                    np.int64(cap), gpu.ptr(ctl), gpu.ptr(other_ctl)))
         if nn:
             gpu.launch(dev, src, "dm_mark_neighbors", gpu.grid_for(dev, nn), 256,
-                       (gpu.ptr(neighbors), np.int64(nn), np.int64(bound), gpu.ptr(slot), gpu.ptr(bits),
-                        gpu.ptr(overflow)))
+                       (gpu.ptr(neighbors), np.int64(nn), np.int64(bound), g, slot, bits, gpu.ptr(ctl)))
         grid = min(nchunks, gpu.sm_count(dev) * 8)
-        gpu.launch(dev, src, "dm_count", grid, 256,
-                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts)))
+        gpu.launch(dev, src, "dm_count", grid, 256, (bits, np.int64(words), np.int64(nchunks), gpu.ptr(counts)))
         gpu.launch(dev, src, "dm_assign", grid, 256,
-                   (gpu.ptr(bits), np.int64(words), np.int64(nchunks), gpu.ptr(counts), np.int64(nt),
-                    gpu.ptr(slot), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
+                   (bits, np.int64(words), np.int64(nchunks), gpu.ptr(counts), np.int64(nt), g, slot,
+                    gpu.ptr(unique_out), gpu.ptr(ctl)))
         if nn:
             gpu.launch(dev, src, "dm_lookup", gpu.grid_for(dev, nn), 256,
-                       (gpu.ptr(neighbors), np.int64(nn), gpu.ptr(slot), gpu.ptr(local), gpu.ptr(dup),
-                        gpu.ptr(overflow)))
-        gpu.launch(dev, src, "dm_reset", gpu.grid_for(dev, cap), 256,
-                   (gpu.ptr(unique_out), np.int64(nt), gpu.ptr(tail), np.int64(bound), gpu.ptr(slot), gpu.ptr(bits)))
-        self._clean = True
-        new, lost = tail.tolist()
+                       (gpu.ptr(neighbors), np.int64(nn), slot, gpu.ptr(local), gpu.ptr(dup), gpu.ptr(ctl)))
+        new, lost = ctl.tolist()
         if lost:
             raise _overflow(bound)
         return unique_out[:nt + new], local, dup[:nt + new]
@@ -225,11 +227,12 @@ class DenseAppendUnique:
         if self.engine == "torch":
             return "direct-mapped append-unique (one slot per node id, new nodes in ascending id); torch on CPU"
         how = "CUDA kernels" if self.device.type == "cuda" else "CUDA kernels (emulated)"
-        return ("direct-mapped append-unique: one slot per node id and a bitmap of new nodes, kept between calls; "
-                f"chunked bitmap scan, new nodes in ascending id; {how}")
+        return ("direct-mapped append-unique: one generation-tagged slot per node id and a bitmap of new nodes, "
+                f"kept between calls; chunked bitmap scan, new nodes in ascending id; five launches; {how}")
 
 
 _DM_CHUNK_WORDS = 1024     # DM_CHUNK in kernels/unique_dense.cu
+_DM_MAX_GEN = 2**32 - 1    # slot entries carry the call's generation in their upper 32 bits
 
 
 class SortUnique:

@@ -157,7 +157,7 @@ def test_gpu_dense_append_unique_equals_sort():
     with pytest.raises(HarnessError, match="table full"):
         dense.append_unique(torch.arange(3, device=DEV), torch.arange(1000, 1300, device=DEV), id_bound=1100,
                             check=False)
-    assert int((dense._slot != -1).sum()) == 0 and int(dense._bits.count_nonzero()) == 0
+    ref.assert_dense_clean(dense)
 
 
 @pytest.mark.parametrize("unique_cls", [HashAppendUnique, DenseAppendUnique])

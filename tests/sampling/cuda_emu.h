@@ -128,6 +128,13 @@ inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long ex
     return expected;
 }
 inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+    std::atomic_ref<unsigned long long> a(*p);
+    unsigned long long old = a.load();
+    while (v > old && !a.compare_exchange_weak(old, v)) {
+    }
+    return old;
+}
 inline unsigned atomicMin(unsigned* p, unsigned v) {
     std::atomic_ref<unsigned> a(*p);
     unsigned old = a.load();

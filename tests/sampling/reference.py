@@ -151,3 +151,12 @@ def check_sample(indptr, indices, seeds, fanout, offsets, neighbors):
         else:
             assert np.unique(got).size == got.size, "repeats"
             assert np.isin(got, lst).all(), "not a neighbor"
+
+
+def assert_dense_clean(dense):
+    """What the next call needs: no bitmap word set, its parity's read-back words zero; every slot
+    entry of an earlier generation (the current one's are this call's own)."""
+    assert int(dense._bits.count_nonzero()) == 0
+    nxt = (dense._gen + 1) & 1
+    assert int(dense._ctl[nxt].count_nonzero()) == 0
+    assert int(((dense._slot >> 32) > dense._gen).sum()) == 0

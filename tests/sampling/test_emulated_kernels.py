@@ -135,8 +135,9 @@ def test_unique_table_load_option(max_load):
 
 def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
     """One object, several calls with different bounds and inputs (the workspace is reused, so a
-    call that left a slot or a bitmap word set would change the next call's output), a chunk
-    boundary crossed (bound > 32 x 1024 ids), and an out-of-bound id caught without writing."""
+    call that read an earlier call's slot as its own, or left a bitmap word or a counter set,
+    would change the next call's output), a chunk boundary crossed (bound > 32 x 1024 ids), and an
+    out-of-bound id caught without writing."""
     g = np.random.default_rng(13)
     kernels, reference = DenseAppendUnique("cpu", engine="kernel"), DenseAppendUnique("cpu")
     cases = [
@@ -147,6 +148,7 @@ def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
         (np.zeros(0, dtype=np.int64), g.integers(0, 50, 200), 50),
         (g.choice(70_000, 30, replace=False), g.integers(0, 70_000, 4000), 70_000),
         (g.choice(5000, 100, replace=False), g.integers(0, 5000, 1500), 5000),
+        (g.choice(70_000, 30, replace=False), g.integers(0, 70_000, 4000), 70_000),   # more chunks again
     ]
     for targets, neighbors, bound in cases:
         t, n = torch.as_tensor(targets, dtype=torch.int64), torch.as_tensor(neighbors, dtype=torch.int64)
@@ -154,9 +156,12 @@ def test_dense_append_kernels_equal_torch_and_leave_the_workspace_clean():
         b = kernels.append_unique(t, n, id_bound=bound)
         for x, y in zip(a, b):
             assert torch.equal(x, y)
-        assert int((kernels._slot != -1).sum()) == 0 and int(kernels._bits.count_nonzero()) == 0
+        ref.assert_dense_clean(kernels)
     with pytest.raises(HarnessError, match="table full"):
         kernels.append_unique(torch.arange(3), torch.arange(1000, 1300), id_bound=1100, check=False)
-    assert int((kernels._slot != -1).sum()) == 0 and int(kernels._bits.count_nonzero()) == 0
+    ref.assert_dense_clean(kernels)
+    a = reference.append_unique(*(torch.as_tensor(x, dtype=torch.int64) for x in cases[0][:2]), id_bound=5000)
+    b = kernels.append_unique(*(torch.as_tensor(x, dtype=torch.int64) for x in cases[0][:2]), id_bound=5000)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))        # after the overflow, as before it
     t, n = torch.tensor([7, 3]), torch.tensor([9, 3, 1, 9, 7])
     assert kernels.append_unique(t, n)[0].tolist() == [7, 3, 1, 9]    # bound from the largest id

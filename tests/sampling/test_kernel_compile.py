@@ -14,7 +14,7 @@ ENTRIES = {
     "sampling.cu": {"row_counts"} | {f"{k}_{t}" for k in ("path_doubling", "reservoir", "khop_batched")
                                      for t in ("i32", "i64")},
     "unique.cu": {"au_insert", "au_assign", "au_lookup"},
-    "unique_dense.cu": {"dm_mark_targets", "dm_mark_neighbors", "dm_count", "dm_assign", "dm_lookup", "dm_reset"},
+    "unique_dense.cu": {"dm_mark_targets", "dm_mark_neighbors", "dm_count", "dm_assign", "dm_lookup"},
 }
 
 
