@@ -130,7 +130,8 @@ class Table2(Experiment):
             if "p_nodes" in rows else ""
         caption = (f"Seconds to divide each graph into {int(rows['p_parts'].iloc[0])} parts (median of repeats). "
                    f"'Our' = ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; "
-                   f"METIS = pymetis k-way (given the CSR in its index type, converted before the timing); PaGraph = its O(N^2) training-node partitioning under a time cap "
+                   f"METIS = pymetis k-way (given the CSR in its index type, converted before the timing); "
+                   f"PaGraph = its O(N^2) training-node partitioning under a time cap "
                    f"('>' marks a timeout, with the projected total). Graphs: stand-ins at scale "
                    f"{', '.join(f'{s:g}' for s in scales)} of the paper's ({sizes}). Paper: {PAPER_HARDWARE}. "
                    + caption_hardware(runs))
