@@ -235,8 +235,9 @@ def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
 def build_trainer(exp, point, graph, cfg, ctx, **options):
     """Build ``point.impl`` for this point on this rank; SkipPoint on every rank if any runs out of memory.
 
-    The point's params name the model, and for mggcn the vertex order (``permute``, default on)
-    and ``first_layer_backward``; ``options`` go to mggcn only (overlap, buffers, profiling).
+    The point's params name the model, and for mggcn the vertex order (``permute``; by default on
+    with several ranks, whose load it balances, and off with one, where it only costs the SpMM its
+    locality) and ``first_layer_backward``; ``options`` go to mggcn only (overlap, buffers, profiling).
     """
     import torch
 
@@ -245,7 +246,7 @@ def build_trainer(exp, point, graph, cfg, ctx, **options):
 
     impl = point.impl
     model_text, lr = point.params["model"], exp.param(cfg, "lr")
-    permute = bool(point.params.get("permute", True))
+    permute = bool(point.params.get("permute", ctx.world_size > 1))
     if impl == "mggcn":
         options.setdefault("first_layer_backward", point.params.get("first_layer_backward", "exact"))
     else:
@@ -337,9 +338,10 @@ def measure_epoch_time(exp, point, graph, cfg, ctx) -> list:
     trainer = build_trainer(exp, point, graph, cfg, ctx)
     try:
         stats = time_epochs(trainer, cfg, ctx)
+        permuted = {"permuted": bool(trainer.share.permuted)} if point.impl == "mggcn" else {}
     finally:
         release(trainer)
-    return [Measurement("epoch_time", "s", stats, extra=graph_params(graph))]
+    return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **permuted})]
 
 
 def graph_params(graph) -> dict:

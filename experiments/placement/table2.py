@@ -26,7 +26,7 @@ from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph, str_list
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
            "clique_opt": {"reddit": 0.49, "yelp": 0.76, "products": 3.6}}
-LABELS = {"pagraph": "PaGraph", "metis": "METIS", "clique_opt": "Our"}
+LABELS = {"pagraph": "PaGraph (re-impl.)", "metis": "METIS", "clique_opt": "Our"}
 
 
 @register_experiment

@@ -56,7 +56,7 @@ class Fig15(XGNNTraining):
     id = "xgnn.fig15"
     artifact = "fig15"
     title = "XGNN Fig. 15: (a) one GPU, topology or features first; (b) convergence of XGNN, DGL+C, DGL"
-    impls = ("xgnn", "quiver", "dgl_cache")
+    impls = ("xgnn", "quiver", "dgl_cache", "dgl_host")
     paper_values = paper_values()
     parameters = common_parameters(
         parts=Param(("a", "b"), parts_list, "a: large graph on one GPU; b: convergence"),

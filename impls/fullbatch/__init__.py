@@ -10,6 +10,7 @@ it must be built on every rank of an initialized process group.
 
 from __future__ import annotations
 
+from harness.errors import SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
 
@@ -19,9 +20,13 @@ from .model import ModelConfig, layer_order  # noqa: F401  (re-exported for expe
 @register_impl("fullbatch", "mggcn", needs=Needs(devices=("cpu", "cuda")),
                summary="MG-GCN: 1D rows, P-stage broadcast SpMM overlapped on a comm stream, "
                        "L+3 shared buffers, random permutation")
-def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=True,
+def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=None,
                self_loops=True, bounds=None, share=None, **options):
-    """``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
+    """``permute``: the random vertex order that balances the ranks' loads (Sec. 5.2); by default
+    with several ranks only (with one there is nothing to balance, and it costs the SpMM its
+    locality). ``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
+    if permute is None:
+        permute = world > 1
     from .mggcn import MGGCN
     from .problem import rank_share
 
@@ -49,9 +54,15 @@ def make_pyg(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=
 
 
 @register_impl("fullbatch", "dgl", needs=Needs(devices=("cpu", "cuda"), packages=("dgl",),
-                                               note="no DGL build for torch >= 2.4 on PyPI"),
+                                               note="pip install '.[dgl]'; GPUs: a CUDA build of DGL"),
                summary="DGL GraphConv(norm='right') on the whole graph, one device (MG-GCN's baseline)")
 def make_dgl(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, **_):
+    from impls.models.dgl import layers_unavailable
+
     from .dgl_gcn import DglGCN
+
+    problem = layers_unavailable(device)
+    if problem:
+        raise SkipPoint(problem)
 
     return DglGCN(graph, model, device=device, seed=seed, self_loops=self_loops)

@@ -26,3 +26,17 @@ def test_one_rank_in_process():
 def test_ranks_match_single_device(world):
     per_rank = launch(run_configurations, (), world_size=world, device="cpu", timeout_s=240)
     check_configurations(per_rank, world)
+
+
+def test_vertex_order_is_permuted_by_default_only_across_ranks():
+    """The permutation balances the ranks' loads (Sec. 5.2); with one rank there is nothing to balance
+    and it would only cost the SpMM its locality, so the factory leaves the order alone."""
+    from harness import registry
+    from impls.fullbatch.model import ModelConfig
+
+    from .reference import make_test_graph
+
+    make = registry.get_impl("fullbatch", "mggcn").factory
+    graph = make_test_graph()
+    assert make(graph, ModelConfig(2, 8), world=1).share.permuted is False
+    assert make(graph, ModelConfig(2, 8), world=1, permute=True).share.permuted is True

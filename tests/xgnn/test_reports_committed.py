@@ -20,10 +20,12 @@ def test_table4_other_budget_is_listed_apart(tmp_path):
     md = _md(tmp_path, "table4", "0096_h200x4_xgnn.table4-fused-tiers",
              "0097_h200x4_xgnn.table4-tw-topology-over-budget")
     line = next(ln for ln in md.splitlines() if "under budget topo:0.8" in ln)
-    assert "DGL+C OOM" in line and "XGNN 0.0449 s" in line and "Quiver 0.0992 s (XGNN 2.21x faster)" in line
+    assert "DGL+C (re-impl.) OOM" in line and "XGNN 0.0449 s" in line
+    assert "Quiver (re-impl.) 0.0992 s (XGNN 2.21x faster)" in line
+    assert "DGL policy (re-impl.) OOM" in line            # stored as system 'dgl': the re-implementation
     mismatch = next(ln for ln in md.splitlines() if ln.startswith("- OOM cells that differ"))
     assert "GCN+TW DGL+C" not in mismatch                       # the topo:0.8 OOMs are not paper mismatches
-    assert mismatch.count("GCN+CF Quiver") == 1                 # listed once, not once per run
+    assert mismatch.count("GCN+CF Quiver (re-impl.)") == 1                 # listed once, not once per run
 
 
 def _headline(tmp_path, exp_id: str, *runs: str) -> str:
@@ -50,10 +52,10 @@ def test_table4_over_budget_runs_summarized_and_pinsage_gain_explained(tmp_path)
     md = _md(tmp_path, "table4", "0101_h200x4_xgnn.table4-tw-topology-over-budget-uva",
              "0110_h200x4_xgnn.table4-tw-over-budget-per-point", "0120_h200x4_xgnn.table4-tw-over-budget-third",
              "0119_h200x4_xgnn.table4-pinsage-per-point")
-    assert "speedup over DGL+C (UVA) over 3 runs: median 2.20x (1.99-2.26x)" in md
+    assert "speedup over DGL+C (UVA) (re-impl.) over 3 runs: median 2.20x (1.99-2.26x)" in md
     note = next(ln for ln in md.splitlines() if "PinSAGE samples by the same random walks" in ln)
-    assert "#0119 TW: DGL+C E 2.1x (paper 4.7x), E2E 1.13x (paper 1.31x)" in note
-    assert "| PSG     | UK        | DGL+C       | v100     | OOM" in md
+    assert "#0119 TW: DGL+C (re-impl.) E 2.1x (paper 4.7x), E2E 1.13x (paper 1.31x)" in note
+    assert "| PSG     | UK        | DGL+C (re-impl.)       | v100     | OOM" in md
 
 
 def test_table4_drops_cells_skipped_then_run_since(tmp_path):
