@@ -145,13 +145,14 @@ def cmd_list(args) -> int:
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
     t = Table(title=f"Implementations (can run here: judged for --device {device})")
-    for col in ("interface", "name", "needs", "here"):
+    for col in ("interface", "name", "needs", "here", "what it is"):
         t.add_column(col)
     for spec in registry.impl_specs(args.interface):
         reason = spec.needs.unmet(caps, None if device == "cuda" else device)
         if reason and device == "cpu" and spec.needs.devices == ("cuda",):
             reason = "needs CUDA, and no CUDA GPU is visible"
-        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}")
+        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}",
+                  spec.what())
     console.print(t)
     return 0
 
@@ -291,7 +292,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_env(args) -> int:
-    from . import envinfo, registry
+    from . import dgl_compat, envinfo, registry
     from .needs import detect
 
     gpus = envinfo.gpu_info()
@@ -315,6 +316,9 @@ def cmd_env(args) -> int:
     else:
         print("GPUs: none visible (CPU ranks with gloo and host shared memory)")
     print("packages: " + ", ".join(f"{k} {v}" for k, v in sorted(sw["packages"].items())))
+    dgl = dgl_compat.status()
+    if dgl:
+        print(f"dgl: {dgl}")
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
     print(f"\nimplementations (device {device}):")

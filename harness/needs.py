@@ -42,7 +42,12 @@ def _import_problem(name: str) -> str | None:
     if importlib.util.find_spec(name) is None:
         return f"package '{name}' is not installed"
     try:
-        importlib.import_module(name)
+        if name == "dgl":                 # DGL 2.x imports under newer torch only through the shim
+            from .dgl_compat import import_dgl
+
+            import_dgl()
+        else:
+            importlib.import_module(name)
     except Exception as exc:  # a broken install is a reason, not a crash
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"package '{name}' does not import: {first[:160]}"

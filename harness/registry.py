@@ -28,10 +28,18 @@ class ImplSpec:
     factory: Callable
     needs: Needs
     summary: str
+    reimplements: str = ""        # the system whose policy this re-implements on the harness's code
+    real_package: str = ""        # why that system's own package does not run here instead
 
     @property
     def key(self) -> str:
         return f"{self.interface}.{self.name}"
+
+    def what(self) -> str:
+        """One line for `harness list` and report captions: re-implementation of what, and why not the real one."""
+        if not self.reimplements:
+            return ""
+        return f"re-implementation of {self.reimplements}'s policy" + (f" ({self.real_package})" if self.real_package else "")
 
 
 _IMPLS: dict[tuple[str, str], ImplSpec] = {}
@@ -39,8 +47,11 @@ _EXPERIMENTS: dict[str, "Experiment"] = {}
 _DISCOVERED = False
 
 
-def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary: str = ""):
-    """Class or factory decorator: ``@register_impl("probes", "p2p", needs=...)``."""
+def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary: str = "",
+                  reimplements: str = "", real_package: str = ""):
+    """Class or factory decorator: ``@register_impl("probes", "p2p", needs=...)``. A re-implementation
+    of another system's policy names it (``reimplements="Quiver"``) and says why that system's own
+    package does not run here (``real_package``); `harness list` and report captions show both."""
 
     def deco(factory):
         key = (interface, name)
@@ -48,7 +59,7 @@ def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary:
             raise RuntimeError(f"implementation {interface}.{name} registered twice")
         doc = summary or (factory.__doc__ or "").strip().splitlines()[0:1]
         _IMPLS[key] = ImplSpec(interface, name, factory, needs,
-                               doc if isinstance(doc, str) else (doc[0] if doc else ""))
+                               doc if isinstance(doc, str) else (doc[0] if doc else ""), reimplements, real_package)
         return factory
 
     return deco
@@ -114,6 +125,14 @@ def get_impl(interface: str, name: str) -> ImplSpec:
         known = ", ".join(s.name for s in impl_specs(interface)) or "none"
         raise HarnessError(f"unknown implementation '{name}' for interface '{interface}' "
                            f"(known: {known})") from None
+
+
+def reimplementation_note(interface: str, names) -> str:
+    """One sentence naming the re-implementations among ``names`` of ``interface`` (for captions), or ""."""
+    discover()
+    specs = [_IMPLS[(interface, n)] for n in dict.fromkeys(names) if (interface, n) in _IMPLS]
+    parts = [f"{s.name} is the harness's {s.what()}" for s in specs if s.reimplements]
+    return ("Re-implementations, not the systems' own code: " + "; ".join(parts) + ".") if parts else ""
 
 
 def experiments() -> list["Experiment"]:

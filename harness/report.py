@@ -179,6 +179,9 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
         if exp.warm_and_cold:
             artifact.caption = f"{artifact.caption.rstrip()} {exp.warm_and_cold}"
+        reimpl = registry.reimplementation_note(exp.interface, rows["impl"].dropna().unique())
+        if reimpl and reimpl not in artifact.caption:
+            artifact.caption = f"{artifact.caption.rstrip()} {reimpl}"
         written += write_artifact(artifact, Path(out_dir) / exp.paper, f"tab:{exp.id}")
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)

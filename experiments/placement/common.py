@@ -195,7 +195,7 @@ def timeout_skip(exc) -> SkipPoint:
 
 # --- ICS'22 breakdown figures (4, 5, 6, 10, 11) ---------------------------------------------------
 
-POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG",
+POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG (re-impl.)",
                  "clique_opt": "Our", "hash_modulo": "hash", "clique": "Clique", "xgnn_solver": "Solver"}
 
 

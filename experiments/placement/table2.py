@@ -26,7 +26,7 @@ from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph, str_list
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
            "clique_opt": {"reddit": 0.49, "yelp": 0.76, "products": 3.6}}
-LABELS = {"pagraph": "PaGraph", "metis": "METIS", "clique_opt": "Our"}
+LABELS = {"pagraph": "PaGraph (re-impl.)", "metis": "METIS", "clique_opt": "Our"}
 
 
 @register_experiment
@@ -62,7 +62,7 @@ class Table2(Experiment):
         from impls.placement import ics22
         from impls.placement.hotness import lhop_hotness
         from impls.placement.pagraph import PlacementTimeout, pagraph_partition
-        from impls.placement.policies import metis_membership
+        from impls.placement.policies import metis_index_arrays, metis_membership
 
         prm = point.params
         graph = load_graph(prm["dataset"], prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
@@ -77,7 +77,9 @@ class Table2(Experiment):
                 raise SkipPoint(f"timeout: {exc}") from None
             return [Measurement("preprocess_time", "s", value=result.elapsed_s, extra={**extra, "repeats": 1})]
         if point.impl == "metis":
-            fn = lambda: metis_membership(graph.indptr, graph.indices, parts, seed=cfg.seed,  # noqa: E731
+            # converted before the timing: 'Our' reads the CSR as stored, METIS needs its index type
+            indptr, indices = metis_index_arrays(graph.indptr, graph.indices)
+            fn = lambda: metis_membership(indptr, indices, parts, seed=cfg.seed,  # noqa: E731
                                           symmetric=graph.symmetric)
             repeats = cfg.repeats_or(3, 1)
         else:
@@ -128,7 +130,8 @@ class Table2(Experiment):
             if "p_nodes" in rows else ""
         caption = (f"Seconds to divide each graph into {int(rows['p_parts'].iloc[0])} parts (median of repeats). "
                    f"'Our' = ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; "
-                   f"METIS = pymetis k-way; PaGraph = its O(N^2) training-node partitioning under a time cap "
+                   f"METIS = pymetis k-way (given the CSR in its index type, converted before the timing); "
+                   f"PaGraph = its O(N^2) training-node partitioning under a time cap "
                    f"('>' marks a timeout, with the projected total). Graphs: stand-ins at scale "
                    f"{', '.join(f'{s:g}' for s in scales)} of the paper's ({sizes}). Paper: {PAPER_HARDWARE}. "
                    + caption_hardware(runs))

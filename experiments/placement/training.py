@@ -265,7 +265,7 @@ def loss_report(exp: LossExperiment, rows, runs) -> ReportArtifact:
         losses = list(losses) if isinstance(losses, (list, tuple)) else []
         scales = one("train_loss", "p_las_scale_per_epoch")
         scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
-        name = {"clique_opt": "Our", "pagraph": "PG"}.get(impl, impl) + ("+LAS" if las else "")
+        name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
         host, load, acc = one("host_fraction"), one("loading_time"), one("test_accuracy")
         records.append({"Run": labels.get(run_id, run_id), "Topology": topology, "Method": name,
                         "s": "/".join(f"{s:g}" for s in scales) if las else "-",

@@ -35,6 +35,8 @@ from . import PAPER_HARDWARE
 
 OURS = ("path_doubling", "reservoir", "khop_batched")
 IMPLS = OURS + ("wholegraph_lib", "pyg", "dgl")
+LOADERS = ("pyg", "dgl")                 # the loader target's host loaders (worker processes)
+LOADER_NAMES = {"pyg": "PyG NeighborLoader", "dgl": "DGL DataLoader (NeighborSampler)"}
 CPU_IMPLS = ("pyg",)           # sample on the host whatever the device
 # default stand-in scales: (cuda, cuda --quick, cpu)
 SCALES = {"ogbn-products": (1.0, 0.25, 0.002), "ogbn-papers100M": (0.25, 0.05, 0.0002)}
@@ -178,8 +180,9 @@ def hop_fn(impl: str, ctx, graph, params):
     return (lambda seeds: sampler.sample(seeds, fanout, check=False)[1].numel()), sampler.describe()
 
 
-def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int) -> list[Measurement]:
-    """PyG NeighborLoader with worker processes: its steady production rate, time per batch.
+def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl: str = "pyg") -> list[Measurement]:
+    """A host loader with worker processes (PyG's NeighborLoader, or DGL's NeighborSampler in its
+    DataLoader): its steady production rate, time per batch.
 
     Each worker builds whole batches on its own, so with W workers the batches come in waves of W
     close together and then a wait of one worker's batch time: the gap between two batches is
@@ -192,17 +195,9 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int) -> li
 
     import torch
 
-    from impls.sampling.baselines import pyg_backend, pyg_data
-
-    backend = pyg_backend()
-    from torch_geometric.loader import NeighborLoader
-
     workers = min(params["workers"], os.cpu_count() or 1)
     torch.manual_seed(seed)
-    loader = NeighborLoader(pyg_data(graph.indptr, graph.indices), num_neighbors=list(params["fanouts"]),
-                            batch_size=params["batch"], shuffle=True, num_workers=workers, is_sorted=True,
-                            input_nodes=torch.from_numpy(graph.train_idx.astype("int64")),
-                            persistent_workers=workers > 0, prefetch_factor=2 if workers > 0 else None)
+    loader, edges_of, name = _host_loader(impl, graph, params, workers)
     it = iter(loader)
 
     def batch():
@@ -224,16 +219,46 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int) -> li
     for _ in range(windows):
         start, edges = time.perf_counter(), 0
         for _ in range(window):
-            edges += int(batch().edge_index.size(1))
+            edges += edges_of(batch())
         elapsed = time.perf_counter() - start
         times.append(elapsed / window)
         rates.append(edges / elapsed)
     del it, loader
-    where = (f"PyG NeighborLoader ({backend}), {workers} worker processes; time per batch over windows of "
+    where = (f"{name}, {workers} worker processes; time per batch over windows of "
              f"{window} consecutive batches after the prefetch buffer is drained")
     return [Measurement("time", "ms", Stats.from_samples(times).scaled(1e3),
                         extra={"placement": where, "workers": workers, "window": window}),
             Measurement("edges_per_s", "edges/s", Stats.from_samples(rates), better="higher")]
+
+
+def _host_loader(impl: str, graph, params, workers: int):
+    """(loader over the training nodes, shuffled and persistent, edges of one of its batches, its name)."""
+    import torch
+
+    seeds = torch.from_numpy(graph.train_idx.astype("int64"))
+    prefetch = 2 if workers > 0 else None
+    if impl == "dgl":
+        from harness.dgl_compat import import_dgl
+
+        dgl = import_dgl()
+        ip, ix = torch.from_numpy(graph.indptr).to(torch.int64), torch.from_numpy(graph.indices).to(torch.int64)
+        g = dgl.graph(("csc", (ip, ix, torch.arange(ix.numel()))), num_nodes=int(graph.num_nodes))
+        sampler = dgl.dataloading.NeighborSampler(list(reversed(params["fanouts"])))
+        extra = {"multiprocessing_context": "fork", "persistent_workers": True, "prefetch_factor": prefetch} \
+            if workers else {}                          # fork: the shim's graphbolt stand-in lives in this process
+        loader = dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=params["batch"], shuffle=True,
+                                            num_workers=workers, **extra)
+        return loader, (lambda b: sum(int(block.num_edges()) for block in b[2])), \
+            f"DGL {dgl.__version__} NeighborSampler in its DataLoader"
+    from impls.sampling.baselines import pyg_backend, pyg_data
+
+    backend = pyg_backend()
+    from torch_geometric.loader import NeighborLoader
+
+    loader = NeighborLoader(pyg_data(graph.indptr, graph.indices), num_neighbors=list(params["fanouts"]),
+                            batch_size=params["batch"], shuffle=True, num_workers=workers, is_sorted=True,
+                            input_nodes=seeds, persistent_workers=workers > 0, prefetch_factor=prefetch)
+    return loader, (lambda b: int(b.edge_index.size(1))), f"PyG NeighborLoader ({backend})"
 
 
 @register_experiment
@@ -255,19 +280,19 @@ class SamplingTable(Experiment):
         "datasets": Param(("ogbn-products", "ogbn-papers100M"), sampling_datasets,
                           "stand-ins to sample; uniform:NODES:DEGREE adds a synthetic uniform random graph"),
         "loader_datasets": Param(None, sampling_datasets,
-                                 "datasets of the PyG-loader target (default: the first of datasets)"),
+                                 "datasets of the loader target, PyG's and DGL's (default: the first of datasets)"),
         "fanouts": Param(((30, 30, 30), (15, 10, 5), (25, 10)), fanout_sets,
                          "fanout sets, outermost hop last (30-30-30,15-10-5,25-10)"),
         "batches": Param((512, 1024, 6000), int_list, "seeds per GPU per mini-batch"),
         "kinds": Param(("minibatch", "hop", "loader"), kinds_list,
-                       "minibatch grid, one-hop target (6000 x 10), PyG loader target"),
+                       "minibatch grid, one-hop target (6000 x 10), host-loader target (PyG, DGL)"),
         "store": Param("auto", choice("auto", "local", "sharded"),
                        "our samplers' CSR: auto = sharded over the GPUs when there are several"),
         "wholegraph_mode": Param("continuous", choice("continuous", "chunked", "distributed"),
                                  "real WholeGraph's memory type"),
         "cpu_max_edges": Param(20_000_000, positive_int,
                                "skip PyG/DGL mini-batches whose edge bound batch x (f0 + f0 f1 + ...) is larger"),
-        "loader_workers": Param(8, nonneg_int, "NeighborLoader worker processes (0: batches built in the rank)"),
+        "loader_workers": Param(8, nonneg_int, "host loaders' worker processes (0: batches built in the rank)"),
         "uniques": Param(("hash_append", "dense_append"), unique_list,
                          "our samplers' append-unique: hash_append (WholeGraph's hash table), dense_append "
                          "(direct-mapped id table); each is a point of its own"),
@@ -316,8 +341,9 @@ class SamplingTable(Experiment):
                 if not grid:                              # our side of the target, on one GPU
                     for params in with_uniques("path_doubling", mine):
                         yield Point("path_doubling", params, 1)
-                yield Point("pyg", {"kind": "loader", **common(name, 1), "fanouts": fanouts, "batch": batch,
-                                    "workers": self.param(cfg, "loader_workers")}, 1)
+                for impl in LOADERS:
+                    yield Point(impl, {"kind": "loader", **common(name, 1), "fanouts": fanouts, "batch": batch,
+                                       "workers": self.param(cfg, "loader_workers")}, 1)
 
     def skip_reason(self, point, cfg):
         p = point.params
@@ -348,9 +374,9 @@ class SamplingTable(Experiment):
         if point.impl in ("pyg", "dgl"):
             warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
         if p["kind"] == "loader":
-            if point.impl != "pyg":
-                raise SkipPoint("the loader point is PyG's NeighborLoader")
-            return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed)
+            if point.impl not in LOADERS:
+                raise SkipPoint("the loader points are PyG's NeighborLoader and DGL's DataLoader")
+            return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed, point.impl)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
         fn, where = make(point.impl, rank, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
@@ -453,9 +479,9 @@ class SamplingTable(Experiment):
                 ours = mine[(mine["p_kind"] == "minibatch") & (mine["impl"] == "path_doubling")
                             & (mine["metric"] == "time") & (mine["world_size"] == 1)
                             & (mine["p_batch"] == lrow["p_batch"]) & (mine["p_dataset"] == lrow["p_dataset"])
-                            & mine["p_fanouts"].map(lambda f: list(f) == fan)]
+                            & mine["p_fanouts"].map(lambda f: isinstance(f, (list, tuple)) and list(f) == fan)]
                 pyg_ms, how = loader_ms(lrow)
-                line = (f"{label}, PyG NeighborLoader {fan} x {int(lrow['p_batch'])} with "
+                line = (f"{label}, {LOADER_NAMES.get(lrow['impl'], lrow['impl'])} {fan} x {int(lrow['p_batch'])} with "
                         f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
                         f"{pyg_ms:.1f} ms per batch ({how})")
                 where = "one GPU" if lrow["device"] == "cuda" else "the CPU"

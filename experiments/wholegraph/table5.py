@@ -161,9 +161,11 @@ class Table5(TrainingExperiment):
                      "GPU's epoch counts; every GPU runs the same number of mini-batches (its share of the shuffled "
                      "training nodes). Paper: DGX-A100, 8 GPUs, real datasets, DGL 0.7.2 and PyG 2.0.2.")
         notes.append("PyG: NeighborLoader workers sample on the CPU, the training process slices features from host "
-                     "memory into pinned memory and copies them; DGL likewise where it imports (no PyPI build of DGL "
-                     "exists for torch >= 2.4). Ours: graph and features spread over the GPUs, GPU sampling, one-kernel "
-                     "gather. WG-lib: real pylibwholegraph storage, sampler and gather with the same model code.")
+                     "memory into pinned memory and copies them; DGL likewise with DGL's own NeighborSampler and "
+                     "DataLoader workers (`pip install '.[dgl]'`; harness/dgl_compat.py). Ours: graph and features "
+                     "spread over the GPUs, GPU sampling, one-kernel gather. WG-lib: real pylibwholegraph storage, "
+                     "sampler and gather with the same model code.")
+        notes += dgl_layers_notes(records)
         notes.append("Capped host epochs: a loader with W worker processes builds W batches at once, so an epoch "
                      "capped below whole waves of W times a whole wave for fewer batches and its per-batch "
                      f"extrapolation overstates the epoch ({WAVE_CHECK}). Caps are now rounded up to whole waves; "
@@ -209,3 +211,17 @@ class Table5(TrainingExperiment):
                    f"{datasets_caption(records)}. Models: {settings_caption(records)}. " + caption_hardware(runs))
         return ReportArtifact("table5", "WholeGraph Table V: average epoch time", caption, table, notes, fig,
                               headline=headline, status=status)
+
+
+def dgl_layers_notes(records: list[dict]) -> list[str]:
+    """What trained on DGL's blocks in the DGL column, per device kind: "DGL 2.1 sampler and loader;
+    layers: ..." as the pipeline described it."""
+    seen: dict[str, list[str]] = {}
+    for r in records:
+        if r["key"]["impl"] == "dgl_host" and r["metrics"].get("epoch_time") is not None:
+            layers = (r["extra"].get("epoch_time", {}).get("components") or {}).get("layers")
+            if layers:
+                runs = seen.setdefault(f"{(r.get('device') or '?').upper()}: {layers}", [])
+                if run_number(r) not in runs:
+                    runs.append(run_number(r))
+    return [f"DGL column, {text} ({', '.join(runs)})" for text, runs in seen.items()]

@@ -115,7 +115,7 @@ def table4_paper_values() -> tuple[PaperValue, ...]:
 
 
 model_list = names_of("models", *MODEL_NAMES)
-backend_list = names_of("backends", "native", "pyg", "default")
+backend_list = names_of("backends", "native", "pyg", "dgl", "default")
 
 
 def fanout_list(text: str) -> tuple[int, ...]:
@@ -175,7 +175,8 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "datasets": Param(datasets, name_list, "datasets (stand-ins unless the real one is under the data root)"),
         "models": Param(models, model_list, "models: gcn, sage, gat (pinsage)"),
         "backends": Param(backends, backend_list,
-                          "layer backends: default (pyg for pyg_host, native otherwise), native, pyg"),
+                          "layer backends: default (pyg for pyg_host; for dgl_host DGL's where its build "
+                          "runs them, else PyG's; native otherwise), native, pyg, dgl"),
         "max_edges": Param(None, positive_float, "largest stand-in (stored edges); bigger graphs run at the scale "
                                                  "that fits (default: CUDA 1.3e8 = products at 1.0, CPU 1.3e6)"),
         "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU default 64)"),
@@ -249,7 +250,8 @@ class TrainingExperiment(Experiment):
     def backends_for(self, impl: str, cfg) -> list[str]:
         out = []
         for b in self.param(cfg, "backends"):
-            b = ("pyg" if impl == "pyg_host" else "native") if b == "default" else b
+            if b == "default":
+                b = {"pyg_host": "pyg", "dgl_host": default_dgl_layers(cfg.device)}.get(impl, "native")
             if b not in out:
                 out.append(b)
         return out
@@ -297,6 +299,17 @@ class TrainingExperiment(Experiment):
 
     def run_point(self, point, cfg, rank):
         return train_point(self, point, cfg, rank)
+
+
+def default_dgl_layers(device: str) -> str:
+    """dgl_host's layers on ``device``: DGL's where its build runs them, else PyG's (the PyG row's)."""
+    from harness.needs import _import_problem
+
+    if _import_problem("dgl") is not None:
+        return "dgl"                    # a skipped row either way; its reason names DGL
+    from impls.pipelines.dgl_host import default_layers
+
+    return default_layers(device)
 
 
 def pipeline_config(exp, point, cfg):
@@ -466,9 +479,9 @@ def datasets_caption(records: list[dict]) -> str:
         g = rec["extra"].get("epoch_time", {}).get("graph", {})
         name = rec["key"]["dataset"]
         if name not in seen:
-            kind = "stand-in" if g.get("standin", True) else "real"
+            kind = f"stand-in at scale {rec['params']['scale']:g}" if g.get("standin", True) else "real data"
             nodes = f", {g['nodes']:,} nodes, {g['edges']:,} edges" if g else ""
-            seen[name] = f"{SHORT.get(name, name)} ({kind} at scale {rec['params']['scale']:g}{nodes})"
+            seen[name] = f"{SHORT.get(name, name)} ({kind}{nodes})"
     return "; ".join(seen.values())
 
 

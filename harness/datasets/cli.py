@@ -1,4 +1,4 @@
-"""``python -m harness data list | prepare | convert | stats | verify | table``.
+"""``python -m harness data list | prepare | fetch | convert | stats | verify | table``.
 
 The harness CLI calls :func:`add_data_subcommands` with its subparsers; each handler takes the
 parsed arguments, returns an exit code and raises HarnessError on bad input.
@@ -49,6 +49,12 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
                    help="stand-in node ids: communities contiguous (blocked) or scrambled")
     common(p)
     p.set_defaults(handler=cmd_prepare)
+
+    p = sub.add_parser("fetch", help="download an OGB node-property dataset with ogb (network access needed) "
+                                     "and convert it into the cache")
+    p.add_argument("name")
+    common(p)
+    p.set_defaults(handler=cmd_fetch)
 
     p = sub.add_parser("convert", help="convert your own edge list into the cache format")
     p.add_argument("edge_list", type=Path)
@@ -229,6 +235,23 @@ def cmd_prepare(args) -> int:
     graph = open_graph(directory, verify=False)
     print(graph.describe())
     print(f"cached at {directory} ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    from . import get, prepare_real
+    from .cache import data_root
+    from .ogb_api import fetch
+
+    spec = get(args.name)
+    if "ogb_dir" not in spec.real:
+        raise HarnessError(f"{spec.name} is not an OGB node-property dataset; to get it: "
+                           f"{spec.real.get('obtain', spec.url)}")
+    folder = fetch(spec.name, data_root(args.data_root))
+    print(f"{spec.name}: downloaded by ogb into {folder}")
+    with progress_display(f"converting {spec.name}") as report:
+        directory = prepare_real(spec.name, args.data_root, progress=report)
+    print(f"{spec.name}: converted into {directory}")
     return 0
 
 

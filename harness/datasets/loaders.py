@@ -18,10 +18,10 @@ OGB node property prediction, ``<root>/<ogb_dir>/`` (e.g. ``ogbn_products``), as
     ``raw/node-label.npz`` (``node_label``, NaN = unlabelled), streamed member by member so
     papers100M converts in bounded memory; or ``processed/data_processed`` (OGB's torch.save of
     ``{'graph', 'labels'}``).  Splits: ``split/<type>/{train,valid,test}.csv.gz`` or
-    ``split/<type>/split_dict.pt``.  When the ``ogb`` package is installed and the directory is a
-    complete release (``RELEASE_v*.txt`` present, so ogb neither prompts nor downloads), ogb's
-    ``NodePropPredDataset`` reads the CSV sets instead (binary sets stay streamed: ogb would load
-    papers100M's 80 GB at once).
+    ``split/<type>/split_dict.pt``.  When the ``ogb`` package is installed and the directory is an
+    OGB release (``RELEASE_v*.txt`` present, as a download or ``ogb.io.DatasetSaver`` leaves it),
+    ogb's own ``NodePropPredDataset`` reads it (ogb_api.py: no download, CSV or binary files);
+    papers100M stays streamed by the readers here (ogb would load its 80 GB at once).
 
 OGB-LSC MAG240M, ``<root>/mag240m_kddcup2021/``:
     ``processed/paper/node_feat.npy`` (float16, referenced in place), ``processed/paper/node_label.npy``,
@@ -55,7 +55,6 @@ labels, split by the registry's sizes (manifest: ``random_features`` / ``random_
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import pickle
@@ -311,18 +310,13 @@ def _ogb_split(directory: Path, split_type: str) -> tuple[np.ndarray, np.ndarray
 
 
 def _ogb_via_package(spec: DatasetSpec, directory: Path) -> tuple[dict, np.ndarray, tuple] | None:
+    """The folder through ogb's NodePropPredDataset (ogb_api.py) where ogb is installed and the folder
+    is an OGB release; binary sets stay streamed (ogb would load papers100M's 80 GB at once)."""
     if spec.real.get("ogb_binary"):
         return None
-    try:
-        from ogb.nodeproppred import NodePropPredDataset
-    except ImportError:
-        return None
-    if not glob.glob(str(directory / "RELEASE_v*.txt")):
-        return None  # ogb would prompt to re-download: read the files ourselves
-    dataset = NodePropPredDataset(name=spec.name, root=str(directory.parent))
-    graph, labels = dataset[0]
-    split = dataset.get_idx_split()
-    return graph, labels, (split["train"], split["valid"], split["test"])
+    from .ogb_api import read_node_dataset
+
+    return read_node_dataset(spec.name, directory, spec.real.get("ogb_split"))
 
 
 def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[str, Any]:

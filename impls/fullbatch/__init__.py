@@ -10,6 +10,7 @@ it must be built on every rank of an initialized process group.
 
 from __future__ import annotations
 
+from harness.errors import SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
 
@@ -53,9 +54,15 @@ def make_pyg(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=
 
 
 @register_impl("fullbatch", "dgl", needs=Needs(devices=("cpu", "cuda"), packages=("dgl",),
-                                               note="no DGL build for torch >= 2.4 on PyPI"),
+                                               note="pip install '.[dgl]'; GPUs: a CUDA build of DGL"),
                summary="DGL GraphConv(norm='right') on the whole graph, one device (MG-GCN's baseline)")
 def make_dgl(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, **_):
+    from impls.models.dgl import layers_unavailable
+
     from .dgl_gcn import DglGCN
+
+    problem = layers_unavailable(device)
+    if problem:
+        raise SkipPoint(problem)
 
     return DglGCN(graph, model, device=device, seed=seed, self_loops=self_loops)

@@ -1,9 +1,9 @@
 """The GCN as DGL writes it (MG-GCN's single-GPU baseline, Figs. 10-13): GraphConv, full graph.
 
 GraphConv(norm="right") divides the summed messages by each vertex's in-degree, which is Eq. 2;
-the graph gets the same self loops as the other implementations.  DGL publishes no build for
-torch >= 2.4, so this runs only where DGL has been installed by hand; elsewhere its rows are
-skipped with that reason (the registry's Needs).
+the graph gets the same self loops as the other implementations.  DGL 2.1 from PyPI (`pip
+install '.[dgl]'`) is imported through harness/dgl_compat.py; its wheels are CPU builds, so on a
+GPU this needs a CUDA build of DGL (elsewhere the row is skipped with the reason).
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ from .problem import FullGraph, _edge_arrays
 class DglGCN(AutogradTrainer):
     def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True):
-        import dgl
         import numpy as np
         import torch
+
+        from harness.dgl_compat import import_dgl
+
+        dgl = import_dgl()
         from dgl.nn.pytorch import GraphConv
 
         self.torch = torch

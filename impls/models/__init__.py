@@ -16,9 +16,12 @@ Backends (``backend=``):
 * ``"pyg"``: the same models from ``torch_geometric.nn`` layers (pyg.py), fed with
   ``Block.edge_index()`` and the bipartite sizes; needs ``torch_geometric`` (the ``*_pyg``
   registry entries declare it, so the runner records a skipped row where it is missing).
+* ``"dgl"``: GCN, GraphSAGE and GAT from ``dgl.nn`` (GraphConv, SAGEConv, GATConv) on DGL
+  blocks made from ours (dgl.py); needs DGL, and a CUDA build of it on GPUs.
 
-Both backends compute the same function with the same parameter names:
-``pyg_model.load_state_dict(native_model.state_dict())`` copies weights across.
+The backends compute the same function; the PyG layers have the native parameter names
+(``pyg_model.load_state_dict(native_model.state_dict())`` copies weights across), the DGL
+layers DGL's (``dgl.load_native_state`` copies them).
 
 Options (others are ignored, so one option dict can serve every model):
 ``norm`` (GCN: ``"sym"`` = PyG GCNConv on the block [default], ``"both"`` = DGL GraphConv
@@ -42,8 +45,9 @@ from harness.registry import register_impl
 from .ops import EDGE_WEIGHT_ATTR, edge_weight_of, set_edge_weight  # noqa: F401  (re-exported)
 
 KINDS = ("gcn", "sage", "gat", "pinsage")
-BACKENDS = ("native", "pyg")
+BACKENDS = ("native", "pyg", "dgl")
 PYG_NEEDS = Needs(packages=("torch_geometric",))
+DGL_NEEDS = Needs(packages=("dgl",))
 
 # Fanouts as each paper lists them.  WholeGraph: 30 per layer (order does not matter).
 # XGNN: "15, 10, 5 (10, 25)" for GCN (GraphSAGE), from the seeds outwards; PinSAGE samples
@@ -67,7 +71,7 @@ def needs_for(backend: str) -> Needs:
     """What a model of this backend needs on this machine."""
     if backend not in BACKENDS:
         raise HarnessError(f"unknown model backend '{backend}' (known: {', '.join(BACKENDS)})")
-    return PYG_NEEDS if backend == "pyg" else Needs()
+    return {"pyg": PYG_NEEDS, "dgl": DGL_NEEDS}.get(backend, Needs())
 
 
 def build(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: int,
@@ -87,7 +91,12 @@ def build(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: int,
                             dropout=dropout, **kw)
     problem = needs_for(backend).unmet(_caps())
     if problem:
-        raise HarnessError(f"model backend 'pyg' cannot run here: {problem}")
+        raise HarnessError(f"model backend '{backend}' cannot run here: {problem}")
+    if backend == "dgl":
+        from .dgl import build_dgl
+
+        kw = {k: v for k, v in options.items() if k in known}
+        return build_dgl(kind, in_dim, hidden, out_dim, num_layers, heads=heads, dropout=dropout, **kw)
     from .pyg import build_pyg
 
     kw = {k: v for k, v in options.items() if k in known}

@@ -15,6 +15,7 @@ host memory sampled by zero copy), ``hotness``, ``sampler_variant`` (original), 
 from __future__ import annotations
 
 from harness.registry import register_impl
+from impls import reimplemented
 
 from .tiered import TieredPipeline
 from .xgnn import NEEDS
@@ -33,7 +34,7 @@ class DGLCachePipeline(TieredPipeline):
                                graph_location=self.option("graph_location", "gpu"))
 
 
-@register_impl("pipelines", "dgl_cache", needs=NEEDS,
+@register_impl("pipelines", "dgl_cache", needs=NEEDS, reimplements="DGL+C", real_package=reimplemented.DGL_C,
                summary="DGL+C: topology replicated on every GPU, hottest features cached per GPU, misses by "
                        "zero copy, reservoir KHop, DDP")
 def make(rank, config):

@@ -14,6 +14,7 @@ Options: ``feat_ratio``, ``topology`` (cliques), ``hotness``, ``sampler_variant`
 from __future__ import annotations
 
 from harness.registry import register_impl
+from impls import reimplemented
 
 from .tiered import TieredPipeline
 from .xgnn import NEEDS
@@ -31,7 +32,7 @@ class QuiverPipeline(TieredPipeline):
                             batch_size=self.config.batch_size)
 
 
-@register_impl("pipelines", "quiver", needs=NEEDS,
+@register_impl("pipelines", "quiver", needs=NEEDS, reimplements="Quiver", real_package=reimplemented.QUIVER,
                summary="Quiver: topology in pinned host memory sampled by UVA, hottest features over each "
                        "NVLink clique, reservoir sampling, DDP")
 def make(rank, config):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from harness.needs import Needs
 from harness.registry import register_impl
-
+from impls import reimplemented
 _CPU_OR_GPU = Needs(devices=("cpu", "cuda"))
 
 
@@ -46,7 +46,8 @@ def make_metis(device=None, gpus=None, buffer_fill: str | None = None, **_):
 
 
 @register_impl("placement", "pagraph", needs=_CPU_OR_GPU,
-               summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads")
+               summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads",
+               reimplements="PaGraph", real_package=reimplemented.PAGRAPH)
 def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str = "hottest", **_):
     from .policies import PaGraph
 
@@ -62,7 +63,8 @@ def make_hash_modulo(device=None, gpus=None, buffer_fill: str | None = None, **_
 
 
 @register_impl("placement", "clique", needs=_CPU_OR_GPU,
-               summary="Quiver: hottest nodes spread over each fully connected clique")
+               summary="Quiver: hottest nodes spread over each fully connected clique",
+               reimplements="Quiver", real_package=reimplemented.QUIVER)
 def make_clique(device=None, gpus=None, **_):
     from .policies import Clique
 

@@ -118,12 +118,20 @@ class DglSampler:
     name = "dgl"
 
     def __init__(self, where, indptr, indices, **_):
+        from harness.dgl_compat import import_dgl
+
         try:
-            import dgl
-        except Exception as exc:
-            raise SkipPoint(f"DGL does not import: {str(exc).splitlines()[0][:120]}") from None
+            dgl = import_dgl()
+        except ImportError as exc:
+            raise SkipPoint(str(exc)) from None
         self.dgl = dgl
         self.device, _ = where_of(where)
+        if self.device.type == "cuda":
+            from impls.models.dgl import layers_unavailable
+
+            problem = layers_unavailable(self.device)     # a CPU build samples on the host only
+            if problem:
+                raise SkipPoint(problem)
         ip, ix = _csr_tensors(indptr, indices)
         self.num_nodes = ip.numel() - 1
         g = dgl.graph(("csc", (ip, ix, torch.arange(ix.numel()))), num_nodes=self.num_nodes)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from harness.needs import Needs
 from harness.registry import register_impl
+from impls import reimplemented
 
 from . import budget as _budget
 from .ggms import graph_arrays
@@ -52,6 +53,7 @@ def build_dgl_cache(rank, graph, *, cache_ratio: float | None = None, budget=Non
 
 @register_impl("storage", "dgl_cache", needs=_NEEDS,
                summary="DGL+C: topology replicated on every GPU, hottest features cached on every GPU, "
-                       "misses read from pinned host memory (zero copy)")
+                       "misses read from pinned host memory (zero copy)",
+               reimplements="DGL+C", real_package=reimplemented.DGL_C)
 def make_dgl_cache(rank, graph, **options):
     return build_dgl_cache(rank, graph, **options)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from harness.needs import Needs
 from harness.registry import register_impl
+from impls import reimplemented
 
 from . import budget as _budget
 from .ggms import graph_arrays, resolve_topology
@@ -41,6 +42,7 @@ def build_quiver(rank, graph, *, feat_ratio: float | None = None, budget=None, r
 
 @register_impl("storage", "quiver", needs=_NEEDS,
                summary="Quiver: topology in pinned host memory (GPU sampling by UVA), hottest features "
-                       "partitioned over each NVLink clique, rest on the host")
+                       "partitioned over each NVLink clique, rest on the host",
+               reimplements="Quiver", real_package=reimplemented.QUIVER)
 def make_quiver(rank, graph, **options):
     return build_quiver(rank, graph, **options)

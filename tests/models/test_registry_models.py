@@ -58,7 +58,7 @@ def test_bad_options_are_harness_errors():
     with pytest.raises(HarnessError, match="norm"):
         models.build("gcn", 4, 8, 2, 2, norm="left")
     with pytest.raises(HarnessError, match="backend"):
-        models.needs_for("dgl")
+        models.needs_for("mxnet")
 
 
 def test_pyg_backend_missing_is_a_clear_error(monkeypatch):
