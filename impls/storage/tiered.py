@@ -38,12 +38,12 @@ import torch
 import torch.distributed as dist
 
 from harness.errors import HarnessError
+from harness.shm import segment_path
 from impls.sampling import gpu
 
 from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
 from .layout import RowPartition, check_ids
 from .reorder import Reordering
-from .shards import SHM_DIR
 from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
 
 MAXP = 16                       # parts of a sampling descriptor / gather pointer table
@@ -85,7 +85,7 @@ class SharedHostArray:
         self.rank = rank
         elem = torch.empty(0, dtype=dtype).element_size()
         self.nbytes = max(int(numel) * elem, 1)
-        self.path = SHM_DIR / f"harness-{tag}-{name}"
+        self.path = segment_path(f"{tag}-{name}")
         if rank.rank == 0:
             with open(self.path, "wb") as fh:
                 fh.truncate(self.nbytes)
