@@ -160,6 +160,8 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
     import matplotlib
 
     matplotlib.use("Agg")
+    # SVG element ids are random unless salted: a fixed salt makes a regeneration byte-identical
+    matplotlib.rcParams["svg.hashsalt"] = "gnn-multigpu-harness"
     if not paths:
         raise HarnessError("name at least one run directory")
     runs = [load_run(p) for p in paths]
