@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .store import StoredRun
+from .store import StoredRun, run_status
 
 
 @dataclass
@@ -16,6 +16,10 @@ class RunInfo:
     @classmethod
     def from_stored(cls, run: StoredRun) -> "RunInfo":
         return cls(run.run_id, run.manifest.get("hardware", "unknown"), run.manifest)
+
+    @property
+    def status(self) -> str:
+        return run_status(self.manifest)
 
     def describe(self) -> str:
         """One sentence naming the hardware and software a run was measured on."""
@@ -43,7 +47,13 @@ class RunInfo:
         git = m.get("git", {})
         commit = (git.get("commit") or "unknown")[:10]
         dirty = " (dirty)" if git.get("dirty") else ""
-        return f"{self.run_id}: " + ", ".join(parts) + f"; commit {commit}{dirty}"
+        text = f"{self.run_id}: " + ", ".join(parts) + f"; commit {commit}{dirty}"
+        if self.status == "abandoned":
+            text += f"; {ABANDONED_NOTE}"
+        return text
+
+
+ABANDONED_NOTE = "abandoned: its process ended without finishing the run (killed?), so its rows may stop short"
 
 
 @dataclass

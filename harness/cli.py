@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -14,6 +15,15 @@ from .argtypes import nonneg_int as _nonneg_int
 from .argtypes import positive_int as _positive_int
 from .argtypes import scale as _scale
 from .errors import HarnessError
+
+
+COMPARE_EXIT_CODES = """exit codes:
+  0  no regression, and every point measured (ok) in A is measured in B
+  1  a regression, or a point measured in A that B skipped, failed or lacks (a lost point;
+     listed, and not counted with --allow-missing)
+  2  bad input (one error: line)
+  4  --reference found no run of B's hardware, experiments and quick flag under A
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="experiments and implementations, and what can run here")
     p.add_argument("--interface", help="only implementations of this interface")
+    p.add_argument("--runs", action="store_true",
+                   help="list the run directories under --results instead, with their status "
+                        "(complete, failed, interrupted, running, or abandoned: its process is gone)")
+    p.add_argument("--results", type=Path, default=Path("results"))
 
     p = sub.add_parser("run", help="run experiments and store their rows")
     p.add_argument("ids", nargs="+", help="paper.artifact, bare artifact (table1), paper, or all")
@@ -46,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_nonneg_int, default=None)
     p.add_argument("--repeats", type=_positive_int, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=Path("results"), help="root of run directories")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="root of run directories (default ./runs, left out of git; `harness promote RUN` "
+                        "adds a run to the committed references under results/)")
     p.add_argument("--label", help="run directory label (default: hardware and experiment ids)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
     p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
@@ -59,11 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", type=Path, help="run directories")
     p.add_argument("--all", action="store_true",
                    help="every run under --results, one report per experiment, and the reports index")
-    p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--out", type=Path, default=Path("reports"))
+    p.add_argument("--results", type=Path, default=Path("results"), help="the reference runs --all reads")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where to write (default: reports/ with --all; beside the runs otherwise: "
+                        "RUN/report for one run, report/ in their folder for several)")
     p.add_argument("--experiment", action="append", default=None, help="only these experiment ids")
 
-    p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression")
+    p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression or a lost point",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMPARE_EXIT_CODES)
     p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
     p.add_argument("b", type=Path, nargs="?", help="candidate run directory (or a folder of runs)")
     p.add_argument("--reference", action="store_true",
@@ -71,19 +90,31 @@ def build_parser() -> argparse.ArgumentParser:
                         "experiments and quick flag")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="list points measured in A that B skipped, failed or lacks, without failing")
 
-    p = sub.add_parser("import", help="copy run directories made elsewhere into the result store")
-    p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
-    p.add_argument("--out", type=Path, default=Path("results"))
+    p = sub.add_parser("promote", aliases=["import"],
+                       help="add runs (yours, or fetched from a GPU machine) to the reference runs under results/, "
+                            "renumbered")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.add_argument("--out", type=Path, default=Path("results"), help="the reference store")
 
     p = sub.add_parser("withdraw", help="mark a stored run as withdrawn: kept, left out of reports")
     p.add_argument("run", type=Path, help="run directory under results/")
     p.add_argument("--reason", required=True, help="why (the defect that made its numbers wrong)")
 
-    p = sub.add_parser("bench", help="CPU regression benchmarks: run, compare with the baseline, update it")
-    p.add_argument("action", choices=("run", "compare", "update", "check"))
-    p.add_argument("files", nargs="*", type=Path, help="compare: BASELINE CURRENT; run: OUT")
-    p.add_argument("--threshold", type=float, default=None, help="normalized slowdown counted (default 1.5)")
+    p = sub.add_parser("bench", help="CPU regression check: the base revision and this tree, interleaved in one job",
+                       description="Run tests/benchmarks against the base revision (checked out in a temporary "
+                                   "git worktree) and this tree in alternating rounds; exit 1 on a regression "
+                                   "(see harness/bench.py for the rule).")
+    p.add_argument("action", choices=("check",))
+    p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main or "
+                                  "origin/main; on main, its first parent); $HARNESS_BENCH_BASE also sets it")
+    p.add_argument("--rounds", type=_positive_int, default=None, help="rounds per side (default 5)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="median slowdown counted as a regression when also significant (default 1.25)")
+    p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
+    p.add_argument("-k", dest="select", help="only benchmarks matching this pytest -k expression")
 
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
@@ -108,6 +139,9 @@ def cmd_list(args) -> int:
     from .needs import detect
 
     console = Console(width=None if sys.stdout.isatty() else 160)
+    if args.runs:
+        console.print(_runs_table(args.results))
+        return 0
     t = Table(title="Experiments", show_lines=False)
     for col in ("id", "paper", "artifact", "title"):
         t.add_column(col)
@@ -129,11 +163,40 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _runs_table(root: Path):
+    import json
+
+    from rich.table import Table
+
+    from .store import _RUN_DIR, run_status
+
+    if not root.is_dir():
+        raise HarnessError(f"no result root at {root}")
+    t = Table(title=f"Runs under {root}")
+    for col in ("run", "status", "ok", "skipped", "error", "started", "experiments"):
+        t.add_column(col)
+    for path in sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "manifest.json").exists()):
+        try:
+            m = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            t.add_row(path.name, "unreadable manifest", "", "", "", "", "")
+            continue
+        counts = m.get("counts") or {}
+        t.add_row(path.name, run_status(m), *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
+                  str(m.get("start", "-")), ", ".join(m.get("experiments", [])))
+    return t
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def cmd_run(args) -> int:
     from . import runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
     from .report import report_runs
+    from .store import load_run
 
     cfg = RunConfig(
         device=args.device or default_device(), world_size=args.world_size, scale=args.scale,
@@ -142,6 +205,7 @@ def cmd_run(args) -> int:
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
         data_root=args.data_root, launch_per_point=args.launch_per_point,
     )
+    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
@@ -154,21 +218,47 @@ def cmd_run(args) -> int:
                 print()
                 print(path.read_text())
         print(f"report: {outcome.store.path / 'report'}")
+    summary = runner.skip_summary(load_run(outcome.store.path).rows)
+    if summary:
+        print(summary)
     return 1 if outcome.errors else 0
 
 
 def cmd_report(args) -> int:
-    from .report import report_all, report_runs
+    import json
 
+    from .artifact import ABANDONED_NOTE
+    from .report import report_all, report_runs
+    from .store import _RUN_DIR, run_status
+
+    if args.all:
+        given = sorted(p for p in args.results.iterdir() if _RUN_DIR.match(p.name)) if args.results.is_dir() else []
+    else:
+        given = [Path(p) for p in args.runs]
+    for path in given:
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue        # reading the run names the problem
+        if run_status(manifest) == "abandoned":
+            print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")
-        written = report_all(args.results, args.out)
+        written = report_all(args.results, args.out or Path("reports"))
     else:
-        written = report_runs(args.runs, args.out, args.experiment)
+        written = report_runs(args.runs, args.out or default_report_dir(args.runs), args.experiment)
     for path in written:
         print(path)
     return 0
+
+
+def default_report_dir(runs: list[Path]) -> Path:
+    """Beside the runs: a user's report never lands in the repository's reports/ by accident."""
+    if len(runs) == 1:
+        return Path(runs[0]) / "report"
+    parents = {Path(r).resolve().parent for r in runs}
+    return (parents.pop() if len(parents) == 1 else Path.cwd()) / "report"
 
 
 def cmd_compare(args) -> int:
@@ -182,7 +272,9 @@ def cmd_compare(args) -> int:
         print(f"reference: {a}")
     result = compare_sets(load_result_set(a), load_result_set(args.b), args.threshold)
     print(format_comparison(result))
-    return 1 if result.regressions else 0
+    if result.lost and args.allow_missing:
+        print(f"{len(result.lost)} lost points allowed (--allow-missing)")
+    return 1 if result.regressions or (result.lost and not args.allow_missing) else 0
 
 
 def cmd_import(args) -> int:
@@ -203,45 +295,15 @@ def cmd_withdraw(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import tempfile
-
     from . import bench
 
-    threshold = args.threshold or bench.DEFAULT_THRESHOLD
-    if threshold <= 1:
-        raise HarnessError("--threshold must be > 1 (a slowdown factor)")
-    if args.action == "run":
-        out = args.files[0] if args.files else Path("bench.json")
-        bench.run_suite(out)
-        print(f"benchmarks -> {out}")
-        return 0
-    if args.action == "update":
-        bench.run_suite(bench.BASELINE)
-        print(f"baseline refreshed: {bench.BASELINE} (commit it)")
-        return 0
-    if args.action == "compare":
-        if len(args.files) != 2:
-            raise HarnessError("bench compare takes BASELINE CURRENT")
-        changes, only_base, only_cur = bench.compare(bench.load(args.files[0]), bench.load(args.files[1]))
-        print(bench.format_report(changes, only_base, only_cur, threshold))
-        return 1 if any(c.regressed(threshold) for c in changes) else 0
-    # check: run, compare with the committed baseline, re-run what regressed, fail if it reproduces
-    with tempfile.TemporaryDirectory() as tmp:
-        first = bench.run_suite(Path(tmp) / "first.json")
-        base = bench.load(bench.BASELINE)
-        changes, only_base, only_cur = bench.compare(base, bench.load(first))
-        print(bench.format_report(changes, only_base, only_cur, threshold))
-        flagged = [c.name.split("[")[0] for c in changes if c.regressed(threshold)]
-        if not flagged:
-            return 0
-        print(f"re-running {len(flagged)} flagged benchmark(s) to confirm")
-        second = bench.run_suite(Path(tmp) / "second.json", select=flagged)
-        changes, only_base, only_cur = bench.compare(base, bench.load(second))
-        print(bench.format_report(changes, [], [], threshold))
-        flagged_names = {c.name for c in bench.compare(base, bench.load(first))[0] if c.regressed(threshold)}
-        confirmed = [c for c in changes if c.regressed(threshold) and c.name in flagged_names]
-        print(f"confirmed regressions: {', '.join(c.name for c in confirmed) or 'none'}")
-        return 1 if confirmed else 0
+    result = bench.check(
+        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None,
+        rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold or bench.DEFAULT_THRESHOLD,
+        alpha=args.alpha or bench.DEFAULT_ALPHA, select=args.select,
+        progress=lambda line: print(f"bench check: {line}", file=sys.stderr, flush=True))
+    print("\n".join(result.lines))
+    return 0 if result.passed else 1
 
 
 def cmd_env(args) -> int:
@@ -282,7 +344,8 @@ def cmd_env(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "env": cmd_env, "import": cmd_import, "bench": cmd_bench, "withdraw": cmd_withdraw}
+            "env": cmd_env, "promote": cmd_import, "import": cmd_import, "bench": cmd_bench,
+            "withdraw": cmd_withdraw}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ A point is the tuple (experiment, impl, params, metric, world_size, device). For
 point present in both sets, the change is oriented so that > 1 means worse (a longer
 time or a lower bandwidth). It is a regression when it exceeds the threshold AND the
 two runs' p10-p90 ranges do not overlap, so noise within the repeats never fails a
-comparison. Points present in only one set, and skipped points, are listed apart.
+comparison. A point measured in A (status ok) that B skipped, failed or lacks is lost: a
+failure of its own, since a candidate that measures nothing must not pass. Points only B
+has, and points A did not measure either, are listed apart.
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from pathlib import Path
 
 from .errors import HarnessError
 from .store import load_run
+
+NO_REFERENCE_EXIT = 4
+
+
+class NoReference(HarnessError):
+    """``compare --reference`` found no run of the candidate's hardware to compare with."""
+
+    exit_code = NO_REFERENCE_EXIT
 
 
 # Keys that runs stored before measurement extras moved out of ``params`` carried inside it.
@@ -47,22 +57,24 @@ def load_result_set(path: str | Path) -> dict[tuple, dict]:
 
 def find_reference(root: str | Path, candidate: str | Path) -> Path:
     """The newest run under ``root`` measured on the same hardware, with the same experiments
-    and the same quick flag as ``candidate``: the baseline a GPU runner compares against."""
-    from .store import _RUN_DIR
+    and the same quick flag as ``candidate``, and not withdrawn: the baseline a GPU runner
+    compares against."""
+    from .store import _RUN_DIR, withdrawn_reason
 
     cand = load_run(candidate if (Path(candidate) / "rows.jsonl").exists() else _only_run(candidate))
     want = (cand.manifest.get("hardware"), sorted(cand.manifest.get("experiments", [])),
             bool(cand.manifest.get("config", {}).get("quick")))
     matches = []
     for path in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
-        if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()):
+        if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()) or withdrawn_reason(path):
             continue
         m = json.loads((path / "manifest.json").read_text())
         if (m.get("hardware"), sorted(m.get("experiments", [])), bool(m.get("config", {}).get("quick"))) == want:
             matches.append(path)
     if not matches:
-        raise HarnessError(f"no reference run under {root} for hardware {want[0]}, experiments "
-                           f"{', '.join(want[1])}, quick={want[2]}")
+        raise NoReference(f"no reference run under {root} for hardware {want[0]} (experiments "
+                          f"{', '.join(want[1])}, quick={want[2]}): nothing to compare with; commit a "
+                          f"run of this hardware as the reference")
     return matches[-1]
 
 
@@ -92,6 +104,7 @@ class Comparison:
     regressions: list[PointChange] = field(default_factory=list)
     improvements: list[PointChange] = field(default_factory=list)
     unchanged: list[PointChange] = field(default_factory=list)
+    lost: list[tuple[tuple, str]] = field(default_factory=list)     # ok in A; B skipped, failed or lacks it
     only_a: list[tuple] = field(default_factory=list)
     only_b: list[tuple] = field(default_factory=list)
     not_comparable: list[tuple[tuple, str]] = field(default_factory=list)
@@ -122,7 +135,13 @@ def compare_sets(a_rows: dict[tuple, dict], b_rows: dict[tuple, dict], threshold
             result.only_b.append(key)
             continue
         if b is None:
-            result.only_a.append(key)
+            if a["status"] == "ok":
+                result.lost.append((key, "missing in B"))
+            else:
+                result.only_a.append(key)
+            continue
+        if a["status"] == "ok" and b["status"] != "ok":
+            result.lost.append((key, f"B {b['status']}: {b.get('reason', '')}"))
             continue
         if a["status"] != "ok" or b["status"] != "ok":
             why = f"A {a['status']}, B {b['status']}"
@@ -157,6 +176,9 @@ def format_comparison(c: Comparison) -> str:
                          + ("" if ch.significant else "  (within noise)"))
 
     block("REGRESSIONS", c.regressions)
+    if c.lost:
+        lines.append(f"\nLOST: measured in A, skipped, failed or missing in B ({len(c.lost)}):")
+        lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.lost]
     block("improvements", c.improvements)
     block("unchanged", c.unchanged)
     if c.only_a:
@@ -168,6 +190,6 @@ def format_comparison(c: Comparison) -> str:
     if c.not_comparable:
         lines.append(f"\nnot comparable ({len(c.not_comparable)}):")
         lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.not_comparable]
-    lines.append(f"\n{len(c.regressions)} regressions, {len(c.improvements)} improvements, "
+    lines.append(f"\n{len(c.regressions)} regressions, {len(c.lost)} lost, {len(c.improvements)} improvements, "
                  f"{len(c.unchanged)} unchanged, {len(c.only_a)} only in A, {len(c.only_b)} only in B")
     return "\n".join(lines)

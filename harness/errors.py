@@ -23,6 +23,17 @@ class SkipPoint(Exception):
 
 
 class LaunchError(HarnessError):
-    """A rank failed, timed out, or the process group could not be formed."""
+    """A rank failed, timed out, or the process group could not be formed.
+
+    ``culprit``: who ended the launch ("rank 1 died (SIGKILL)"), or None for a timeout;
+    ``activities``: what each rank last said it was doing (``RankContext.set_activity``).
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, *, culprit: str | None = None, rank: int | None = None,
+                 activities: dict[int, str] | None = None):
+        super().__init__(message)
+        self.culprit = culprit
+        self.rank = rank
+        self.activities = dict(activities or {})

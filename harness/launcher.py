@@ -4,7 +4,12 @@
 rank inside an initialized ``torch.distributed`` process group (NCCL on GPUs, gloo
 on CPU) and returns the list of per-rank return values. Every child's exit code is
 checked; a failing rank or a timeout stops all ranks and raises ``LaunchError``
-naming the rank and its last error line, instead of hanging.
+naming the rank and how it ended (its error line, exit code or signal) and what it was
+doing (``RankContext.set_activity``), instead of hanging.
+
+Spawned ranks die with the process that launched them (Linux: PR_SET_PDEATHSIG, and a
+thread watching the parent pid), and the shared-memory files of a launch are removed
+however it ends (``harness.shm``).
 """
 
 from __future__ import annotations
@@ -12,12 +17,16 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import signal
 import socket
+import sys
+import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import shm
 from .errors import LaunchError
 
 
@@ -28,10 +37,20 @@ class RankContext:
     local_rank: int
     device: str          # cpu | cuda
     backend: str         # gloo | nccl
+    board: "ActivityBoard | None" = field(default=None, compare=False, repr=False)
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    def set_activity(self, text: str) -> None:
+        """Say what this rank is doing now; a launch that fails names it for the failing rank."""
+        if self.board is not None:
+            self.board.write(self.rank, text)
+
+    def __reduce__(self):
+        # the board is shared memory of this launch: a copy sent elsewhere goes without it
+        return (RankContext, (self.rank, self.world_size, self.local_rank, self.device, self.backend))
 
     def torch_device(self):
         import torch
@@ -54,6 +73,29 @@ class RankContext:
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
         return [float(v) for v in t]
+
+
+class ActivityBoard:
+    """One fixed-size text slot per rank in shared memory: written synchronously, so the last
+    activity of a rank killed a moment later is still there for the parent to read."""
+
+    SLOT = 4096
+
+    def __init__(self, mp_context, world_size: int):
+        self.array = mp_context.RawArray("c", world_size * self.SLOT)
+        self.world_size = world_size
+
+    def write(self, rank: int, text: str) -> None:
+        data = text.encode("utf-8", "replace")[: self.SLOT]
+        self.array[rank * self.SLOT:(rank + 1) * self.SLOT] = data.ljust(self.SLOT, b"\0")
+
+    def read(self) -> dict[int, str]:
+        out = {}
+        for r in range(self.world_size):
+            raw = bytes(self.array[r * self.SLOT:(r + 1) * self.SLOT]).rstrip(b"\0")
+            if raw:
+                out[r] = raw.decode("utf-8", "replace")
+        return out
 
 
 def under_torchrun() -> bool:
@@ -82,15 +124,53 @@ def _init_group(ctx: RankContext, init_method: str | None, timeout_s: float) -> 
     dist.init_process_group(**kwargs)
 
 
+def _die_with_parent(parent_pid: int, shm_prefix: str) -> None:
+    """End this rank when the launching process is gone, removing the launch's shared memory.
+
+    PR_SET_PDEATHSIG sends SIGTERM when the parent dies; the handler cleans up and dies by that
+    signal. The handler runs only between bytecodes of the main thread, so a thread also watches
+    the parent pid, for a main thread waiting in a collective that will never return.
+    """
+    def leave(signum=signal.SIGTERM, frame=None):
+        shm.remove_segments(shm_prefix)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, leave)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:     # the parent died before the signal was armed
+        leave()
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent_pid:
+                leave()
+
+    threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
-           fn: Callable, args: tuple, results) -> None:
+           fn: Callable, args: tuple, results, parent_pid: int, shm_prefix: str,
+           board: ActivityBoard) -> None:
+    _die_with_parent(parent_pid, shm_prefix)
     os.environ.update({
         "RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
         "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(port), "HARNESS_SPAWNED": "1",
+        "MASTER_PORT": str(port), "HARNESS_SPAWNED": "1", shm.PREFIX_ENV: shm_prefix,
     })
     backend = "nccl" if device == "cuda" else "gloo"
-    ctx = RankContext(rank, world_size, rank, device, backend)
+    ctx = RankContext(rank, world_size, rank, device, backend, board)
     if device == "cpu":  # ranks share the cores: oversubscribed thread pools thrash
         import torch
 
@@ -136,14 +216,18 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_child, args=(r, world_size, device, port, timeout_s, fn, args, results),
+    shm.remove_orphans()
+    prefix = shm.new_launch_prefix()
+    board = ActivityBoard(ctx, world_size)
+    procs = [ctx.Process(target=_child, args=(r, world_size, device, port, timeout_s, fn, args, results,
+                                              os.getpid(), prefix, board),
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
-    for p in procs:
-        p.start()
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
     deadline = time.monotonic() + timeout_s
     try:
+        for p in procs:
+            p.start()
         while True:
             try:
                 item = results.get(timeout=0.2)
@@ -158,13 +242,10 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
             if failed or errors:
                 # give the queue a moment to deliver the failing rank's message
                 _drain(results, collected, errors, 1.0)
-                # the first report to arrive is the cause; later ones are usually its
-                # consequences (peers losing their connection to the failed rank)
-                codes = [p.exitcode for p in procs]
-                rank = next(iter(errors)) if errors else failed[0][0]
-                code = codes[rank]
-                message = errors.get(rank, ("exited without a message", ""))[0]
-                raise LaunchError(f"rank {rank} failed (exit code {code}): {message}",
+                rank, culprit = _culprit([p.exitcode for p in procs], errors)
+                activities = board.read()
+                doing = f" during {activities[rank]}" if rank in activities else ""
+                raise LaunchError(f"{culprit}{doing}", culprit=culprit, rank=rank, activities=activities,
                                   ) from _RemoteTraceback(errors.get(rank, ("", ""))[1])
             if all(c == 0 for c in codes):
                 _drain(results, collected, errors, 0.5)
@@ -174,9 +255,31 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                 return [collected[r] for r in range(world_size)]
             if time.monotonic() > deadline:
                 raise LaunchError(f"ranks did not finish within {timeout_s:.0f} s "
-                                  f"(still running: {[r for r, c in enumerate(codes) if c is None]})")
+                                  f"(still running: {[r for r, c in enumerate(codes) if c is None]})",
+                                  activities=board.read())
     finally:
         _stop(procs)
+        shm.remove_segments(prefix)
+
+
+def _culprit(codes: list[int | None], errors: dict[int, tuple[str, str]]) -> tuple[int, str]:
+    """The rank that ended the launch, and how. A rank that died without a word (a signal, a hard
+    exit) is the cause: its peers' errors are then only lost connections. Otherwise the first
+    report to arrive is the cause; later ones are usually its consequences."""
+    silent = [r for r, c in enumerate(codes) if c not in (None, 0) and r not in errors]
+    if silent:
+        rank = min(silent, key=lambda r: (codes[r] > 0, r))          # killed by a signal first
+        code = codes[rank]
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return rank, f"rank {rank} died ({name})"
+        return rank, f"rank {rank} exited with code {code}"
+    rank = next(iter(errors))
+    message = (errors[rank][0].splitlines() or [""])[0]
+    return rank, f"rank {rank} failed: {message}"
 
 
 class _RemoteTraceback(Exception):
@@ -198,6 +301,7 @@ def _drain(results, collected, errors, wait_s: float) -> None:
 
 
 def _stop(procs) -> None:
+    procs = [p for p in procs if p.pid is not None]      # a failed start leaves the rest unstarted
     for p in procs:
         if p.is_alive():
             p.terminate()

@@ -11,7 +11,7 @@ from pathlib import Path
 from . import registry
 from .artifact import ReportArtifact, RunInfo
 from .errors import HarnessError
-from .store import StoredRun, load_run
+from .store import StoredRun, load_run, run_status
 
 
 def rows_frame(runs: list[StoredRun]):
@@ -99,6 +99,8 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
     import matplotlib
 
     matplotlib.use("Agg")
+    # SVG element ids are random unless salted: a fixed salt makes a regeneration byte-identical
+    matplotlib.rcParams["svg.hashsalt"] = "gnn-multigpu-harness"
     if not paths:
         raise HarnessError("name at least one run directory")
     runs = [load_run(p) for p in paths]
@@ -147,8 +149,12 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
     withdrawn = {name: why for name, why in reasons.items() if why}
     runs = [p for p in runs if p.name not in withdrawn]
     by_exp: dict[str, list[Path]] = {}
+    abandoned = set()
     for path in runs:
-        for exp_id in {r["experiment"] for r in load_run(path).rows}:
+        run = load_run(path)
+        if run_status(run.manifest) == "abandoned":
+            abandoned.add(path.name)
+        for exp_id in {r["experiment"] for r in run.rows}:
             by_exp.setdefault(exp_id, []).append(path)
     for exp in registry.experiments():   # views of other experiments' runs (derives_from)
         extra = [p for src in exp.derives_from for p in by_exp.get(src, [])]
@@ -159,7 +165,7 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
     for exp_id, paths in sorted(by_exp.items()):
         written += report_runs(paths, out_dir, only=[exp_id], artifacts=artifacts)
     index = Path(out_dir) / "README.md"
-    index.write_text(render_index(artifacts, Path(out_dir), withdrawn))
+    index.write_text(render_index(artifacts, Path(out_dir), withdrawn, abandoned))
     return written + [index]
 
 
@@ -170,7 +176,8 @@ def _status(artifact: ReportArtifact, rows) -> str:
     return "measured" if ok else "not runnable here"
 
 
-def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None) -> str:
+def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
+                 abandoned: set[str] | None = None) -> str:
     lines = ["# Reports index", "",
              "Every experiment the harness knows, with its committed reference runs. Status: "
              "`reproduced` (the paper's claim holds in our measurement), `partly` (some of it), "
@@ -186,7 +193,7 @@ def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None) 
         base = f"{exp.paper}/{artifact.name}"
         files = f"[table]({base}.md)" + (f", [figure]({base}.png)" if artifact.figure is not None else "")
         headline = (artifact.headline or (artifact.notes[0] if artifact.notes else "")).replace("|", "/")
-        runs = ", ".join(run_ids)
+        runs = ", ".join(f"{r} (abandoned)" if r in (abandoned or ()) else r for r in run_ids)
         lines.append(f"| `{exp.id}` | {exp.title} | {_status(artifact, rows)} | {runs} | {headline} | {files} |")
     if withdrawn:
         lines += ["", "Withdrawn runs (kept in results/, left out of every report; `harness withdraw`):", ""]

@@ -30,6 +30,7 @@ class RunOutcome:
     skipped: int = 0
     errors: int = 0
     experiments: list[str] = field(default_factory=list)
+    failed_launches: list[str] = field(default_factory=list)   # why each failed launch of ranks ended
 
 
 def _format_value(m: Measurement) -> str:
@@ -109,6 +110,7 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, points: list[Poin
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
         for point in points:
+            ctx.set_activity(f"point {point.label()}")
             if progress:
                 progress.start_point(point.label())
             rows = run_one_point(exp, point, run)
@@ -172,9 +174,9 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     try:
         for exp, points in plans:
             _run_experiment(exp, points, cfg, store, outcome)
-        status = "complete"
+        status = "failed" if outcome.failed_launches else "complete"
     except KeyboardInterrupt:
-        # A time limit (timeout --signal=INT) or Ctrl-C: the rows already written stay, and
+        # A time limit (timeout --signal=INT), Ctrl-C or SIGTERM: the rows already written stay, and
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
         _record_unfinished(plans, cfg, store)
@@ -190,7 +192,22 @@ def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):
     return {name: exp.scale(cfg, name) for name in names} if names else exp.scale(cfg)
 
 
-INTERRUPTED_REASON = "not measured: the run was interrupted (time limit or Ctrl-C) before this point"
+def skip_summary(rows: list[dict], most: int = 4) -> str | None:
+    """One line: how many rows were skipped, grouped by reason, most frequent first."""
+    from collections import Counter
+
+    reasons = Counter(" ".join(str(r.get("reason", "")).split()) for r in rows if r["status"] == "skipped")
+    if not reasons:
+        return None
+    total = sum(reasons.values())
+    groups = [f"{n} x {reason[:100] + ('...' if len(reason) > 100 else '')}"
+              for reason, n in reasons.most_common(most)]
+    if len(reasons) > most:
+        groups.append(f"{len(reasons) - most} more reasons")
+    return f"skipped {total} of {len(rows)} rows: " + "; ".join(groups)
+
+
+INTERRUPTED_REASON = "not measured: the run was interrupted (time limit, Ctrl-C or kill) before this point"
 
 
 def _record_unfinished(plans, cfg: RunConfig, store: RunStore) -> None:
@@ -290,22 +307,51 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
     launches = [(world, chunk) for world, group in sorted(by_world.items())
                 for chunk in ([[p] for p in group] if cfg.launch_per_point else [group])]
     for world, group in launches:
-        before = _count_rows(store)
-        failure = None
+        before = len(load_run(store.path).rows)
         try:
             launch(_rank_entry, (exp.id, cfg, group, str(store.path)), world_size=world,
                    device=cfg.device, timeout_s=cfg.timeout_s)
         except LaunchError as exc:
-            failure = str(exc)
-        written = _read_rows_since(store, before)
-        _tally(outcome, written)
-        if failure:
-            for point in group:
-                if not any(r["impl"] == point.impl and _covers(r["params"], point.params)
-                           for r in written):
-                    row = make_row(exp, point, cfg, None, "error", f"launch failed: {failure}")
-                    store.append(row)
-                    _tally(outcome, [row])
+            outcome.failed_launches.append(str(exc))
+            _record_failed_launch(exp, group, cfg, store, before, exc)
+        _tally(outcome, load_run(store.path).rows[before:])
+
+
+def _record_failed_launch(exp: Experiment, group: list[Point], cfg: RunConfig, store: RunStore,
+                          before: int, exc: LaunchError) -> None:
+    """The rows of a launch that ended early: points finished before the failure keep the rows
+    rank 0 stored as they ended; the point the failing rank was in is the error, and the points
+    after it are skipped rows saying why they never ran. Rows rank 0 stored for those points
+    after the failure (collectives that lost a peer) are consequences, not results, and go."""
+    rows = load_run(store.path).rows
+    mine = rows[before:]
+    failed_at = _failed_point(exp, group, mine, exc)
+    who = exc.culprit or str(exc)
+    kept = [r for r in mine if not any(_rows_of([r], exp, p) for p in group[failed_at:])]
+    new = []
+    for i, point in enumerate(group[failed_at:]):
+        if i == 0:
+            new.append(make_row(exp, point, cfg, None, "error", who))
+        else:
+            where = f" during point {group[failed_at].label()}"
+            new.append(make_row(exp, point, cfg, None, "skipped", f"not reached: {who}{where}"))
+    store.replace_rows(rows[:before] + kept + new)
+
+
+def _failed_point(exp: Experiment, group: list[Point], mine: list[dict], exc: LaunchError) -> int:
+    """Index in ``group`` of the point the failing rank was in (for a timeout, the earliest point a
+    rank was still in); without that, the first point that stored no row."""
+    doing = [f"point {p.label()}" for p in group]
+    said = [exc.activities.get(exc.rank)] if exc.rank is not None else list(exc.activities.values())
+    known = [doing.index(a) for a in said if a in doing]
+    if known:
+        return min(known)
+    return next((i for i, p in enumerate(group) if not _rows_of(mine, exp, p)), len(group))
+
+
+def _rows_of(rows: list[dict], exp: Experiment, point: Point) -> list[dict]:
+    return [r for r in rows if r["experiment"] == exp.id and r["impl"] == point.impl
+            and _covers(r["params"], point.params)]
 
 
 def _covers(row_params: dict, point_params: dict) -> bool:
@@ -321,16 +367,3 @@ def _under_torchrun() -> bool:
     from .launcher import under_torchrun
 
     return under_torchrun()
-
-
-def _count_rows(store: RunStore) -> int:
-    with open(store.rows_path) as fh:
-        return sum(1 for line in fh if line.strip())
-
-
-def _read_rows_since(store: RunStore, start: int) -> list[dict]:
-    import json
-
-    with open(store.rows_path) as fh:
-        lines = [ln for ln in fh if ln.strip()]
-    return [json.loads(ln) for ln in lines[start:]]

@@ -22,6 +22,8 @@ ROW_KEYS = ("experiment", "impl", "params", "metric", "unit", "value", "stats",
             "world_size", "device", "status")
 STATUSES = ("ok", "skipped", "error")
 _RUN_DIR = re.compile(r"^(\d{4,})_")
+_RESERVATION_NAME = ".reserving-{:04d}"
+_RESERVATION = re.compile(r"^\.reserving-(\d{4,})$")
 
 
 def _safe_label(label: str) -> str:
@@ -62,6 +64,77 @@ def validate_row(row: dict) -> None:
         raise ValueError("an ok row needs a value")
 
 
+def _used_numbers(root: Path) -> set[int]:
+    """Numbers taken by run directories or held by a reservation under ``root``."""
+    used = set()
+    for p in root.iterdir():
+        m = _RUN_DIR.match(p.name) or _RESERVATION.match(p.name)
+        if m:
+            used.add(int(m.group(1)))
+    return used
+
+
+def _reserve_number(root: Path) -> int:
+    """The next run number, held by this process alone until ``_release_number``.
+
+    A run directory's name carries its label, so creating it exclusively does not stop two runs
+    with different labels from taking one number. The reservation file does (O_EXCL), whatever
+    the labels; the directories are scanned again once it is held, because a run that released
+    the same number a moment ago has its directory in place by then.
+    """
+    while True:
+        number = 1 + max(_used_numbers(root), default=0)
+        try:
+            fd = os.open(root / _RESERVATION_NAME.format(number), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        if any(int(m.group(1)) == number for p in root.iterdir() if (m := _RUN_DIR.match(p.name))):
+            _release_number(root, number)
+            continue
+        return number
+
+
+def _release_number(root: Path, number: int) -> None:
+    (root / _RESERVATION_NAME.format(number)).unlink(missing_ok=True)
+
+
+def _owner() -> dict:
+    """The process writing a run, so that a reader can tell a live run from an abandoned one."""
+    import socket
+
+    import psutil
+
+    pid = os.getpid()
+    return {"owner": {"pid": pid, "host": socket.gethostname(),
+                      "started": psutil.Process(pid).create_time()}}
+
+
+def run_status(manifest: dict) -> str:
+    """The manifest's status, except that a run still marked "running" whose process is gone is
+    "abandoned" (killed, or its machine went away): nothing will ever finish it. A run marked
+    running on another host cannot be checked from here and stays "running"."""
+    import socket
+
+    import psutil
+
+    status = manifest.get("status", "unknown")
+    if status != "running":
+        return status
+    owner = manifest.get("owner")
+    if manifest.get("imported_from") or not owner:   # a copy is never written again
+        return "abandoned"
+    if owner.get("host") != socket.gethostname():
+        return "running"
+    try:
+        process = psutil.Process(owner["pid"])
+        alive = (abs(process.create_time() - owner["started"]) < 1.0      # not a reused pid
+                 and process.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.Error, KeyError, TypeError):
+        alive = False
+    return "running" if alive else "abandoned"
+
+
 class RunStore:
     """Writer for one run directory."""
 
@@ -85,15 +158,16 @@ class RunStore:
             raise HarnessError(f"cannot use {root} as the result root: not a directory")
         label = _safe_label(label)
         for _ in range(1000):
-            number = 1 + max((int(m.group(1)) for p in root.iterdir()
-                              if (m := _RUN_DIR.match(p.name))), default=0)
+            number = _reserve_number(root)
             path = root / f"{number:04d}_{label}"
             try:
                 path.mkdir()  # exclusive: never reuse a directory
             except FileExistsError:
                 continue
+            finally:
+                _release_number(root, number)
             store = cls(path)
-            store.write_manifest({**manifest, "run_id": path.name, "status": "running"})
+            store.write_manifest({**manifest, "run_id": path.name, "status": "running", **_owner()})
             store.rows_path.touch()
             return store
         raise HarnessError(f"could not create a new run directory under {root}")
@@ -115,6 +189,20 @@ class RunStore:
         manifest = self.read_manifest()
         manifest.update(updates)
         self.write_manifest(manifest)
+
+    def replace_rows(self, rows: list[dict]) -> None:
+        """Rewrite the rows file atomically (only while nobody else appends to it)."""
+        lines = []
+        for row in rows:
+            row = {k: _clean_float(v) for k, v in row.items()}
+            validate_row(row)
+            lines.append(json.dumps(row, sort_keys=True, default=_json_default, allow_nan=False) + "\n")
+        tmp = self.rows_path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.rows_path)
 
     def append(self, row: dict) -> None:
         row = {k: _clean_float(v) for k, v in row.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 H200_MANIFEST = {
@@ -87,3 +88,16 @@ def h200_table1_rows(um_128_refused: bool = False) -> list[dict]:
                             reason="refused: 128 GB of managed memory exceeds 90% of GPU0's free 139.0 GB"),
                  table1_row("p2p", 128, 1.2), table1_row("local", 128, 0.55)]
     return rows
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return "zombie" not in fh.read()
+    except FileNotFoundError:
+        return False

@@ -61,6 +61,21 @@ def hard_exit_on_rank(ctx, bad_rank, code):
     time.sleep(120)
 
 
+def kill_rank_in_a_collective(ctx, bad_rank):
+    """``bad_rank`` kills itself with SIGKILL while its peers wait in a barrier for it."""
+    import signal
+
+    import torch.distributed as dist
+
+    ctx.set_activity("the first barrier")
+    dist.barrier()
+    ctx.set_activity("the second barrier")
+    if ctx.rank == bad_rank:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()
+
+
 def return_nothing_on_rank(ctx, rank):
     return None if ctx.rank == rank else ctx.rank
 
@@ -129,3 +144,38 @@ def ranks_decide_together(ctx, prepare_dir):
             "load": outcome(lambda: load_on_ranks(ctx, load)), "refuse": outcome(lambda: load_on_ranks(ctx, refuse)),
             "crash": outcome(lambda: prepare_on_rank0(ctx, crash)),
             "prepared": outcome(lambda: prepare_on_rank0(ctx, lambda: {"rank0": ctx.rank}))}
+
+
+def shared_store_then_fail_on_rank(ctx, bad_rank):
+    """Every rank maps a chunked host store (files in shared memory); ``bad_rank`` then raises
+    while the others wait in a collective, so nobody closes the store."""
+    import torch.distributed as dist
+
+    from impls.core.layout import TableSpec
+    from impls.storage.shards import ShardedTable
+
+    ShardedTable(ctx, TableSpec(64, 4), "chunked")
+    if ctx.rank == bad_rank:
+        raise ValueError(f"deliberate failure on rank {ctx.rank} holding shared memory")
+    dist.barrier()
+    time.sleep(120)
+
+
+class SequenceTimer:
+    """A timer reporting the given durations in turn (seconds)."""
+
+    def __init__(self, seconds):
+        self.seconds = list(seconds)
+
+    def time(self, fn):
+        fn()
+        return float(self.seconds.pop(0))
+
+
+def collective_timing_with_an_outlier(ctx):
+    """Rank 0's fifth iteration takes 100 s, every other iteration 1 s."""
+    from harness.timing import measure_collective
+
+    seconds = [1, 1, 1, 1, 100] if ctx.rank == 0 else [1, 1, 1, 1, 1]
+    stats, spread = measure_collective(lambda: None, timer=SequenceTimer(seconds), warmup=0, repeats=5)
+    return {"median": stats.median, "max": stats.max, "spread": (spread.min, spread.avg, spread.max)}

@@ -117,25 +117,77 @@ def test_higher_is_better_metric_doubling_is_an_improvement(tmp_path):
     assert all(ch.worse_factor == pytest.approx(0.5) for ch in c.improvements)
 
 
-def test_points_only_in_one_set_are_listed(tmp_path, capsys):
+def test_points_only_in_one_set_are_listed_and_a_lost_measurement_fails(tmp_path, capsys):
     a_rows = baseline_rows() + [row("local", 3.0, params=P(32))]
     b_rows = baseline_rows() + [row("local", 5.0, params=P(64))]
     a, b = _runs(tmp_path, a_rows, b_rows)
     c = _compare(a, b)
-    assert [k[2] for k in c.only_a] == [point_key(a_rows[-1])[2]]
+    assert [(k[2], why) for k, why in c.lost] == [(point_key(a_rows[-1])[2], "missing in B")]
     assert [k[2] for k in c.only_b] == [point_key(b_rows[-1])[2]]
-    assert not c.regressions
-    assert cli.main(["compare", str(a), str(b)]) == 0
+    assert not c.only_a and not c.regressions
+    assert cli.main(["compare", str(a), str(b)]) == 1
     out = capsys.readouterr().out
-    assert "only in A (1)" in out and "only in B (1)" in out
+    assert "LOST: measured in A, skipped, failed or missing in B (1)" in out and "only in B (1)" in out
     assert '"paper_size_gb": 32.0' in out and '"paper_size_gb": 64.0' in out
+    assert "0 regressions, 1 lost" in out
+    assert cli.main(["compare", str(a), str(b), "--allow-missing"]) == 0
+    assert "1 lost points allowed (--allow-missing)" in capsys.readouterr().out
+
+
+def test_a_candidate_that_skipped_or_failed_every_point_fails(tmp_path, capsys):
+    skipped = [dict(r, status="skipped", value=None, stats=None, reason="needs CUDA") for r in baseline_rows()]
+    skipped[1] = dict(skipped[1], status="error", reason="RuntimeError: boom")
+    a, b = _runs(tmp_path, baseline_rows(), skipped)
+    c = _compare(a, b)
+    assert not c.regressions and not c.unchanged
+    assert sorted(why for _, why in c.lost) == ["B error: RuntimeError: boom", "B skipped: needs CUDA",
+                                                "B skipped: needs CUDA"]
+    assert [k[1] for k, _ in c.not_comparable] == ["um"]        # skipped in both: not a loss
+    assert cli.main(["compare", str(a), str(b)]) == 1
+    assert "3 lost" in capsys.readouterr().out
+
+
+def test_a_point_a_did_not_measure_is_not_lost(tmp_path):
+    a_rows = [row("um", None, params=P(8), status="skipped", reason="needs CUDA"),
+              row("p2p", None, params=P(8), status="error", reason="boom")]
+    a, b = _runs(tmp_path, a_rows, [row("p2p", None, params=P(8), status="skipped", reason="x")])
+    c = _compare(a, b)
+    assert not c.lost and [k[1] for k in c.only_a] == ["um"]
+    assert cli.main(["compare", str(a), str(b)]) == 0
+
+
+def test_reference_without_a_run_of_this_hardware_has_its_own_exit_code(tmp_path, py_env):
+    from .helpers import H200_MANIFEST
+
+    root = tmp_path / "results"
+    write_run(root, "0001_h200", H200_MANIFEST, baseline_rows())
+    cand = write_run(tmp_path / "cand", "0001_cpu", CPU_MANIFEST, baseline_rows())
+    proc = subprocess.run([sys.executable, "-m", "harness", "compare", "--reference", str(root), str(cand)],
+                          cwd=REPO_ROOT, env=py_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: no reference run under")
+    assert "hardware cpu" in proc.stderr
+    write_run(root, "0002_cpu", CPU_MANIFEST, baseline_rows())
+    assert cli.main(["compare", "--reference", str(root), str(cand)]) == 0
+    from harness.store import withdraw_run
+
+    withdraw_run(root / "0002_cpu", "its numbers were wrong")        # a withdrawn run is no reference
+    assert cli.main(["compare", "--reference", str(root), str(cand)]) == 4
+
+
+def test_compare_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--help"])
+    out = capsys.readouterr().out
+    for code in ("0  no regression", "1  a regression", "2  bad input", "4  --reference found no run"):
+        assert code in out
 
 
 def test_world_size_and_device_are_part_of_the_point(tmp_path):
     a, b = _runs(tmp_path, [row("local", 1.0, params=P(8), world_size=1)],
                  [row("local", 9.0, params=P(8), world_size=2)])
     c = _compare(a, b)
-    assert not c.regressions and len(c.only_a) == 1 and len(c.only_b) == 1
+    assert not c.regressions and len(c.lost) == 1 and len(c.only_b) == 1
 
 
 def test_a_folder_of_runs_later_runs_win(tmp_path):

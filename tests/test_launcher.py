@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -11,19 +10,7 @@ from harness.errors import LaunchError
 from harness.launcher import free_port, launch, under_torchrun
 
 from . import launch_targets
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); treat it as dead
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "zombie" not in fh.read()
-    except FileNotFoundError:
-        return False
+from .helpers import pid_alive as _alive
 
 
 def _pids(pid_dir):
@@ -94,8 +81,16 @@ def test_a_hanging_rank_times_out(tmp_path):
 def test_an_exit_code_is_reported():
     with pytest.raises(LaunchError) as info:
         launch(launch_targets.hard_exit_on_rank, (1, 3), world_size=2, device="cpu", timeout_s=120)
-    msg = str(info.value)
-    assert "rank 1" in msg and "exit code 3" in msg
+    assert str(info.value) == "rank 1 exited with code 3"
+    assert info.value.rank == 1 and info.value.culprit == "rank 1 exited with code 3"
+
+
+def test_a_rank_killed_by_a_signal_is_named_with_the_signal_and_what_it_was_doing():
+    """The survivor reports a lost connection first; the silent dead rank is still the cause."""
+    with pytest.raises(LaunchError) as info:
+        launch(launch_targets.kill_rank_in_a_collective, (1,), world_size=2, device="cpu", timeout_s=120)
+    assert str(info.value) == "rank 1 died (SIGKILL) during the second barrier"
+    assert info.value.activities == {0: "the second barrier", 1: "the second barrier"}
 
 
 def test_a_rank_that_returns_nothing_is_fine():

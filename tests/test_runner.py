@@ -113,6 +113,10 @@ def test_cli_exit_code_is_1_when_a_point_failed(fake, tmp_path, capsys):
     assert code == 1
     out, err = capsys.readouterr()
     assert "4 ok, 6 skipped, 4 errors" in out
+    # the last line counts the skips by reason, most frequent first
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("skipped 6 of 14 rows: 2 x ") and last.count(" x ") == 3
+    assert "2 x too big for this machine" in last and "zz_no_such_package_xyz" in last
     assert "Traceback" not in err                 # the failure is a row, not a crash
     assert "RuntimeError: kaput" in err           # and the progress line says so
     code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--impl", "fast,skipper",
@@ -217,3 +221,11 @@ def test_the_manifest_records_each_datasets_scale(registry_sandbox, tmp_path):
     assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.01, "small": 1.0}}
     outcome = runner.run(["zzscale.fig1"], RunConfig(device="cpu", scale=0.5, out_dir=tmp_path), ["x"])
     assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.5, "small": 0.5}}
+
+
+def test_skip_summary_groups_and_counts_reasons_on_one_line():
+    rows = [{"status": "skipped", "reason": f"reason {i}"} for i in range(6) for _ in range(6 - i)]
+    rows += [{"status": "ok"}, {"status": "error", "reason": "boom"}]
+    line = runner.skip_summary(rows, most=3)
+    assert line == "skipped 21 of 23 rows: 6 x reason 0; 5 x reason 1; 4 x reason 2; 3 more reasons"
+    assert runner.skip_summary([{"status": "ok"}]) is None

@@ -260,6 +260,27 @@ def test_concurrent_creation_gives_distinct_directories(tmp_path):
         assert s.read_manifest()["run_id"] == s.path.name
 
 
+def test_runs_started_at_once_in_processes_get_distinct_numbers_whatever_their_labels(tmp_path):
+    """Separate processes (as separate `harness run` commands are) with different labels: the
+    number is reserved for one run only, not just the directory name."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .store_targets import create_run_at_barrier
+
+    workers = 6
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for burst in range(3):
+            barrier = manager.Barrier(workers)
+            root = tmp_path / f"burst{burst}"
+            names = list(pool.map(create_run_at_barrier, [str(root)] * workers,
+                                  [f"label{i}" for i in range(workers)], [barrier] * workers))
+            numbers = sorted(int(n.split("_")[0]) for n in names)
+            assert numbers == list(range(1, workers + 1)), names
+            assert sorted(p.name for p in root.iterdir()) == sorted(names)   # nothing else left behind
+
+
 def test_git_state_prefers_the_commit_named_by_whoever_copied_the_tree(monkeypatch):
     """A copied tree may carry an older .git; the commit given in the environment wins."""
     from harness import envinfo

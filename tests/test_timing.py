@@ -194,3 +194,19 @@ def test_cache_flush_on_the_cpu_overwrites_the_last_level_cache():
     assert flush() == flush.flush_bytes == flush.cache_bytes
     assert flush.extra() == {"l2_mib": round(flush.cache_bytes / (1 << 20), 3),
                              "flush_mib": round(flush.cache_bytes / (1 << 20), 3)}
+
+
+def test_one_slow_iteration_does_not_move_the_collective_median():
+    """1, 1, 1, 1 and 100 s: the median is 1 s, for the iterations and for each rank's own times."""
+    stats, spread = measure_collective(lambda: None, timer=launch_targets.SequenceTimer([1, 1, 1, 1, 100]),
+                                       warmup=0, repeats=5)
+    assert stats.median == 1.0 and stats.max == 100.0
+    assert spread == RankSpread(1.0, 1.0, 1.0)
+
+
+def test_one_slow_iteration_on_one_rank_does_not_move_the_cross_rank_median():
+    results = launch(launch_targets.collective_timing_with_an_outlier, (), world_size=2, device="cpu",
+                     timeout_s=120)
+    for res in results:
+        assert res["median"] == 1.0 and res["max"] == 100.0     # the outlier is kept, not the median
+        assert res["spread"] == (1.0, 1.0, 1.0)                 # each rank's median is 1 s

@@ -248,6 +248,8 @@ def build_trainer(exp, point, graph, ctx, **options):
         skip = f"out of GPU memory while building: {str(exc).splitlines()[0][:160]}"
     except ImportError as exc:
         skip = f"cannot import: {exc}"
+    except SkipPoint as exc:                 # e.g. a CPU build of DGL asked for a GPU
+        skip = str(exc)
     except Exception as exc:                 # every rank must leave the point together
         failure = f"{type(exc).__name__}: {exc}"
     if not agree(rank, skip is None and failure is None):

@@ -387,7 +387,7 @@ class SamplingTable(Experiment):
                 ours = mine[(mine["p_kind"] == "minibatch") & (mine["impl"] == "path_doubling")
                             & (mine["metric"] == "time") & (mine["world_size"] == 1)
                             & (mine["p_batch"] == lrow["p_batch"]) & (mine["p_dataset"] == lrow["p_dataset"])
-                            & mine["p_fanouts"].map(lambda f: list(f) == fan)]
+                            & mine["p_fanouts"].map(lambda f: isinstance(f, (list, tuple)) and list(f) == fan)]
                 pyg_ms, how = loader_ms(lrow)
                 line = (f"{label}, {LOADER_NAMES.get(lrow['impl'], lrow['impl'])} {fan} x {int(lrow['p_batch'])} with "
                         f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "

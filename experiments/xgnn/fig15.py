@@ -10,10 +10,15 @@ the V100 budget rule (training.py): DGL-Host = Quiver's pipeline without a featu
 and features in host memory, GPU sampling by UVA).
 
 (b) The paper: the three systems reach a comparable 56% after 120 epochs of GCN on PA (the caption
-says GraphSAGE on PA), 8 GPUs; XGNN gets there 2.7x faster than DGL+C and 5.3x faster than DGL.
+says GraphSAGE on PA), 8 GPUs; XGNN gets there 2.7x faster than DGL+C and 5.3x faster than DGL,
+its baseline of section 6.1 (GPU sampling with the topology in GPU memory, no feature cache).
 Here GCN on the PA stand-in (param ``convergence``) on every GPU, every epoch free-running and
-evaluated on the validation nodes; the report takes the lowest of the systems' best validation
-accuracies as the common target and compares the training time each needs to reach it.
+evaluated on the validation nodes, for XGNN, DGL+C (re-impl.) and ``dgl_gpu``, the
+re-implementation of that DGL configuration (DGL+C's pipeline with R = 0), which the paper's 5.3x
+is compared with; real DGL 2.1 (``dgl``: host sampling) runs on request (``--param
+systems_b=...``) as a series of its own, not compared with the paper. The report takes the lowest
+of the paper's systems' best validation accuracies as the common target and compares the training
+time each system needs to reach it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from .training import (SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo
                        system_list)
 
 SYSTEMS_A = ("dgl_host", "quiver", "xgnn_g", "xgnn_f")
-SYSTEMS_B = ("dgl", "dgl_cache", "xgnn")
+SYSTEMS_B = ("dgl_gpu", "dgl_cache", "xgnn")
+ALL_B = ("dgl",) + SYSTEMS_B        # real DGL (host sampling) on request: not the paper's DGL configuration
+# the paper's time-to-accuracy speedups of XGNN over each baseline (section 6.9)
+PAPER_B = {"dgl_cache": 2.7, "dgl_gpu": 5.3}
 
 
 parts_list = names_of("parts", "a", "b")
@@ -40,8 +48,8 @@ def paper_values() -> tuple[PaperValue, ...]:
                    "val_accuracy", 0.56, "", "all three systems after 120 epochs, 8 GPUs"),
         PaperValue("Fig. 15(b), section 6.9", "xgnn", {"part": "b", "vs": "dgl_cache"}, "time_to_accuracy_speedup",
                    2.7, "x", "XGNN vs DGL+C"),
-        PaperValue("Fig. 15(b), section 6.9", "xgnn", {"part": "b", "vs": "dgl"}, "time_to_accuracy_speedup",
-                   5.3, "x", "XGNN vs DGL"),
+        PaperValue("Fig. 15(b), section 6.9", "xgnn", {"part": "b", "vs": "dgl_gpu"}, "time_to_accuracy_speedup",
+                   5.3, "x", "XGNN vs DGL (GPU sampling, section 6.1; here its re-implementation)"),
     )
 
 
@@ -55,7 +63,9 @@ class Fig15(XGNNTraining):
         large=Param((("sage", "com-friendster"),), combo_list, "(a) model:dataset (paper: sage:CF)"),
         systems_a=Param(SYSTEMS_A, system_list(*SYSTEMS_A), "(a) systems: dgl_host, quiver, xgnn_g, xgnn_f"),
         convergence=Param((("gcn", "ogbn-papers100M"),), combo_list, "(b) model:dataset (paper text: gcn:PA)"),
-        systems_b=Param(SYSTEMS_B, system_list(*SYSTEMS_B), "(b) systems: dgl, dgl_cache, xgnn"),
+        systems_b=Param(SYSTEMS_B, system_list(*ALL_B), "(b) systems: dgl_gpu (the paper's DGL configuration, "
+                        "re-implemented), dgl_cache, xgnn; also dgl: real DGL 2.1, host sampling (not compared with "
+                        "the paper)"),
         conv_epochs=Param(None, positive_int, "(b) epochs (CUDA 120 as the paper, quick 6; CPU 4, quick 3); every one evaluated"),
     )
 
@@ -86,7 +96,8 @@ class Fig15(XGNNTraining):
         rep = TrainingReport(self, rows, runs, key_params=("part", "system", "dataset", "model"))
         verdicts, headline = [], []
         out = part_a(rep, [r for r in rep.records if r["params"].get("part") == "a"], verdicts, headline)
-        rows_b, curves = part_b(rep, [r for r in rep.records if r["params"].get("part") == "b"], verdicts, headline)
+        part_b_records = [r for r in rep.records if r["params"].get("part") == "b"]
+        rows_b, curves = part_b(rep, part_b_records, verdicts, headline)
         table = rep.table(out + rows_b, empty="no Fig. 15 rows")
         rep.notes += NOTES
         fig, axes = figure((11, 4), ncols=2)
@@ -103,11 +114,15 @@ class Fig15(XGNNTraining):
         if curves:
             axes[1].legend()
         axes[1].set_title("(b) convergence")
+        shown_b = [s for s in ALL_B if any(r["params"]["system"] == s for r in part_b_records)] or list(SYSTEMS_B)
         caption = rep.caption(
-            "(a) End-to-end epoch time and its breakdown on one GPU for DGL-Host, Quiver, XGNN-G and XGNN-F, with "
-            "the topology and feature ratios on the GPU; (b) validation accuracy per epoch against training time "
-            "for DGL, DGL+C and XGNN on every GPU, and the time each needs to reach the same accuracy. Paper: "
-            "Fig. 15 (V100s, real CF and PA).")
+            f"(a) End-to-end epoch time and its breakdown on one GPU for {_names(SYSTEMS_A)}, with the topology and "
+            f"feature ratios on the GPU; (b) validation accuracy per epoch against training time for {_names(shown_b)} "
+            "on every GPU, and the time each needs to reach the same accuracy. Paper: Fig. 15 (V100s, real CF and "
+            "PA); its DGL is the configuration of section 6.1 (GPU sampling, topology in GPU memory, no feature "
+            f"cache), re-implemented as {SYSTEMS['dgl_gpu'].label}"
+            + ("; real DGL 2.1 (host sampling) is a series of its own, not compared with the paper's numbers."
+               if "dgl" in shown_b else "."))
         return rep.artifact("XGNN Fig. 15: large graph on one GPU; convergence", caption, table, finish(fig),
                             headline="; ".join(headline), status=verdict(verdicts, none="measured"))
 
@@ -147,7 +162,10 @@ def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[lis
             records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"]),
             lambda r: r["params"]["system"]).items():
         tracks = {system: track for system, rec in systems.items() if (track := accuracy_track(rec))}
-        target = min(max(acc) for acc, _ in tracks.values()) if tracks else None
+        # the accuracy all of the paper's systems reach (real DGL's time to it is listed, not judged)
+        judged = [acc for system, (acc, _) in tracks.items() if system in SYSTEMS_B] or \
+            [acc for acc, _ in tracks.values()]
+        target = min(max(acc) for acc in judged) if judged else None
         classes = next((r["extra"].get("epoch_time", {}).get("graph", {}).get("classes")
                         for r in systems.values() if r["status"] == "ok"), None)
         chance = 1.0 / classes if classes else 0.0
@@ -157,7 +175,7 @@ def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[lis
                              f"chance ({100 * chance:.1f}%): no time to accuracy is compared (train longer or on more "
                              "nodes)")
         reach = {}
-        for system in (s for s in SYSTEMS_B if s in systems):
+        for system in (s for s in ALL_B if s in systems):
             rec = systems[system]
             row = {"Part": f"(b) {world} GPU(s)", "Machine": machine, "Model+DS": combo(model, ds),
                    "System": SYSTEMS[system].label, "E2E s": fmt(cell(rec, "epoch_time"))}
@@ -171,11 +189,15 @@ def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[lis
                             "final test acc": fmt(rec["metrics"].get("test_accuracy"))})
                 curves[(machine, world, SYSTEMS[system].label)] = (list(range(1, len(acc) + 1)), acc, cum)
             out.append(row)
-        for other, paper in (("dgl_cache", 2.7), ("dgl", 5.3)):
+        for other, paper in PAPER_B.items():
             if (s := ratio(reach.get(other), reach.get("xgnn"))) is not None and learned:
                 verdicts.append(s > 1)
                 headline.append(f"(b) XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than {SYSTEMS[other].label} "
                                 f"(paper {paper}x)")
+        if (s := ratio(reach.get("dgl"), reach.get("xgnn"))) is not None and learned:
+            rep.notes.append(f"(b) {machine}: XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than "
+                             f"{SYSTEMS['dgl'].label} (real DGL 2.1, host sampling: not the paper's DGL configuration, "
+                             "so not compared with its 5.3x)")
     return out, curves
 
 
@@ -194,11 +216,17 @@ NOTES = [
     "the GPU). With the V100 budget the CF stand-in's topology does not fit one GPU: XGNN-G keeps the hottest rows "
     "of it, XGNN-F fills the GPU with features.",
     "(b) Paper (section 6.9): XGNN, DGL+C and DGL reach a comparable 56% after 120 epochs (GCN on PA in the text, "
-    "GraphSAGE on PA in the caption), XGNN 2.7x sooner than DGL+C and 5.3x sooner than DGL. Here: the target is the "
-    "lowest of the systems' best validation accuracies (the accuracy all of them reach); time = the sum of the "
-    "pipelined epoch times until the first epoch at or above it (evaluation excluded). Stand-in labels are planted "
-    "communities: the accuracy levels are not the paper's.",
+    "GraphSAGE on PA in the caption), XGNN 2.7x sooner than DGL+C and 5.3x sooner than DGL (GPU sampling, section "
+    f"6.1: compared here with {SYSTEMS['dgl_gpu'].label}). Here: the target is the lowest of the paper's systems' best "
+    "validation accuracies (the accuracy all of them reach); time = the sum of the pipelined epoch times until the "
+    "first epoch at or above it (evaluation excluded). Stand-in labels are planted communities: the accuracy levels "
+    "are not the paper's.",
 ]
+
+
+def _names(systems) -> str:
+    labels = [SYSTEMS[s].label for s in systems]
+    return ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else "".join(labels)
 
 
 class _Free:

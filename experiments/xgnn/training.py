@@ -92,7 +92,7 @@ class System:
     options: dict = field(default_factory=dict)
     note: str = ""
     unavailable: str | None = None
-    paper: str | None = None      # the paper's column it is compared with (default: its own key)
+    paper: str | None = None      # the paper's column it is compared with (default: its own key; "": none)
     judge_oom: bool = True        # False: its stores sit elsewhere than the paper's, so its OOM cells differ
 
 
@@ -106,8 +106,8 @@ SYSTEMS: dict[str, System] = {
                   "real DGL 2.1 (`pip install '.[dgl]'`): its NeighborSampler and DataLoader with CPU worker "
                   "processes over the host graph, features sliced from host memory, DGL's layers on CPU ranks and "
                   "PyG's on GPUs (DGL's PyPI builds are CPU builds); the paper's DGL samples on the GPUs with the "
-                  "topology on every GPU, which a CPU build cannot, so its OOM cells are not judged",
-                  judge_oom=False),
+                  "topology on every GPU, which a CPU build cannot, so its OOM cells are not judged and its times "
+                  "are not compared with the paper's DGL column", judge_oom=False, paper=""),
     "dgl_gpu": System("dgl_cache", "DGL policy" + REIMPL, {"cache_ratio": 0.0},
                       "XGNN's DGL configuration (6.1) on the harness's stores: topology on every GPU, features read "
                       "from host memory, no feature cache (DGL+C's pipeline with R = 0)", paper="dgl"),

@@ -1,4 +1,4 @@
-"""``python -m harness data list | prepare | fetch | convert | stats | table``.
+"""``python -m harness data list | prepare | fetch | convert | stats | verify | table``.
 
 The harness CLI calls :func:`add_data_subcommands` with its subparsers; each handler takes the
 parsed arguments, returns an exit code and raises HarnessError on bad input.
@@ -86,6 +86,14 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto")
     common(p)
     p.set_defaults(handler=cmd_stats)
+
+    p = sub.add_parser("verify", help="check cached datasets against the sizes and checksums of their manifests")
+    p.add_argument("names", nargs="*", help="datasets to check (default: every cached one)")
+    p.add_argument("--full", action="store_true",
+                   help="hash every byte of every file (default: sizes, and a checksum of 64 sampled 64 KiB "
+                        "blocks of each file over 4 MiB, which misses damage between the blocks)")
+    common(p)
+    p.set_defaults(handler=cmd_verify)
 
     p = sub.add_parser("table", help="a paper's dataset table: printed vs registry (vs measured)")
     p.add_argument("table_id", help="wholegraph.table2, xgnn.table3, mggcn.table1, placement.table1")
@@ -179,6 +187,32 @@ def _local_summary(spec, root, verify, loaders, cache) -> str:
                   ("" if e["valid"] else "!") for e in standins]
         parts.append("stand-ins: " + " ".join(labels))
     return "; ".join(parts) or "-"
+
+
+def cmd_verify(args) -> int:
+    """One line per cached copy (and every external file it references): ok or what is wrong.
+    Exit 1 when any copy is damaged."""
+    from . import cache, registry
+
+    base = cache.data_root(args.data_root) / cache.CACHE_DIR
+    if args.names:
+        names = [registry.get(n).name if registry.is_registered(n) else n for n in args.names]
+    else:
+        names = sorted({d.name for kind in ("real", "standin") if (base / kind).is_dir()
+                        for d in (base / kind).iterdir() if d.is_dir() and not d.name.startswith(".")})
+    how = "every byte" if args.full else "sizes + sampled checksums; --full hashes every byte"
+    damaged = checked = 0
+    for name in names:
+        entries = cache.local_entries(name, args.data_root)
+        if not entries and args.names:
+            raise HarnessError(f"no cached copy of {name} under {base}")
+        for entry in entries:
+            ok, reason = cache.verify_cache(entry["path"], full=args.full)
+            checked += 1
+            damaged += not ok
+            print(f"{'ok' if ok else 'FAILED'}  {entry['path']}" + ("" if ok else f": {reason}"))
+    print(f"{checked} cached copies checked ({how}), {damaged} failed")
+    return 1 if damaged else 0
 
 
 def cmd_prepare(args) -> int:

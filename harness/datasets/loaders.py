@@ -59,6 +59,8 @@ import json
 import os
 import pickle
 import zipfile
+import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -75,6 +77,39 @@ Progress = Callable[[str, float], None]
 EDGE_CHUNK = 1 << 24
 FEATURE_CHUNK_BYTES = 1 << 27
 EDGE_LIST_FORMATS = ("snap", "konect", "bin32", "bin64")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a file: its failures become one error line naming it
+# ---------------------------------------------------------------------------------------------
+
+# What gzip, zipfile, pandas, numpy, pickle and torch.load raise on truncated or malformed input.
+READ_ERRORS = (EOFError, OSError, ValueError, KeyError, IndexError, zlib.error, zipfile.BadZipFile,
+               pickle.UnpicklingError, RuntimeError)
+
+
+def _problem(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")[:200]
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Any failure to read or parse ``path`` inside the block is one HarnessError naming it."""
+    try:
+        yield
+    except HarnessError:
+        raise
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: missing") from None
+    except READ_ERRORS as exc:
+        raise HarnessError(f"{path}: {_problem(exc)} (truncated or malformed?)") from None
+
+
+def reading_chunks(path: Path, chunks: Iterator) -> Iterator:
+    """``chunks``, a lazy reader of ``path``, with its failures named as ``reading`` does."""
+    with reading(path):
+        yield from chunks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,6 +157,21 @@ def convert_real(spec: DatasetSpec, layout: str, marker: Path, writer: CacheWrit
     report = progress or (lambda stage, fraction: None)
     backend = select_backend(device)
     sym = spec.standin.symmetric if symmetrize is None else symmetrize
+    try:
+        meta = _convert_layout(spec, layout, marker, writer, backend, sym, report)
+    except HarnessError:
+        raise
+    except READ_ERRORS as exc:         # a reader without its own file name: name the folder
+        raise HarnessError(f"{marker.parent}: cannot convert {spec.name} ({layout} layout): "
+                           f"{_problem(exc)}") from None
+    _complete(spec, writer, meta)
+    meta.update(name=spec.name, kind="real", is_standin=False, scale=1.0, seed=None,
+                source={"layout": layout, "path": str(marker.parent.resolve()),
+                        "backend": backend.describe() if layout in ("ogb", "mag240m") else "copy"})
+    return meta
+
+
+def _convert_layout(spec, layout, marker, writer, backend, sym, report) -> dict[str, Any]:
     if layout == "ogb":
         meta = _convert_ogb(spec, marker.parent.parent, writer, backend, sym, report)
     elif layout == "mag240m":
@@ -134,10 +184,6 @@ def convert_real(spec: DatasetSpec, layout: str, marker: Path, writer: CacheWrit
         meta = _convert_graphsaint(spec, marker.parent, writer, report)
     else:
         raise HarnessError(f"unknown layout {layout}")
-    _complete(spec, writer, meta)
-    meta.update(name=spec.name, kind="real", is_standin=False, scale=1.0, seed=None,
-                source={"layout": layout, "path": str(marker.parent.resolve()),
-                        "backend": backend.describe() if layout in ("ogb", "mag240m") else "copy"})
     return meta
 
 
@@ -195,7 +241,8 @@ def _write_splits(writer: CacheWriter, train, valid, test) -> None:
 def _read_csv_column(path: Path, dtype=np.int64) -> np.ndarray:
     import pandas as pd
 
-    return pd.read_csv(path, header=None).values.astype(dtype)
+    with reading(path):
+        return pd.read_csv(path, header=None).values.astype(dtype)
 
 
 def _copy_features(writer: CacheWriter, blocks: Iterator[np.ndarray], dtype: str,
@@ -253,8 +300,9 @@ def _ogb_split(directory: Path, split_type: str) -> tuple[np.ndarray, np.ndarray
         import torch
 
         # split_dict.pt is OGB's own pickle of index arrays in the user's data root.
-        d = torch.load(split / "split_dict.pt", weights_only=False)
-        return np.asarray(d["train"]), np.asarray(d["valid"]), np.asarray(d["test"])
+        with reading(split / "split_dict.pt"):
+            d = torch.load(split / "split_dict.pt", weights_only=False)
+            return np.asarray(d["train"]), np.asarray(d["valid"]), np.asarray(d["test"])
     if not (split / "train.csv.gz").exists():
         raise HarnessError(f"{directory}: no split found under {split}")
     parts = [_read_csv_column(split / f"{k}.csv.gz").ravel() for k in ("train", "valid", "test")]
@@ -284,8 +332,9 @@ def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[st
         feats = graph.get("node_feat")
     elif (raw / "data.npz").exists():
         data = raw / "data.npz"
-        n = int(_NpzMember(data, "num_nodes_list").full().sum())
-        edges = _NpzMember(data, "edge_index")
+        with reading(data):
+            n = int(_NpzMember(data, "num_nodes_list").full().sum())
+            edges = _NpzMember(data, "edge_index")
         count = int(edges.shape[1])
 
         def npz_chunks():
@@ -294,12 +343,13 @@ def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[st
                     take = min(EDGE_CHUNK, count - start)
                     yield edges.read(src_h, take), edges.read(dst_h, take)
 
-        indptr, indices = csr_from_edge_chunks(npz_chunks(), n, sym, backend, count, report)
+        indptr, indices = csr_from_edge_chunks(reading_chunks(data, npz_chunks()), n, sym, backend, count, report)
         feats = None
-        with zipfile.ZipFile(data) as archive:
+        with reading(data), zipfile.ZipFile(data) as archive:
             has_features = "node_feat.npy" in archive.namelist()
         if has_features:
-            member = _NpzMember(data, "node_feat")
+            with reading(data):
+                member = _NpzMember(data, "node_feat")
             rows = max(1, FEATURE_CHUNK_BYTES // (member.shape[1] * member.dtype.itemsize))
 
             def feature_blocks():
@@ -309,33 +359,42 @@ def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[st
                         yield member.read(handle, take * member.shape[1]).astype(np.float32)
                         report("features", (start + take) / n)
 
-            _copy_features(writer, feature_blocks(), "float32", (n, int(member.shape[1])))
+            _copy_features(writer, reading_chunks(data, feature_blocks()), "float32", (n, int(member.shape[1])))
         label_file = raw / "node-label.npz"
-        with np.load(label_file) as z:
-            labels = z[z.files[0]]
+        with reading(label_file), np.load(label_file) as z:
+            labels = _labels_from_float(z[z.files[0]])
         split = _ogb_split(directory, spec.real.get("ogb_split", ""))
     elif (raw / "edge.csv.gz").exists():
         import pandas as pd
 
         n = int(_read_csv_column(raw / "num-node-list.csv.gz").sum())
-        reader = pd.read_csv(raw / "edge.csv.gz", header=None, dtype=np.int64, chunksize=EDGE_CHUNK)
-        chunks = ((c[0].to_numpy(), c[1].to_numpy()) for c in reader)
+
+        def edge_chunks():
+            for c in pd.read_csv(raw / "edge.csv.gz", header=None, dtype=np.int64, chunksize=EDGE_CHUNK):
+                yield c[0].to_numpy(), c[1].to_numpy()
+
+        chunks = reading_chunks(raw / "edge.csv.gz", edge_chunks())
         indptr, indices = csr_from_edge_chunks(chunks, n, sym, backend, spec.edges, report)
         feats = None
-        if (raw / "node-feat.csv.gz").exists():
-            blocks = (c.to_numpy(dtype=np.float32) for c in
-                      pd.read_csv(raw / "node-feat.csv.gz", header=None, dtype=np.float32,
-                                  chunksize=1 << 18))
-            first = pd.read_csv(raw / "node-feat.csv.gz", header=None, nrows=1)
-            _copy_features(writer, blocks, "float32", (n, first.shape[1]))
-        labels = pd.read_csv(raw / "node-label.csv.gz", header=None).to_numpy()
+        feat_file = raw / "node-feat.csv.gz"
+        if feat_file.exists():
+            def feature_rows():
+                for c in pd.read_csv(feat_file, header=None, dtype=np.float32, chunksize=1 << 18):
+                    yield c.to_numpy(dtype=np.float32)
+
+            with reading(feat_file):
+                width = pd.read_csv(feat_file, header=None, nrows=1).shape[1]
+            _copy_features(writer, reading_chunks(feat_file, feature_rows()), "float32", (n, width))
+        with reading(raw / "node-label.csv.gz"):
+            labels = _labels_from_float(pd.read_csv(raw / "node-label.csv.gz", header=None).to_numpy())
         split = _ogb_split(directory, spec.real.get("ogb_split", ""))
     else:  # processed/data_processed only
         import torch
 
         # OGB's own torch.save of numpy arrays in the user's data root.
-        loaded = torch.load(directory / "processed" / "data_processed", weights_only=False)
-        graph, labels = loaded["graph"], loaded["labels"]
+        with reading(directory / "processed" / "data_processed"):
+            loaded = torch.load(directory / "processed" / "data_processed", weights_only=False)
+            graph, labels = loaded["graph"], loaded["labels"]
         n = int(graph["num_nodes"])
         edge_index = graph["edge_index"]
         chunks = ((edge_index[0, i:i + EDGE_CHUNK], edge_index[1, i:i + EDGE_CHUNK])
@@ -596,10 +655,12 @@ def edge_list_chunks(path: Path, fmt: str, chunk: int = EDGE_CHUNK) -> Iterator[
         for block in reader:
             values = block.to_numpy()
             yield values[:, 0] - offset, values[:, 1] - offset
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise HarnessError(f"{path}: not a {fmt} edge list ({str(exc).splitlines()[0]})") from None
     except pd.errors.EmptyDataError:
         return
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise HarnessError(f"{path}: not a {fmt} edge list ({str(exc).splitlines()[0]})") from None
+    except READ_ERRORS as exc:
+        raise HarnessError(f"{path}: {_problem(exc)} (truncated or malformed?)") from None
 
 
 def convert_edge_list(path: Path, fmt: str, writer: CacheWriter, *, name: str,

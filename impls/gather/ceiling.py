@@ -38,12 +38,27 @@ def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
 
 
 def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
-    """Raw all_to_all_single of ``nbytes_per_rank`` per rank: NCCL's own ceiling."""
+    """Raw all_to_all_single of ``nbytes_per_rank`` per rank: NCCL's own ceiling.
+
+    Each rank sends ``nbytes_per_rank`` split as evenly as bytes allow; where the ranks do not
+    divide it, the first peers get one byte more (explicit splits)."""
     device = rank.torch_device()
+    world = rank.world_size
     send = torch.empty(nbytes_per_rank, dtype=torch.uint8, device=device).random_(0, 255)
-    recv = torch.empty_like(send)
-    stats, _ = measure_collective(lambda: dist.all_to_all_single(recv, send),
-                                  timer=TorchCudaTimer() if device.type == "cuda" else None,
+    share, extra = divmod(nbytes_per_rank, world)
+    if extra:
+        send_split = [share + (peer < extra) for peer in range(world)]
+        recv_split = [share + (rank.rank < extra)] * world
+        recv = torch.empty(sum(recv_split), dtype=torch.uint8, device=device)
+
+        def exchange():
+            dist.all_to_all_single(recv, send, recv_split, send_split)
+    else:
+        recv = torch.empty_like(send)
+
+        def exchange():
+            dist.all_to_all_single(recv, send)
+    stats, _ = measure_collective(exchange, timer=TorchCudaTimer() if device.type == "cuda" else None,
                                   warmup=warmup, repeats=repeats)
     return stats
 

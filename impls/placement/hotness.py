@@ -18,6 +18,9 @@
 
 from __future__ import annotations
 
+import contextlib
+
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -55,31 +58,65 @@ def lhop_hotness(indptr, indices, train_idx, hops: int, mode: str = "walks",
         raise ValueError(f"unknown mode '{mode}' (walks, sampled, exact)")
     if mode == "sampled" and (fanouts is None or len(fanouts) < hops):
         raise ValueError("sampled mode needs one fanout per hop")
-    degree = np.diff(np.asarray(indptr)).astype(np.float64)
-    # symmetric: A^T f = A f, row sums over every core (scipy's per-row order, the same bits), no
-    # matrix built; else the CSC view of A, no copy: f_{l+1}[j] = sum_i f_l[i] A[i, j]
-    rows = (np.asarray(indptr, dtype=np.int64), np.asarray(indices)) if symmetric else None
+    degree = np.diff(np.asarray(indptr)).astype(np.float64) if mode == "sampled" else None
+    # symmetric: A^T f = A f, row sums (scipy's per-row order, the same bits), no matrix built;
+    # else the CSC view of A, no copy: f_{l+1}[j] = sum_i f_l[i] A[i, j]
+    rows = (np.asarray(indptr, dtype=np.int64), np.asarray(indices))
     adj_t = None if symmetric else _adjacency(indptr, indices, n).T
     f = np.zeros(n)
     f[train] = 1.0
-    for hop in range(hops):
-        weight = f
-        if mode == "sampled":
-            weight = f * np.minimum(1.0, fanouts[hop] / np.maximum(degree, 1.0))
-        f = (_row_sums(*rows, weight) if symmetric else adj_t @ weight) + f
+    first = 0
+    if mode == "walks" and hops > 0:
+        # the first hop, A^T t + t, counts the training nodes' row entries: integers below the
+        # edge count, exact in any order (the same bits as the row sums), from those rows alone
+        f = _count_entries(*rows, np.flatnonzero(f), f)
+        first = 1
+    with numba_threads(len(indices) >= PARALLEL_MIN_EDGES):
+        for hop in range(first, hops):
+            weight = f
+            if mode == "sampled":
+                weight = f * np.minimum(1.0, fanouts[hop] / np.maximum(degree, 1.0))
+            f = _row_sums_plus(*rows, weight, f) if symmetric else adj_t @ weight + f
     return f / len(train)
 
 
+# A hop reads every edge once (about 1 ns each on one core): below this many edges it takes a few
+# ms, and a parallel loop's fork and join, paid at every hop, costs more than it saves as soon
+# as another process holds one of the cores (a 0.15 ms hop took 12-25 ms on two busy cores).
+PARALLEL_MIN_EDGES = 1 << 24
+
+
+@contextlib.contextmanager
+def numba_threads(parallel: bool):
+    """Numba's parallel loops inside use every thread (``parallel``) or run on the calling one."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(before if parallel else 1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+@njit(cache=True)
+def _count_entries(indptr, indices, rows, add):
+    """y = add + how often each node appears in the lists of ``rows``: A^T 1_rows + add."""
+    y = add.copy()
+    for i in rows:
+        for e in range(indptr[i], indptr[i + 1]):
+            y[indices[e]] += 1.0
+    return y
+
+
 @njit(parallel=True, cache=True)
-def _row_sums(indptr, indices, x):
-    """y[i] = sum of x over row i's entries, in CSR order (A @ x for a 0/1 matrix A)."""
+def _row_sums_plus(indptr, indices, x, add):
+    """y[i] = (sum of x over row i's entries, in CSR order) + add[i]: A @ x + add for a 0/1 matrix A."""
     n = len(indptr) - 1
-    y = np.zeros(n)
+    y = np.empty(n)
     for i in prange(n):
         acc = 0.0
         for e in range(indptr[i], indptr[i + 1]):
             acc += x[indices[e]]
-        y[i] = acc
+        y[i] = acc + add[i]
     return y
 
 

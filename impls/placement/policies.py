@@ -197,6 +197,14 @@ def metis_input(indptr, indices) -> tuple[np.ndarray, np.ndarray]:
     return sym.indptr, sym.indices
 
 
+def metis_index_arrays(indptr, indices) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR in METIS's own index type, which pymetis takes without a copy (any other it copies)."""
+    import pymetis
+
+    dtype = pymetis.zero_copy_dtype() if hasattr(pymetis, "zero_copy_dtype") else None
+    return np.asarray(indptr, dtype=dtype), np.asarray(indices, dtype=dtype)
+
+
 def metis_membership(indptr, indices, num_parts: int, *, seed: int = 0, symmetric: bool | None = None) -> np.ndarray:
     """Part of every node; ``symmetric=True`` skips the symmetrization (the CSR must be symmetric)."""
     import pymetis

@@ -12,8 +12,10 @@ import uuid
 import torch
 import torch.distributed as dist
 
+from harness.shm import segment_path
 from impls.core.layout import RowPartition, TableSpec
-from .shards import SHM_DIR, _fill
+
+from .shards import _fill
 
 _HOST_REGISTER_PORTABLE = 1
 _HOST_REGISTER_MAPPED = 2
@@ -24,7 +26,7 @@ class HostTable:
         self.rank, self.spec = rank, spec
         tag = [uuid.uuid4().hex if rank.rank == 0 else None]
         dist.broadcast_object_list(tag, src=0)
-        self.path = SHM_DIR / f"harness-{tag[0]}-host"
+        self.path = segment_path(f"{tag[0]}-host")
         if rank.rank == 0:
             with open(self.path, "wb") as fh:
                 fh.truncate(spec.nbytes)

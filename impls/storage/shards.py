@@ -20,7 +20,6 @@ file holding the whole table, i.e. a single address space (the backend does not 
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from harness.errors import SkipPoint
+from harness.shm import segment_path
 
 from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
@@ -37,7 +37,6 @@ MODES = ("continuous", "chunked", "distributed")
 # CUDA VMM range holding every shard (vmm.py; the only one offering continuous addressing).
 BACKENDS = ("symm", "ipc", "vmm")
 _IPC_LAZY_ENABLE_PEER_ACCESS = 1
-SHM_DIR = Path(os.environ.get("HARNESS_SHM_DIR", "/dev/shm"))
 
 
 def default_backend(mode: str) -> str:
@@ -215,7 +214,7 @@ class ShardedTable:
         dist.broadcast_object_list(tag, src=0)
         self._tag = tag[0]
         if self.mode == "continuous":
-            path = SHM_DIR / f"harness-{self._tag}-whole"
+            path = segment_path(f"{self._tag}-whole")
             if self.rank.rank == 0:
                 self._create_file(path, spec.nbytes)
             dist.barrier()
@@ -223,14 +222,14 @@ class ShardedTable:
             self.local = self.whole[self.start:self.end]
             _fill(self.local, self.start, self.end, spec)
             return
-        path = SHM_DIR / f"harness-{self._tag}-r{self.rank.rank}"
+        path = segment_path(f"{self._tag}-r{self.rank.rank}")
         self._create_file(path, max(rpp * spec.row_bytes, 1))
         self.local = self._map(path, rpp)
         _fill(self.local, self.start, self.end, spec)
         dist.barrier()
         if self.mode == "chunked":
             self.peers = [self.local if r == self.rank.rank else
-                          self._map(SHM_DIR / f"harness-{self._tag}-r{r}", rpp)
+                          self._map(segment_path(f"{self._tag}-r{r}"), rpp)
                           for r in range(self.rank.world_size)]
 
     def _create_file(self, path: Path, nbytes: int) -> None:

@@ -38,13 +38,13 @@ import torch
 import torch.distributed as dist
 
 from harness.errors import HarnessError
+from harness.shm import segment_path
 from impls.core import cuda
 from impls.core.layout import RowPartition, check_ids
 
 from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
 from .gpu import KERNELS
 from .reorder import Reordering
-from .shards import SHM_DIR
 from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
 
 MAXP = 16                       # parts of a sampling descriptor / gather pointer table
@@ -86,7 +86,7 @@ class SharedHostArray:
         self.rank = rank
         elem = torch.empty(0, dtype=dtype).element_size()
         self.nbytes = max(int(numel) * elem, 1)
-        self.path = SHM_DIR / f"harness-{tag}-{name}"
+        self.path = segment_path(f"{tag}-{name}")
         if rank.rank == 0:
             with open(self.path, "wb") as fh:
                 fh.truncate(self.nbytes)
@@ -210,10 +210,10 @@ class TierCounters:
             k = self.KINDS.index(kind)
             index = index.contiguous()
             KERNELS.launch(index.device, "tiers.cu", "tier_count", cuda.grid_for(index.device, index.numel()), 256,
-                       (cuda.ptr(index), np.int64(index.numel()),
-                        cuda.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
-                        np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),
-                        np.int64(worker), cuda.ptr(self.accesses[k]), cuda.ptr(self.bytes[k])))
+                           (cuda.ptr(index), np.int64(index.numel()),
+                            cuda.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
+                            np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),
+                            np.int64(worker), cuda.ptr(self.accesses[k]), cuda.ptr(self.bytes[k])))
             return
         nbytes = const_bytes if offsets is None else const_bytes + (offsets[1:] - offsets[:-1]) * per_item_bytes
         read = index >= 0

@@ -118,3 +118,29 @@ def test_prefer_real_falls_back_to_the_standin_and_require_real_names_paths(tmp_
     assert "\n" not in message
     assert str(tmp_path / "ogbn_products" / "raw" / "edge.csv.gz") in message
     assert "products.zip" in message
+
+
+def test_verify_full_finds_a_flipped_bit_the_sampled_checksum_misses(tmp_path, capsys):
+    from harness import cli
+    from harness.datasets import cache
+
+    directory = prepare("ogbn-products", 0.01, 0, tmp_path, device="cpu")
+    features = directory / "features.bin"
+    size = features.stat().st_size
+    assert size > cache.DIGEST_BLOCKS * cache.DIGEST_BLOCK_BYTES          # sampled, not hashed whole
+    starts = np.linspace(0, size - cache.DIGEST_BLOCK_BYTES, cache.DIGEST_BLOCKS).astype(np.int64)
+    gap = int(starts[0]) + cache.DIGEST_BLOCK_BYTES + 100                # between the first two blocks
+    assert gap < starts[1]
+    with open(features, "r+b") as fh:
+        fh.seek(gap)
+        byte = fh.read(1)
+        fh.seek(gap)
+        fh.write(bytes([byte[0] ^ 1]))
+    assert cli.main(["data", "verify", "--data-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"ok  {directory}" in out and "sampled checksums; --full hashes every byte" in out
+    assert cli.main(["data", "verify", "products", "--full", "--data-root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"FAILED  {directory}: features: checksum mismatch" in out and "1 failed" in out
+    assert cli.main(["data", "verify", "ogbn-arxiv", "--data-root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: no cached copy of ogbn-arxiv")

@@ -279,3 +279,90 @@ def test_missing_real_dataset_names_every_path_and_how_to_get_it(tmp_path):
     assert str(tmp_path / "gnnlab" / "friendster" / "meta.txt") in message
     assert str(real_dir(tmp_path, "friendster") / "manifest.json") in message
     assert "konect.cc" in message and "data convert" in message
+
+
+# --- malformed or truncated files: one error line naming the file, exit 2 ---------------------
+
+def _truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def _ogb_arxiv(root):
+    d = root / "ogbn_arxiv"
+    src, dst = np.tile(SRC, 400), np.tile(DST, 400)          # long enough that a cut gzip ends mid-stream
+    _csv_gz(d / "raw" / "edge.csv.gz", np.stack([src, dst], 1))
+    _csv_gz(d / "raw" / "num-node-list.csv.gz", [[N]])
+    _csv_gz(d / "raw" / "node-feat.csv.gz", FEATS)
+    _csv_gz(d / "raw" / "node-label.csv.gz", LABELS.reshape(-1, 1))
+    _ogb_splits(d, "time")
+    return d
+
+
+def _ogb_papers(root):
+    d = root / "ogbn_papers100M"
+    (d / "raw").mkdir(parents=True)
+    np.savez_compressed(d / "raw" / "data.npz", edge_index=np.stack([SRC, DST]).astype(np.int64),
+                        node_feat=FEATS, num_nodes_list=np.array([N]), num_edges_list=np.array([len(SRC)]))
+    np.savez_compressed(d / "raw" / "node-label.npz", node_label=LABELS.astype(np.float32).reshape(-1, 1))
+    _ogb_splits(d, "time")
+    return d
+
+
+def _damage_text(path, text):
+    with gzip.open(path, "wt") as f:
+        f.write(text)
+
+
+DAMAGE = {
+    "truncated edges": (_ogb_arxiv, "ogbn-arxiv", "raw/edge.csv.gz", _truncate),
+    "features not gzip": (_ogb_arxiv, "ogbn-arxiv", "raw/node-feat.csv.gz", lambda p: p.write_text("1,2\n")),
+    "labels not numbers": (_ogb_arxiv, "ogbn-arxiv", "raw/node-label.csv.gz", lambda p: _damage_text(p, "a\nb\n")),
+    "empty node count": (_ogb_arxiv, "ogbn-arxiv", "raw/num-node-list.csv.gz", lambda p: _damage_text(p, "")),
+    "truncated split": (_ogb_arxiv, "ogbn-arxiv", "split/time/valid.csv.gz", lambda p: _truncate(p, 0.3)),
+    "truncated npz": (_ogb_papers, "ogbn-papers100M", "raw/data.npz", _truncate),
+    "labels npz garbage": (_ogb_papers, "ogbn-papers100M", "raw/node-label.npz", lambda p: p.write_bytes(b"PK\x03\x04junk")),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_a_malformed_ogb_file_is_one_error_line_naming_it(tmp_path, capsys, case):
+    from harness import cli
+
+    make, name, rel, damage = DAMAGE[case]
+    path = make(tmp_path) / rel
+    damage(path)
+    code = cli.main(["data", "prepare", name, "--real", "--data-root", str(tmp_path), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()                   # progress lines, then the one error line
+    assert lines[-1].startswith(f"error: {path}: ") and sum(ln.startswith("error") for ln in lines) == 1, err
+    assert "Traceback" not in err
+    assert not (real_dir(tmp_path, get(name).name) / "manifest.json").exists()     # nothing cached
+
+
+def test_a_malformed_processed_ogb_file_is_one_error_line_naming_it(tmp_path):
+    d = tmp_path / "ogbn_arxiv" / "processed"
+    d.mkdir(parents=True)
+    (d / "data_processed").write_bytes(b"\x80\x04not a pickle")
+    with pytest.raises(HarnessError) as info:
+        prepare_real("ogbn-arxiv", tmp_path, device="cpu")
+    assert str(info.value).startswith(f"{d / 'data_processed'}: ") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_a_malformed_snap_file_is_one_error_line_naming_it(tmp_path, capsys, damage):
+    from harness import cli
+
+    path = tmp_path / "edges.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.writelines(f"{s}\t{d}\n" for s, d in zip(np.tile(SRC, 400), np.tile(DST, 400)))
+    if damage == "truncated":
+        _truncate(path)
+    else:
+        path.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    code = cli.main(["data", "convert", str(path), "--format", "snap", "--name", "mine",
+                     "--data-root", str(tmp_path), "--device", "cpu"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and lines[-1].startswith(f"error: {path}: ") and "Traceback" not in err, err

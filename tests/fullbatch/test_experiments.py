@@ -135,3 +135,21 @@ def _rows(path):
     import json
 
     return [json.loads(line) for line in (path / "rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_an_implementation_that_cannot_run_here_is_a_skipped_row(data_root, monkeypatch):
+    """A factory that raises SkipPoint (a CPU build of DGL asked for a GPU, say) makes the point a
+    skipped row with its reason, on every rank alike, not an error row."""
+    from harness.errors import SkipPoint
+    from impls.fullbatch import single_gpu
+
+    def refuse(self, *a, **k):
+        raise SkipPoint("this build cannot run here")
+
+    monkeypatch.setattr(single_gpu.SingleDeviceGCN, "__init__", refuse)
+    ctx = RankContext(rank=0, world_size=1, local_rank=0, device="cpu", backend="gloo")
+    exp = registry.get_experiment("mggcn.table3")
+    cfg = _cfg("mggcn.table3", data_root, world=1)
+    point = next(p for p in exp.points(cfg) if p.impl == "single_gpu" and p.world_size == 1)
+    rows = runner.run_one_point(exp, point, cfg, ctx)
+    assert [(r["status"], r["reason"]) for r in rows] == [("skipped", "this build cannot run here")]

@@ -43,3 +43,30 @@ def check_gather(ctx, impl: str, mode: str | None, num_rows: int, row_elems: int
         finally:
             gatherer.close()
     return checked
+
+
+def gather_against_the_table(ctx, variants: list[tuple[str, str | None]], num_rows: int, row_elems: int,
+                             n_ids: int, seed: int) -> dict[str, int]:
+    """``gather(ids)`` equals ``features[ids]``, features being the whole table every store fills
+    (row i's closed form), for random ids that reach every rank's shard, the last rows included.
+    Returns the rows checked per variant."""
+    features = closed_form_rows(torch.arange(num_rows), row_elems, torch.float32)
+    gen = torch.Generator().manual_seed(seed + ctx.rank)
+    ids = torch.cat([torch.randint(0, num_rows, (n_ids,), generator=gen), torch.arange(num_rows)])
+    checked = {}
+    for impl, mode in variants:
+        options = {"mode": mode} if mode else {}
+        gatherer = registry.get_impl("gather", impl).factory(ctx, TableSpec(num_rows, row_elems), **options)
+        try:
+            rows = gatherer.gather(ids.to(ctx.torch_device())).cpu()
+            assert torch.equal(rows, features[ids]), f"{impl} {mode}: rows differ from features[ids]"
+            checked[f"{impl} {mode}"] = int(ids.numel())
+        finally:
+            gatherer.close()
+    return checked
+
+
+def alltoall_ceiling(ctx, nbytes: int) -> int:
+    from impls.gather.ceiling import alltoall_seconds
+
+    return alltoall_seconds(ctx, nbytes, warmup=0, repeats=2).repeats

@@ -6,7 +6,7 @@ import pytest
 
 from harness.launcher import launch
 
-from .targets import check_gather
+from .targets import alltoall_ceiling, check_gather, gather_against_the_table
 
 DTYPES = ["float32", "bfloat16", "float16", "int64"]
 
@@ -19,3 +19,18 @@ def test_gather_matches_closed_form_on_cpu_ranks(impl, mode, world):
     results = launch(check_gather, (impl, mode, 1001, 37, DTYPES, 500, 11), world_size=world,
                      device="cpu", timeout_s=120)
     assert results == [{d: 500 for d in DTYPES}] * world
+
+
+VARIANTS = [("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("host_copy", None)]
+
+
+@pytest.mark.parametrize("num_rows,world", [(1000, 3), (2, 3), (7, 4)])
+def test_gather_equals_features_at_ids_when_the_ranks_do_not_divide_the_rows(num_rows, world):
+    # 1000 = 334 + 334 + 332 rows; 2 rows over 3 ranks and 7 over 4 leave the last rank no rows
+    results = launch(gather_against_the_table, (VARIANTS, num_rows, 5, 300, 3), world_size=world,
+                     device="cpu", timeout_s=120)
+    assert results == [{f"{impl} {mode}": 300 + num_rows for impl, mode in VARIANTS}] * world
+
+
+def test_the_alltoall_ceiling_runs_on_byte_counts_the_ranks_do_not_divide():
+    assert launch(alltoall_ceiling, (1000,), world_size=3, device="cpu", timeout_s=120) == [2, 2, 2]

@@ -31,6 +31,19 @@ def test_gather_table_runs_on_cpu_ranks(tmp_path):
     assert "p2p_shared / nccl_alltoallv" in md and any(p.suffix == ".png" for p in written)
 
 
+def test_gather_table_runs_on_three_ranks(tmp_path):
+    cfg = RunConfig(device="cpu", world_size=3, quick=True, repeats=2, warmup=0,
+                    impl_patterns=("nccl_alltoallv", "ceiling_alltoall"), params={"row_bytes": "128"},
+                    out_dir=tmp_path, timeout_s=300)
+    outcome = run_experiments(["wholegraph.gather"], cfg, ["test"])
+    rows = load_run(outcome.store.path).rows
+    assert outcome.errors == 0, [r.get("reason") for r in rows if r["status"] == "error"]
+    algbw = {r["impl"]: r for r in rows if r["metric"] == "algbw"}
+    assert set(algbw) == {"nccl_alltoallv", "ceiling_alltoall"}
+    assert all(r["status"] == "ok" and r["world_size"] == 3 for r in algbw.values())
+    assert algbw["ceiling_alltoall"]["params"]["alltoall_bytes"] % 3           # bytes the ranks do not divide
+
+
 def test_committed_h200_gather_report_regenerates(tmp_path):
     run = REPO / "results" / "0006_h200x2_wholegraph.gather"
     report_runs([run], tmp_path)

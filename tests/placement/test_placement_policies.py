@@ -79,6 +79,20 @@ def test_partitioners_partition(small_graph):
     assert naive.buffers[0].tolist() == list(range(100))          # consecutive ids
 
 
+@pytest.mark.skipif(not HAVE_PYMETIS, reason="pymetis is not installed")
+def test_metis_index_arrays_are_taken_without_a_copy_and_partition_alike(small_graph):
+    import pymetis
+
+    from impls.placement.policies import metis_index_arrays, metis_membership
+
+    indptr, indices, _ = small_graph
+    ready = metis_index_arrays(indptr, indices.astype(np.int32))
+    assert all(a.dtype == pymetis.zero_copy_dtype() for a in ready)
+    assert np.array_equal(ready[0], indptr) and np.array_equal(ready[1], indices)
+    assert np.array_equal(metis_membership(*ready, 4, symmetric=True),
+                          metis_membership(indptr, indices.astype(np.int32), 4, symmetric=True))
+
+
 def test_clique_opt_duplicates_with_alpha_and_clique_does_not(small_graph):
     indptr, indices, train = small_graph
     p = lhop_hotness(indptr, indices, train, 2)

@@ -83,6 +83,24 @@ def test_solver_plan_properties(name):
         assert counts == [1, 1, 1, 1]                             # fully connected: no copies (= Clique)
 
 
+def test_solver_ranks_complete_plans_by_balance_before_bandwidth():
+    """An irregular 7-GPU machine where ChooseNbrs' local balance rule leaves complete plans of
+    very different balance: the final ranking must pick the fewest partitions on the fullest GPU,
+    then the fewest copies (3 and 17), not the plan with the best MinBandwidth (4 and 20)."""
+    links = np.zeros((7, 7))
+    for a, b in [(0, 2), (0, 3), (0, 4), (0, 5), (0, 6), (1, 3), (1, 4), (1, 5), (2, 3), (2, 6)]:
+        links[a, b] = links[b, a] = topo.V100_LINK_GBPS
+    t = topo.Topology("irregular7", links)
+    plan = solve(t)
+    assert plan.plans_found > 1
+    assert reaches_everything(t, plan.store)
+    assert plan.max_partitions_per_gpu == 3
+    assert sum(len(s) for s in plan.store) == 17
+    for w in range(7):
+        for p in range(7):
+            assert p in plan.store[plan.source[w, p]] and t.connected(w, plan.source[w, p])
+
+
 def test_solver_8g_stores_one_extra_partition_per_gpu_quickly():
     """XGNN Sec. 4.2: 'GGMS stores one extra partition in each GPU and makes all NVLinks be used
     evenly'; Sec. 6.6: search time under 15 ms (the best of up to 20 runs: a busy CI machine

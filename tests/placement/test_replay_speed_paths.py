@@ -28,8 +28,8 @@ def test_extend_keeps_the_front_and_appends_new_ids_sorted():
 
 
 def test_parallel_row_sums_equal_scipy_bit_for_bit():
-    """lhop_hotness's symmetric path (numba, every core) gives scipy's A @ f exactly."""
-    from impls.placement.hotness import _adjacency, _row_sums, lhop_hotness
+    """lhop_hotness's symmetric path (numba, every core) gives scipy's A @ f + f exactly."""
+    from impls.placement.hotness import _adjacency, _row_sums_plus, lhop_hotness
 
     from tests.placement.placement_graphs import csr_from_edges
 
@@ -37,8 +37,8 @@ def test_parallel_row_sums_equal_scipy_bit_for_bit():
     edges = {tuple(sorted(e)) for e in rng.integers(0, 400, (3000, 2)).tolist() if e[0] != e[1]}
     indptr, indices = csr_from_edges(400, sorted(edges))
     x = rng.random(400) * 1e3
-    want = _adjacency(indptr, indices, 400) @ x
-    assert np.array_equal(_row_sums(np.asarray(indptr, dtype=np.int64), np.asarray(indices), x), want)
+    want = _adjacency(indptr, indices, 400) @ x + x
+    assert np.array_equal(_row_sums_plus(np.asarray(indptr, dtype=np.int64), np.asarray(indices), x, x), want)
     train = rng.choice(400, 60, replace=False)
     assert np.array_equal(lhop_hotness(indptr, indices, train, 3, symmetric=True),
                           lhop_hotness(indptr, indices, train, 3, symmetric=False))
