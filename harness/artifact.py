@@ -66,3 +66,6 @@ class ReportArtifact:
     figure: "object | None" = None   # matplotlib Figure
     headline: str = ""        # one line for the reports index: paper vs measured
     status: str = ""          # reproduced | partly | not reproduced | measured (default)
+    # every run's rows, where the headline table shows fewer (newest per machine kind): written
+    # apart as <name>.history.csv and .md
+    history: "object | None" = None

@@ -79,6 +79,12 @@ def write_artifact(artifact: ReportArtifact, out_dir: Path, label: str) -> list[
     tex = stem.with_suffix(".tex")
     tex.write_text(to_latex(artifact.table, f"{artifact.title}. {artifact.caption}", label))
     written += [md, csv, tex]
+    if artifact.history is not None:
+        history = ReportArtifact(artifact.name, f"{artifact.title}: every run", "", artifact.history)
+        hist_md, hist_csv = out_dir / f"{artifact.name}.history.md", out_dir / f"{artifact.name}.history.csv"
+        hist_md.write_text(to_markdown(history))
+        artifact.history.to_csv(hist_csv, index=False)
+        written += [hist_md, hist_csv]
     if artifact.figure is not None:
         import matplotlib.pyplot as plt
 

@@ -10,7 +10,10 @@ kit holds what they all do alike, so that a change of layout happens here once:
   ``Machine`` columns dropped, a note row when empty), :meth:`Report.caption` (ends with the
   hardware and software of every run), :meth:`Report.artifact` (adds the notes of skipped and
   failed points and returns the :class:`ReportArtifact`);
-- figures: :func:`figure`, :func:`bars` and :func:`lines` draw every plot of the reports;
+- figures: :func:`figure`, :func:`bars` and :func:`lines` draw the plots of the reports, one
+  palette (:data:`PALETTE`, :func:`colour`: one colour per system) and one style for the paper's
+  values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's ``history`` (every
+  run, where its headline table shows fewer) is written apart from its table;
 - paper tables: :func:`group` (records by cell), :func:`pivot` (rows -> one column per
   implementation), :func:`ratio`,
   :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
@@ -171,6 +174,19 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
 
 # ----------------------------------------------------------------------------- figures
 
+# One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
+# the paper's values are their own series, drawn in PAPER_STYLE.
+PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
+           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f"}
+PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
+
+
+def colour(label: str) -> str | None:
+    """The palette's colour of the system a series label names (the longest name it contains,
+    so 'DGL+C (re-impl.)' is DGL+C, not DGL), or None."""
+    hits = [name for name in PALETTE if name.lower() in str(label).lower()]
+    return PALETTE[max(hits, key=len)] if hits else None
+
 def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
     """A new figure (and its axes): every report's plot starts here."""
     import matplotlib.pyplot as plt
@@ -179,15 +195,18 @@ def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
 
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
-         horizontal: bool = False, xlabel: str = "", **style) -> None:
-    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's);
-    cells that are not numbers ("OOM", "x") have no bar, and a frame without numbers draws nothing."""
+         horizontal: bool = False, xlabel: str = "", by_system: bool = False, **style) -> None:
+    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's;
+    ``by_system``: each column in its system's palette colour); cells that are not numbers ("OOM",
+    "x") have no bar, and a frame without numbers draws nothing."""
     import pandas as pd
 
     frame = pd.to_numeric(frame, errors="coerce") if isinstance(frame, pd.Series) else \
         frame.apply(pd.to_numeric, errors="coerce")
     if frame.dropna(how="all").empty:
         return
+    if by_system and isinstance(frame, pd.DataFrame):
+        style["color"] = [colour(c) or f"C{i}" for i, c in enumerate(frame.columns)]
     if "color" in style and isinstance(style["color"], list):
         style["color"] = style["color"][: len(frame.columns)]
     if horizontal:
@@ -201,11 +220,18 @@ def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, sta
 
 
 def lines(ax, series: Iterable[tuple], *, xlabel: str = "", ylabel: str = "", legend_size: float | None = 7,
-          grid: bool = True, **style) -> None:
-    """One line per ``(label, xs, ys)`` (a legend when there is any)."""
+          grid: bool = True, by_system: bool = False, **style) -> None:
+    """One line per ``(label, xs, ys)`` or ``(label, xs, ys, own_style)`` (a legend when there is
+    any): ``own_style`` adds to ``style`` for that line, and ``{"paper": True}`` draws it as the
+    paper's values (PAPER_STYLE); ``by_system``: each line in its system's palette colour."""
     drawn = 0
-    for label, xs, ys in series:
-        ax.plot(xs, ys, label=label, **style)
+    for label, xs, ys, *own in series:
+        mine = {**style, **(own[0] if own else {})}
+        if mine.pop("paper", False):
+            mine = {**PAPER_STYLE, **mine}
+        if by_system and "color" not in mine and colour(label):
+            mine["color"] = colour(label)
+        ax.plot(xs, ys, label=label, **mine)
         drawn += 1
     if xlabel:
         ax.set_xlabel(xlabel)
@@ -267,11 +293,11 @@ class Report:
         return skip_notes(self.rows if rows is None else rows, self.labels)
 
     def artifact(self, title: str, caption: str, table, figure=None, *, headline: str = "", status: str = "",
-                 skips: "bool | pd.DataFrame" = True) -> ReportArtifact:
+                 skips: "bool | pd.DataFrame" = True, history=None) -> ReportArtifact:
         """The artifact, its notes ending with those of the skipped and failed points among the rows
-        (``skips=True``) or among the given rows."""
+        (``skips=True``) or among the given rows; ``history``: every run's table, written apart."""
         if skips is True or skips is False:
             skips = self.rows if skips else None
         notes = self.notes + (self.skip_notes(skips) if skips is not None else [])
         return ReportArtifact(self.exp.artifact, title, caption, table, notes, figure, headline=headline,
-                              status=status)
+                              status=status, history=history)

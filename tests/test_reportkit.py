@@ -108,3 +108,40 @@ def test_report_artifact_notes_end_with_skips_of_the_chosen_rows():
                                         ("2 of 4xH200 #0003", "2 of 4xH200")])
 def test_machine_kind(label, kind):
     assert kit.machine_kind(label) == kind
+
+
+def test_one_colour_per_system_from_the_palette():
+    assert kit.colour("DGL+C (re-impl.)") == kit.PALETTE["DGL+C"] != kit.colour("DGL 2.1")
+    assert kit.colour("4xH200 WholeGraph s") == kit.PALETTE["WholeGraph"]
+    assert kit.colour("something else") is None
+    fig, ax = kit.figure()
+    kit.bars(ax, pd.DataFrame({"PyG": [1.0], "XGNN": [2.0], "other": [3.0]}), by_system=True)
+    faces = [matplotlib_colour(p.get_facecolor()) for p in ax.patches]
+    assert faces[:2] == [kit.PALETTE["PyG"], kit.PALETTE["XGNN"]]
+
+
+def matplotlib_colour(rgba) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(rgba)
+
+
+def test_the_papers_values_are_their_own_dashed_series():
+    fig, ax = kit.figure()
+    kit.lines(ax, [("ours", [1, 2], [1, 2]), ("paper", [1, 2], [2, 3], {"paper": True, "marker": "s"})],
+              by_system=True)
+    ours, paper = ax.get_lines()
+    assert ours.get_linestyle() == "-" and paper.get_linestyle() == "--" and paper.get_marker() == "s"
+    assert matplotlib_colour(ours.get_color()) == kit.PALETTE["ours"]
+
+
+def test_an_artifacts_history_is_written_apart_from_its_table(tmp_path):
+    from harness.report import write_artifact
+
+    rep = kit.Report(Exp(), rows({"run_id": "0001_a", "impl": "ours", "status": "ok"}), [])
+    art = rep.artifact("T", "c", rep.table([{"x": 1}]), history=pd.DataFrame({"run": ["0001", "0002"], "x": [1, 2]}))
+    written = {p.name for p in write_artifact(art, tmp_path, "tab:x")}
+    assert written == {"fig1.md", "fig1.csv", "fig1.tex", "fig1.history.md", "fig1.history.csv"}
+    assert "0002" in (tmp_path / "fig1.history.md").read_text() and "0002" not in (tmp_path / "fig1.md").read_text()
+    no_history = rep.artifact("T", "c", rep.table([{"x": 1}]))
+    assert {p.name for p in write_artifact(no_history, tmp_path / "b", "tab:x")} == {"fig1.md", "fig1.csv", "fig1.tex"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finish
+from harness.reportkit import Report, figure, finish, lines
 
 from . import PAPER_HARDWARE_A100
 from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list,
@@ -184,13 +184,13 @@ def epoch_figure(ok, keys, labels):
         for j, (run_id, label) in enumerate(labels.items()):
             g = grp[grp["run_id"] == run_id].sort_values("p_gpus")
             if not g.empty:
-                ax.plot(g["p_gpus"], g["value"], marker=markers[j % len(markers)], color=color,
-                        label=f"{label} {ds} {model}")
+                lines(ax, [(f"{label} {ds} {model}", g["p_gpus"], g["value"])], legend_size=None, grid=False,
+                      marker=markers[j % len(markers)], color=color)
         paper = TABLE3.get(ds, {}) if ds in DATASETS and model == DATASETS[ds].paper_model else {}
         if paper:
             xs = sorted(paper)
-            ax.plot(xs, [paper[x] for x in xs], "--", marker="s", color=color, alpha=0.6,
-                    label=f"A100 (paper) {ds} {model}")
+            lines(ax, [(f"A100 (paper) {ds} {model}", xs, [paper[x] for x in xs], {"paper": True})],
+                  legend_size=None, grid=False, marker="s", color=color)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("GPUs (ranks)")

@@ -14,7 +14,7 @@ from harness.argtypes import int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finish, span
+from harness.reportkit import Report, figure, finish, lines, span
 
 from . import PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit
@@ -114,8 +114,8 @@ class Fig8(Experiment):
 
 def bandwidth_figure(table, ceilings: dict):
     fig, ax = figure((7, 4.2))
-    for col in table.columns[1:]:
-        ax.plot(table["Segment (B)"], table[col], "k--o" if "paper" in col else "-o", label=col, markersize=3)
+    lines(ax, [(col, table["Segment (B)"], table[col], {"color": "k", "paper": True} if "paper" in col else {})
+               for col in table.columns[1:]], legend_size=None, grid=False, marker="o", markersize=3)
     for label, ceiling in ceilings.items():
         ax.axhline(ceiling, linestyle=":", color="gray")
         ax.annotate(f"{label} AlgoBW ceiling", (4, ceiling), fontsize=7, va="bottom")

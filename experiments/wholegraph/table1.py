@@ -15,7 +15,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finite, ratio
+from harness.reportkit import Report, figure, finite, lines, ratio
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
@@ -197,11 +197,11 @@ def latency_table(rep, impls):
 def latency_figure(table):
     fig, ax = figure((7, 4.4))
     styles = {"UM": "o", "P2P": "s", "UM remote": "^", "P2P remote": "v", "local": "x", "host": "d"}
-    for machine, grp in table.groupby("Machine", sort=False):
-        for col, marker in styles.items():
-            if col in grp and grp[col].notna().any():
-                line = "--" if machine.endswith("(paper)") else "-"
-                ax.plot(grp["Memory size (GB)"].astype(float), grp[col], line, marker=marker, label=f"{machine} {col}")
+    lines(ax, [(f"{machine} {col}", grp["Memory size (GB)"].astype(float), grp[col],
+                {"marker": marker, "paper": machine.endswith("(paper)")})
+               for machine, grp in table.groupby("Machine", sort=False)
+               for col, marker in styles.items() if col in grp and grp[col].notna().any()], legend_size=None,
+          grid=False)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("memory size (paper GB)")
