@@ -227,7 +227,8 @@ def cmd_run(args) -> int:
 def cmd_report(args) -> int:
     import json
 
-    from .report import ABANDONED_NOTE, report_all, report_runs
+    from .artifact import ABANDONED_NOTE
+    from .report import report_all, report_runs
     from .store import _RUN_DIR, run_status
 
     if args.all:

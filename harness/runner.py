@@ -1,8 +1,9 @@
 """Runs experiments: expands grids, skips what cannot run here (as rows), measures, stores.
 
-Single-process experiments run their points in this process. Experiments that set
-``spawn_ranks`` run each group of points with one world size inside one launch of
-ranks (``RunConfig.launch_per_point``: one launch per point); rank 0 writes the rows.
+A point runs in this process, or on ranks when its experiment says so (``on_ranks``: every point
+of a ``spawn_ranks`` experiment): the points of one world size run inside one launch of ranks
+(``RunConfig.launch_per_point``: one launch per point), and rank 0 writes the rows. The runner is
+the only place ranks come from.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pathlib import Path
 from . import envinfo, registry
 from .config import RunConfig
 from .errors import HarnessError, LaunchError, SkipPoint
-from .experiment import Experiment, Measurement, Point
+from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .needs import detect
 from .progress import PointProgress
 from .store import RunStore, load_run
+from .worlds import run_world
 
 
 @dataclass
@@ -70,11 +72,11 @@ def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | Non
     return reason or exp.skip_reason(point, cfg)
 
 
-def run_one_point(exp: Experiment, point: Point, cfg: RunConfig, rank: RankContext | None = None
-                  ) -> list[dict]:
+def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:
     """Measure a point and turn the outcome into rows (never raises for the point's own failure)."""
+    cfg = ctx.cfg
     try:
-        measurements = exp.run_point(point, cfg) if rank is None else exp.run_point(point, cfg, rank)
+        measurements = exp.run_point(point, ctx)
     except SkipPoint as skip:
         return [make_row(exp, point, cfg, None, "skipped", str(skip))]
     except HarnessError:
@@ -105,12 +107,13 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, points: list[Poin
     store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
     progress = PointProgress(exp.id, len(points), enabled=ctx.is_main) if ctx.is_main else None
     written = 0
+    run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
         for point in points:
             ctx.set_activity(f"point {point.label()}")
             if progress:
                 progress.start_point(point.label())
-            rows = run_one_point(exp, point, cfg, ctx)
+            rows = run_one_point(exp, point, run)
             if store:
                 for row in rows:
                     store.append(row)
@@ -140,8 +143,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     caps = detect()
     if cfg.device == "cuda" and not caps.cuda:
         raise HarnessError("--device cuda was asked for, but no CUDA GPU is visible")
-    if cfg.device == "cuda" and cfg.world_size and cfg.world_size > caps.gpu_count:
-        raise HarnessError(f"asked for {cfg.world_size} GPUs, {caps.gpu_count} visible")
+    run_world(cfg)                       # a count this machine cannot give is an error before anything runs
 
     plans = []
     for exp in exps:
@@ -157,7 +159,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         "experiments": [e.id for e in exps],
         "config": {
             "device": cfg.device, "world_size": cfg.world_size, "quick": cfg.quick,
-            "scale": {e.id: e.scale(cfg) for e in exps}, "seed": cfg.seed,
+            "scale": {e.id: _scales(e, points, cfg) for e, points in plans}, "seed": cfg.seed,
             "warmup": cfg.warmup, "repeats": cfg.repeats, "impls": list(cfg.impl_patterns),
             "params": cfg.params, "launch_per_point": cfg.launch_per_point,
         },
@@ -182,6 +184,12 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     finally:
         store.update_manifest(end=envinfo.now_iso(), status=status, counts=_status_counts(store))
     return outcome
+
+
+def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):
+    """The experiment's scale per dataset of its points (its one scale where they name none)."""
+    names = sorted({str(p.params["dataset"]) for p in points if "dataset" in p.params})
+    return {name: exp.scale(cfg, name) for name in names} if names else exp.scale(cfg)
 
 
 def skip_summary(rows: list[dict], most: int = 4) -> str | None:
@@ -223,7 +231,7 @@ def _status_counts(store: RunStore) -> dict[str, int]:
 
 def torchrun_worker() -> bool:
     """Under torchrun every rank runs this CLI; only rank 0 stores rows and runs single-process
-    experiments, the others join the rank groups of ``spawn_ranks`` experiments."""
+    experiments, the others join the rank groups (the points an experiment runs ``on_ranks``)."""
     import os
 
     from .launcher import under_torchrun
@@ -233,9 +241,7 @@ def torchrun_worker() -> bool:
 
 def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
-        if not exp.spawn_ranks:
-            continue
-        runnable = [p for p in points if not impl_skip_reason(exp, p, cfg)]
+        runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
         group = [p for p in runnable if p.world_size == world]
         if group:
@@ -270,21 +276,23 @@ def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store:
         store.append(row)
     _tally(outcome, skipped_rows)
 
-    if not exp.spawn_ranks:
-        with PointProgress(exp.id, len(points)) as progress:
+    ranked = [p for p in runnable if exp.on_ranks(p)]
+    local = [p for p in runnable if not exp.on_ranks(p)]
+    if local or not ranked:
+        run = RunContext(cfg)            # one cache for the points run in this process
+        with PointProgress(exp.id, len(points) - len(ranked)) as progress:
             for label, row in zip(skipped_labels, skipped_rows):
                 progress.finish_point(label, f"skipped: {row['reason']}")
-            for point in runnable:
+            for point in local:
                 progress.start_point(point.label())
-                rows = run_one_point(exp, point, cfg)
+                rows = run_one_point(exp, point, run)
                 for row in rows:
                     store.append(row)
                 _tally(outcome, rows)
                 progress.finish_point(point.label(), _outcome_text(rows))
-        return
 
     by_world: dict[int, list[Point]] = {}
-    for point in runnable:
+    for point in ranked:
         by_world.setdefault(point.world_size, []).append(point)
     if _under_torchrun():
         import os
