@@ -141,22 +141,20 @@ def derived_ids(present: set[str]) -> list[str]:
             if e.id not in present and set(e.derives_from) & set(present)]
 
 
-def report_all(results_root: Path, out_dir: Path) -> list[Path]:
-    """Every experiment of every run under ``results_root``, all its runs combined, plus
-    ``out_dir/README.md``: the index of every registered experiment and its status."""
+def runs_by_experiment(root: Path) -> tuple[dict[str, list[Path]], dict[str, str], set[str]]:
+    """The reference runs under ``root`` each experiment's report reads (its own, and those of the
+    experiments it derives from), the withdrawn runs with their reasons, and the abandoned ones."""
     from .store import _RUN_DIR, withdrawn_reason
 
-    root = Path(results_root)
     runs = sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "rows.jsonl").exists()) \
         if root.is_dir() else []
     if not runs:
         raise HarnessError(f"no run directories under {root}")
     reasons = {p.name: withdrawn_reason(p) for p in runs}
     withdrawn = {name: why for name, why in reasons.items() if why}
-    runs = [p for p in runs if p.name not in withdrawn]
     by_exp: dict[str, list[Path]] = {}
     abandoned = set()
-    for path in runs:
+    for path in (p for p in runs if p.name not in withdrawn):
         run = load_run(path)
         if run_status(run.manifest) == "abandoned":
             abandoned.add(path.name)
@@ -166,6 +164,14 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
         extra = [p for src in exp.derives_from for p in by_exp.get(src, [])]
         if extra:
             by_exp[exp.id] = sorted(set(by_exp.get(exp.id, [])) | set(extra))
+    return by_exp, withdrawn, abandoned
+
+
+def report_all(results_root: Path, out_dir: Path) -> list[Path]:
+    """Every experiment of every run under ``results_root``, all its runs combined, plus
+    ``out_dir/README.md``: the index of every registered experiment and its status."""
+    root = Path(results_root)
+    by_exp, withdrawn, abandoned = runs_by_experiment(root)
     artifacts: dict = {}
     written: list[Path] = []
     for exp_id, paths in sorted(by_exp.items()):
