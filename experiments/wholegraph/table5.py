@@ -23,7 +23,11 @@ COLUMNS = (("pyg_host", "PyG s"), ("dgl_host", "DGL s"), ("wholegraph_lib", "WG-
 
 
 def default_backend(rec: dict) -> bool:
+    """True for a record trained with its pipeline's default layers: PyG's for pyg_host; for dgl_host
+    DGL's where its build runs them, else PyG's (``default_dgl_layers``); native otherwise."""
     impl, backend = rec["key"]["impl"], rec["key"]["backend"]
+    if impl == "dgl_host":
+        return backend in ("dgl", "pyg")
     return backend == ("pyg" if impl == "pyg_host" else "native")
 
 

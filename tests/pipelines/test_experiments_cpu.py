@@ -324,3 +324,16 @@ def test_table5_marks_host_epochs_capped_below_whole_loader_waves():
     assert not partial_wave(rec("pyg_host", 7, 7, 8, extrapolated=False))   # the whole epoch
     assert not partial_wave(rec("pyg_host", 3, 97, 0))             # batches built in the rank, one at a time
     assert not partial_wave(rec("wholegraph", 2, 97, 8)) and not partial_wave(None)
+
+
+def test_dgl_host_rows_count_with_their_default_layers():
+    from experiments.wholegraph.table5 import default_backend
+
+    def rec(impl, backend):
+        return {"key": {"impl": impl, "backend": backend}}
+
+    # dgl_host trains DGL's layers where its build runs them (CPU), else PyG's (GPUs): both are its column
+    assert default_backend(rec("dgl_host", "dgl")) and default_backend(rec("dgl_host", "pyg"))
+    assert not default_backend(rec("dgl_host", "native"))
+    assert default_backend(rec("pyg_host", "pyg")) and not default_backend(rec("pyg_host", "native"))
+    assert default_backend(rec("wholegraph", "native")) and not default_backend(rec("wholegraph", "pyg"))
