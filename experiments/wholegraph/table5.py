@@ -13,175 +13,151 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish, newest_per_kind, span
+from harness.reportkit import Report, finish, group, span
 
-from . import PAPER_HARDWARE
 from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, records_caption,
                        table5_paper_values)
+from .training_report import (PAPER_ROW, SYSTEMS, cell_bars, cell_order, default_backend, epoch_state, history,
+                              kind_of, machine_order, partial_wave, provenance, run_number, shown_caption,
+                              shown_records, variant)
 
 COLUMNS = (("pyg_host", "PyG s"), ("dgl_host", "DGL s"), ("wholegraph_lib", "WG-lib s"), ("wholegraph", "ours s"))
+SPEEDUPS = (("ours vs PyG", "PyG s"), ("ours vs DGL", "DGL s"), ("ours vs WG-lib", "WG-lib s"))
+PAPER_IMPLS = ("pyg_host", "dgl_host", "wholegraph")      # Table V's columns: PyG, DGL, Ours (WholeGraph)
 
-
-def default_backend(rec: dict) -> bool:
-    """True for a record trained with its pipeline's default layers: PyG's for pyg_host; for dgl_host
-    DGL's where its build runs them, else PyG's (``default_dgl_layers``); native otherwise."""
-    impl, backend = rec["key"]["impl"], rec["key"]["backend"]
-    if impl == "dgl_host":
-        return backend in ("dgl", "pyg")
-    return backend == ("pyg" if impl == "pyg_host" else "native")
-
-
-def by_point(records: list[dict], labels: dict) -> dict:
-    """{(machine, world, dataset, model): {impl: record}} for default-backend records."""
-    out: dict = {}
-    for rec in records:
-        if not default_backend(rec):
-            continue
-        k = rec["key"]
-        out.setdefault((labels.get(k["run_id"], k["run_id"]), k["world_size"], k["dataset"], k["model"]), {})[
-            k["impl"]] = rec
-    return out
-
-
-PAPER_SETTING_KEYS = {"backend", "batch_size", "dataset", "epochs", "fanouts", "heads", "hidden", "layers",
-                      "model", "scale"}
-HOST_PIPELINES = ("pyg_host", "dgl_host")
-LATEST = " latest"          # machine-label suffix of the rows that merge each cell's newest runs
-
-
-def paper_setting(rec: dict) -> bool:
-    """True for a GPU record trained as the paper's Table V is (no variant option such as a layer
-    implementation or an equal-steps cap on our pipeline; the host pipelines' batch cap is allowed,
-    their time being extrapolated to the full epoch)."""
-    extra_keys = set(rec["params"]) - PAPER_SETTING_KEYS
-    if rec["key"]["impl"] in HOST_PIPELINES:
-        extra_keys -= {"max_batches"}
-    return rec.get("device") == "cuda" and not extra_keys
-
-
-def latest_cells(records: list[dict], labels: dict) -> dict:
-    """{(machine, world, dataset, model): {impl: record}}: per machine kind and Table V cell, each
-    pipeline's most recent paper-setting run, so a cell measured across several runs reads as one row."""
-    newest = newest_per_kind([r for r in records if default_backend(r) and paper_setting(r)], labels,
-                             lambda r: (r["key"]["world_size"], r["key"]["dataset"], r["key"]["model"], r["key"]["impl"]),
-                             lambda r: r["key"]["run_id"])
-    out: dict = {}
-    for (machine, world, ds, model, impl), rec in newest.items():
-        out.setdefault((machine, world, ds, model), {})[impl] = rec
-    return out
-
-
-def partial_wave(rec: dict | None) -> bool:
-    """A host pipeline's epoch extrapolated from a cap that is not a whole number of its loader's
-    worker waves (what its own row says: workers, batches run and full): W workers build W batches at once,
-    so a partial wave costs a whole one and the per-batch extrapolation overstates the epoch; the
-    cell is then an upper bound."""
-    if not rec or rec["key"]["impl"] not in HOST_PIPELINES:
-        return False
-    e = rec["extra"].get("epoch_time", {})
-    workers, run, full = int(e.get("workers") or 0), e.get("batches_run"), e.get("batches_full")
-    return bool(e.get("extrapolated")) and workers > 1 and run is not None and run < full and run % workers != 0
+__all__ = ["Table5", "default_backend", "partial_wave"]   # the views of table5's rows read these from here
 
 
 WAVE_CHECK = ("on 1xH200, products GraphSAGE, pyg_host with 8 workers: a 2-batch cap extrapolated to 1407 s, "
               "8 and 16 batches to 453 and 481 s (0132-0134)")
 
 
-def run_number(rec: dict) -> str:
-    return "#" + rec["key"]["run_id"].split("_", 1)[0]
-
-
 @register_experiment
 class Table5(TrainingExperiment):
     title = "WholeGraph Table V: average epoch time and speedups, PyG / DGL / WholeGraph"
     paper_values = table5_paper_values()
+    differs_from_paper = ("1, 2 and 4 H200s instead of 8 A100s; stand-ins of about 1.3e8 edges for the three large "
+                          "graphs (products at full size); PyG's and DGL's epochs capped and extrapolated to the full "
+                          "epoch; DGL 2.1 with PyG's layers on GPUs (the paper: DGL 0.7.2, PyG 2.0.2); ours is a "
+                          "re-implementation of WholeGraph, WG-lib the real pylibwholegraph.")
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs, expand=False)
-        records = collect(rows, prefer=self.id)
-        latest = latest_cells(records, rep.labels)
-        order = {name: i for i, name in enumerate([*TABLE5, *MODEL_NAMES])}
-        entries = [(m + LATEST, w, d, mo, latest[(m, w, d, mo)], True) for m, w, d, mo in
-                   sorted(latest, key=lambda k: (-k[1], k[0], order.get(k[2], 99), order.get(k[3], 99)))]
-        entries += [(*key, impls, False) for key, impls in by_point(records, rep.labels).items()]
-        out, speed = [], {"pyg": [], "dgl": [], "bounded": []}
-        for entry in entries:
-            out.append(table5_row(*entry, rep.notes, speed if (entry[5] or not latest) else None))
+        records = [r for r in collect(rows, prefer=self.id) if default_backend(r)]
+        shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"]))
+        cells = group(shown, lambda r: (kind_of(r, rep.labels), r["key"]["dataset"], r["key"]["model"]),
+                      lambda r: r["key"]["impl"])
+        speed = {"pyg": [], "dgl": [], "bounded": []}
+        out, paper_done = [], set()
+        for kind, ds, model in sorted(cells, key=lambda c: (*cell_order(c[1], c[2]), machine_order(c[0]))):
+            if (ds, model) not in paper_done and model in TABLE5.get(ds, {}):
+                out.append(paper_row(ds, model))
+                paper_done.add((ds, model))
+            impls = cells[(kind, ds, model)]
+            rep.notes.append(provenance(f"{kind} {SHORT.get(ds, ds)} {MODEL_NAMES[model]}", impls))
+            out.append(table5_row(kind, ds, model, impls, speed))
         table = rep.table(out, empty="no successful training point")
-        rep.notes += NOTES[:2] + dgl_layers_notes(records) + [NOTES[2] + (
+        rep.notes += NOTES[:2] + dgl_layers_notes(shown) + [NOTES[2] + (
             f" (their speedups over PyG, upper bounds: {span(speed['bounded'], '.1f', 'x-')}x)"
             if speed["bounded"] else "") + "."]
-        fig, ax = figure((9, 4.2))
-        cols = [c for _, c in COLUMNS if c in table.columns]
-        if cols and "Dataset" in table:
-            shown = table
-            if latest:                           # the latest rows, one per cell, when there are any
-                shown = table[[e[5] for e in entries]]
-                if shown["Machine"].nunique() > 1:            # e.g. 4 GPUs and 2 of them
-                    shown = shown.assign(Dataset=shown["Machine"].str.removesuffix(LATEST) + " " + shown["Dataset"])
-            bars(ax, shown.set_index(["Dataset", "Model"])[cols], logy=True, ylabel="seconds per epoch (log)")
-        caption = rep.caption("Average epoch time (s) per pipeline, data-parallel over every GPU (DDP), with speedups "
-                              f"of ours over PyG and DGL; the paper's Table V beside ({PAPER_HARDWARE}).",
-                              *records_caption(records, paper=False))
+        runs_table = history(rep, [history_row(rep.label(key[0]), key, impls)
+                                   for key, impls in by_run(records).items()], "no successful training point")
+        caption = shown_caption(rep, shown, at_paper,
+                                "Average epoch time (s) per pipeline, data-parallel over every GPU (DDP), with the "
+                                "speedups of ours over PyG, DGL and WG-lib; the paper's Table V in its own rows "
+                                f"('{PAPER_ROW}', where 'ours' is WholeGraph). Capped: the pipelines whose epoch was "
+                                "extrapolated from a capped one.", *records_caption(shown))
         return rep.artifact("WholeGraph Table V: average epoch time", caption, table,
-                            finish(fig, ax, "WholeGraph Table V: epoch time"), headline=headline(speed, table),
-                            status=table5_status(speed))
+                            epoch_figure(shown, rep.labels, at_paper), headline=headline(speed, table, shown, rep),
+                            status=table5_status(speed), history=runs_table)
 
 
-def table5_row(machine, world, ds, model, impls: dict, is_latest: bool, notes: list, speed: dict | None) -> dict:
-    """A row of Table V (a cell's newest runs, or one run's); its notes, and its speedups where judged."""
-    cell = f"{machine} {SHORT.get(ds, ds)} {MODEL_NAMES[model]}"
-    if is_latest:
-        mixed = len({r["key"]["run_id"] for r in impls.values()}) > 1
-        notes.append(f"{machine} {world} GPUs {SHORT.get(ds, ds)} {MODEL_NAMES[model]}: "
-                     + ", ".join(f"{impl} {run_number(r)}" for impl, r in sorted(impls.items()))
-                     + (" (ratios across runs)" if mixed else ""))
-    first = next(iter(impls.values()))
-    rec = {"Machine": machine, "GPUs" if first.get("device") == "cuda" else "CPU ranks": world,
-           "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model], "Scale": first["params"]["scale"]}
-    for impl, col in COLUMNS:
-        r = impls.get(impl)
-        rec[col] = r["metrics"].get("epoch_time") if r else None
-        if r and not is_latest and r["extra"].get("epoch_time", {}).get("extrapolated"):
-            e = r["extra"]["epoch_time"]
-            notes.append(f"{cell} {impl}: epoch time extrapolated from {e['batches_run']} of {e['batches_full']} "
-                         "mini-batches per GPU")
-    bounded = [impl for impl, _ in COLUMNS if partial_wave(impls.get(impl))]
-    if bounded:
-        rec["upper bounds"] = ", ".join(dict(COLUMNS)[impl].removesuffix(" s") for impl in bounded)
-        for impl in bounded:
-            e = impls[impl]["extra"]["epoch_time"]
-            notes.append(f"{cell} {impl}: extrapolated from {e['batches_run']} of {e['batches_full']} mini-batches "
-                         f"per GPU with {e['workers']} loader workers, not whole waves of them: an upper bound on its "
-                         "epoch, and on ours' speedup over it")
+def by_run(records: list[dict]) -> dict:
+    """{(run id, world, dataset, model): {impl: record}}: every run's cells, for the history."""
+    return group(records, lambda r: (r["key"]["run_id"], r["key"]["world_size"], r["key"]["dataset"],
+                                     r["key"]["model"]), lambda r: r["key"]["impl"])
+
+
+def paper_row(ds: str, model: str) -> dict:
+    """The paper's Table V cell as a row of ours ('ours' = the paper's WholeGraph)."""
+    pyg, dgl, wg = TABLE5[ds][model]
+    row = {"Machine": PAPER_ROW, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model], **epochs({})}
+    row.update({"PyG s": pyg, "DGL s": dgl, "ours s": wg, "ours vs PyG": pyg / wg, "ours vs DGL": dgl / wg})
+    return row
+
+
+def epochs(impls: dict) -> dict:
+    """The epoch-time columns of a cell, its speedups and the pipelines whose epoch was capped."""
+    rec = {col: (impls[impl]["metrics"].get("epoch_time") if impl in impls else None) for impl, col in COLUMNS}
     ours = rec["ours s"]
-    for col, other in (("ours vs PyG", "PyG s"), ("ours vs DGL", "DGL s"), ("ours vs WG-lib", "WG-lib s")):
+    for col, other in SPEEDUPS:
         rec[col] = rec[other] / ours if (ours and rec[other]) else None
-    paper = TABLE5.get(ds, {}).get(model)
-    rec["paper PyG s"], rec["paper DGL s"], rec["paper WG s"] = paper if paper else (None,) * 3
-    rec["paper WG vs PyG"] = paper[0] / paper[2] if paper else None
-    rec["paper WG vs DGL"] = paper[1] / paper[2] if paper else None
-    if speed is not None and rec["ours vs PyG"]:
+    capped = []
+    for impl, _ in COLUMNS:
+        state = epoch_state(impls.get(impl))
+        if state != "measured":
+            e = impls[impl]["extra"]["epoch_time"]
+            capped.append(f"{SYSTEMS[impl]} {e['batches_run']}/{e['batches_full']}"
+                          + (" (upper bound)" if state == "bound" else ""))
+    rec["capped"] = ", ".join(capped) or None
+    return rec
+
+
+def table5_row(kind: str, ds: str, model: str, impls: dict, speed: dict) -> dict:
+    """A shown row of Table V (a machine kind's newest runs of the cell); its speedups are judged."""
+    rec = {"Machine": kind, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model], **epochs(impls)}
+    bounded = [impl for impl, _ in COLUMNS if partial_wave(impls.get(impl))]
+    if rec["ours vs PyG"]:
         speed["bounded" if "pyg_host" in bounded else "pyg"].append(rec["ours vs PyG"])
-    if speed is not None and rec["ours vs DGL"] and "dgl_host" not in bounded:
+    if rec["ours vs DGL"] and "dgl_host" not in bounded:
         speed["dgl"].append(rec["ours vs DGL"])
     return rec
 
 
-def headline(speed: dict, table) -> str:
+def history_row(label: str, key: tuple, impls: dict) -> dict:
+    """A run's cell of Table V, with its scale and the options it differs from the paper's settings by."""
+    _, world, ds, model = key
+    first = next(iter(impls.values()))
+    return {"Machine": label, "GPUs" if first.get("device") == "cuda" else "CPU ranks": world,
+            "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model], "Scale": first["params"]["scale"],
+            **epochs(impls), "options": "; ".join(sorted({variant(r) for r in impls.values()} - {""})) or None}
+
+
+def epoch_figure(shown: list[dict], labels: dict, at_paper: bool):
+    """Table V as bars (``cell_bars``): the newest epoch times of the machine with the most GPUs
+    beside the paper's (at the paper's settings only: a toy run is not the paper's workload); log
+    seconds."""
+    def measured(rec):
+        return rec["metrics"].get("epoch_time"), epoch_state(rec)
+
+    def paper(ds, model, impl):
+        return dict(zip(PAPER_IMPLS, TABLE5[ds][model])).get(impl) if at_paper and model in TABLE5.get(ds, {}) \
+            else None
+
+    return cell_bars(shown, labels, [impl for impl, _ in COLUMNS], measured, paper,
+                     title="WholeGraph Table V: epoch time", ylabel="seconds per epoch", log=True,
+                     paper_impls=PAPER_IMPLS if at_paper else ())
+
+
+def headline(speed: dict, table, shown: list[dict], rep) -> str:
     pyg, dgl, bounded = speed["pyg"], speed["dgl"], speed["bounded"]
-    if pyg or dgl:
+    kinds = ", ".join(sorted({kind_of(r, rep.labels) for r in shown}, key=machine_order))
+    if pyg or dgl or bounded:
         parts = []
         if pyg:
             parts.append(f"ours vs PyG {span(pyg, '.1f', 'x-')}x (paper 14.2x-243x)"
                          + (f" in {len(pyg)} cells timed in whole loader waves; {len(bounded)} cells capped below whole "
                             f"waves give upper bounds {span(bounded, '.1f', 'x-')}x" if bounded else ""))
+        elif bounded:
+            parts.append(f"ours vs PyG at most {span(bounded, '.1f', 'x-')}x in {len(bounded)} cells capped below "
+                         "whole loader waves (paper 14.2x-243x)")
         if dgl:
             parts.append(f"vs DGL {span(dgl, '.1f', 'x-')}x (paper 7.8x-57x)")
-        return ", ".join(parts)
+        return ", ".join(parts) + f"; newest runs on {kinds}"
     if "ours s" in table:
-        return "ours " + ", ".join(f"{r['Dataset']} {r['Model']} {r['ours s']:.3g} s"
-                                   for _, r in table.iterrows() if r.get("ours s"))[:200]
+        return "ours " + ", ".join(f"{r.get('Machine', kinds)} {r['Dataset']} {r['Model']} {r['ours s']:.3g} s"
+                                   for _, r in table.iterrows()
+                                   if r.get("ours s") and r.get("Machine") != PAPER_ROW)[:200]
     return ""
 
 
@@ -203,8 +179,8 @@ NOTES = [
     "gather. WG-lib: real pylibwholegraph storage, sampler and gather with the same model code.",
     "Capped host epochs: a loader with W worker processes builds W batches at once, so an epoch capped below whole "
     "waves of W times a whole wave for fewer batches and its per-batch extrapolation overstates the epoch "
-    f"({WAVE_CHECK}). Caps are now rounded up to whole waves; cells of earlier runs capped otherwise are marked in "
-    "'upper bounds' and left out of the speedup range",
+    f"({WAVE_CHECK}). Caps are now rounded up to whole waves; cells of earlier runs capped otherwise are marked "
+    "'(upper bound)' under 'capped' and left out of the speedup range",
 ]
 
 

@@ -94,10 +94,14 @@ def test_table5_run_reports_every_derived_view(table5_run, tmp_path):
     for artifact in ("table5", "fig9", "table3", "table4", "fig7", "fig12", "fig11"):
         assert f"wholegraph/{artifact}.md" in names, artifact
     table5 = (tmp_path / "wholegraph" / "table5.md").read_text()
-    assert "ours s" in table5 and "paper PyG s" in table5 and "242.98" not in table5   # rounded paper cells
-    assert "stand-in at scale 0.01" in table5 and "extrapolated from 4 of" in table5
+    # the paper's cell in its own row, rounded
+    assert "ours s" in table5 and "| paper (8x A100) | products" in table5 and "242.98" not in table5 and "243" in table5
+    assert "stand-in at scale 0.01" in table5 and re.search(r"ours 4/\d+", table5)        # the capped epoch
+    assert "No run at the paper's settings" in table5                   # CPU ranks: the newest run per machine
+    for artifact in ("table5", "fig9", "table3", "table4", "fig7", "fig12", "fig11"):
+        assert f"wholegraph/{artifact}.history.md" in names, artifact
     assert "sample s" in (tmp_path / "wholegraph" / "fig9.md").read_text()
-    assert "paper ours valid" in (tmp_path / "wholegraph" / "table3.md").read_text()
+    assert "| paper (8x A100) |" in (tmp_path / "wholegraph" / "table3.md").read_text()
     assert "Graph Structure" in (tmp_path / "wholegraph" / "table4.md").read_text()
 
 
@@ -186,14 +190,18 @@ def test_table5_merges_each_cells_latest_paper_setting_runs_and_judges_on_them(t
     artifacts: dict = {}
     report_runs(runs, tmp_path / "rep", artifacts=artifacts)
     art = artifacts["wholegraph.table5"][0]
-    latest = art.table[art.table["Machine"] == "4xH200 latest"]
+    latest = art.table[art.table["Machine"] == "4xH200"]
     assert len(latest) == 1
     cell = latest.iloc[0]
     assert cell["ours s"] == 1.0 and cell["PyG s"] == 40.0 and cell["ours vs PyG"] == 40.0
-    assert set(art.table["Machine"]) == {"4xH200 latest", "4xH200 #0001", "4xH200 #0002", "4xH200 #0003"}
-    assert "4xH200 latest 4 GPUs papers100M GraphSAGE: pyg_host #0001, wholegraph #0002 (ratios across runs)" \
-        in art.notes
+    # the headline table: the newest cell beside the paper's; every run in the history
+    assert set(art.table["Machine"]) == {"4xH200", "paper (8x A100)"}
+    assert art.table[art.table["Machine"] == "paper (8x A100)"].iloc[0]["ours s"] == 6.0
+    assert set(art.history["Machine"]) == {"4xH200 #0001", "4xH200 #0002", "4xH200 #0003"}
+    assert art.history[art.history["Machine"] == "4xH200 #0003"].iloc[0]["options"] == "layer_impl=segment"
+    assert "4xH200 papers100M GraphSAGE: pyg_host #0001, wholegraph #0002 (ratios across runs)" in art.notes
     assert art.headline.startswith("ours vs PyG 40.0x-40.0x")                      # neither 10x nor 400x
+    assert "0003" not in art.caption and "0002_h200x4_ours" in art.caption        # the runs shown, not every run
 
 
 def test_derived_reports_read_their_own_rows_too(tmp_path):
@@ -203,7 +211,8 @@ def test_derived_reports_read_their_own_rows_too(tmp_path):
     report_runs([run], tmp_path / "rep")
     fig11 = (tmp_path / "rep" / "wholegraph" / "fig11.md").read_text()
     assert "PyG layers" in fig11 and "native (ours) layers" in fig11 and "sage" not in fig11
-    assert "GraphSAGE 1.50x" in fig11                                       # PyG layers / native
+    assert "GraphSAGE: PyG layers / native 1.50x" in fig11                  # PyG layers / native
+    assert re.search(r"PyG layers\s+\|[^\n]*\|\s+1\.5\s+\|", fig11)                # epoch / native
 
 
 # ----------------------------------------------------------------------------- the hook itself
@@ -289,8 +298,10 @@ def test_fig12_judges_the_latest_long_enough_window(tmp_path):
     fig12 = artifacts["wholegraph.fig12"][0]
     assert fig12.status == "reproduced" and "97-97%" in fig12.headline
     listed = (tmp_path / "rep" / "wholegraph" / "fig12.md").read_text()
-    # history and short windows stay listed
-    assert re.search(r"\|\s+60\s+\|", listed) and re.search(r"\|\s+20\s+\|", listed)
+    history = (tmp_path / "rep" / "wholegraph" / "fig12.history.md").read_text()
+    # short windows stay listed; older runs in the history only
+    assert re.search(r"\|\s+20\s+\|", listed) and not re.search(r"\|\s+60\s+\|", listed)
+    assert re.search(r"\|\s+60\s+\|", history) and re.search(r"\|\s+97\s+\|", history)
     artifacts = {}
     report_runs([first], tmp_path / "rep1", artifacts=artifacts)
     assert artifacts["wholegraph.fig12"][0].status == "partly"
@@ -305,7 +316,7 @@ def test_table3_spread_leaves_out_capped_pipelines():
 
     spread, capped = accuracy_spread([rec("wholegraph", 0.99, 97), rec("wholegraph_lib", 0.985, 97),
                                       rec("pyg_host", 0.30, 4)], {"0001_x": "4xH200"})
-    assert [(n, round(s, 3)) for n, s in spread] == [("products GraphSAGE", 0.005)]
+    assert [(n, round(s, 3)) for n, s in spread] == [("4xH200 products GraphSAGE", 0.005)]
     assert capped == ["4xH200 products GraphSAGE: PyG trained 4 of the others' 97 mini-batches per epoch"]
     # equal steps (every pipeline capped alike): all compared
     spread, capped = accuracy_spread([rec("wholegraph", 0.99, 12), rec("pyg_host", 0.95, 12)])
@@ -337,3 +348,133 @@ def test_dgl_host_rows_count_with_their_default_layers():
     assert not default_backend(rec("dgl_host", "native"))
     assert default_backend(rec("pyg_host", "pyg")) and not default_backend(rec("pyg_host", "native"))
     assert default_backend(rec("wholegraph", "native")) and not default_backend(rec("wholegraph", "pyg"))
+
+
+# ----------------------------------------------------------------------------- what the reports show
+
+def _capped(rows, run: int, full: int, workers: int):
+    """The rows' epoch extrapolated from ``run`` of ``full`` mini-batches by ``workers`` loader workers."""
+    for r in rows:
+        if r["metric"] == "epoch_time":
+            r["extra"].update(batches_run=run, batches_full=full, extrapolated=True, workers=workers)
+            r["params"] = {**r["params"], "max_batches": run}
+    return rows
+
+
+def _rec(run_id: str, impl: str = "wholegraph", device: str = "cuda", **params) -> dict:
+    return {"key": {"run_id": run_id, "impl": impl, "dataset": "ogbn-products", "model": "sage",
+                    "backend": "native", "world_size": 4},
+            "params": {"dataset": "ogbn-products", "model": "sage", "backend": "native", **params},
+            "device": device, "metrics": {}, "extra": {}}
+
+
+def test_shown_records_are_the_newest_per_machine_at_the_papers_settings():
+    from experiments.wholegraph.training_report import gpus_of, machine_order, shown_records
+
+    labels = {"0001_a": "4xH200 #0001", "0002_b": "4xH200 #0002", "0003_c": "4xH200 #0003", "0004_d": "cpu",
+              "0005_e": "2 of 4xH200"}
+    old, new, variant = _rec("0001_a"), _rec("0002_b"), _rec("0003_c", layer_impl="segment")
+    cpu, half = _rec("0004_d", device="cpu"), _rec("0005_e")
+    shown, at_paper = shown_records([old, new, variant, cpu, half], labels)
+    assert at_paper and shown == [new, half]             # not the older run, the variant nor the CPU run
+    shown, at_paper = shown_records([cpu], labels)
+    assert not at_paper and shown == [cpu]               # a CPU run alone: shown, flagged
+    host = _rec("0001_a", impl="pyg_host", max_batches=16)
+    assert shown_records([host], labels) == ([host], True)   # a host pipeline's cap is the paper's setting
+    assert [gpus_of(k) for k in ("4xH200", "2 of 4xH200", "1xH200", "cpu")] == [4, 2, 1, 0]
+    assert sorted(["1xH200", "cpu", "4xH200", "2 of 4xH200"], key=machine_order) == \
+        ["4xH200", "2 of 4xH200", "1xH200", "cpu"]
+
+
+def test_table5_figure_draws_capped_bounds_and_the_paper_apart(tmp_path):
+    import matplotlib
+
+    from harness import figlint
+
+    matplotlib.use("Agg")
+    rows = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0)
+    rows += _capped(_training_rows("wholegraph.table5", "pyg_host", "pyg", "sage", 40.0), 12, 97, 8)   # bound
+    rows += _capped(_training_rows("wholegraph.table5", "dgl_host", "pyg", "sage", 20.0), 16, 97, 8)   # capped
+    run = write_run(tmp_path / "results", "0001_h200x4_t5", {**H200_MANIFEST, "hardware": "4xH200"}, rows)
+    artifacts: dict = {}
+    report_runs([run], tmp_path / "rep", artifacts=artifacts)
+    art = artifacts["wholegraph.table5"][0]
+    assert figlint.figure_problems(art.figure) == [] and figlint.table_problems(art.table) == []
+    (ax,) = [a for a in art.figure.axes if a.get_visible()]
+    bars = [p for p in ax.patches if p.get_height() > 0]
+    heights = {round(p.get_height(), 2): p for p in bars}
+    assert heights[40.0].get_hatch() == "xxx" and heights[20.0].get_hatch() == "///"
+    assert heights[1.0].get_hatch() is None and heights[1.0].get_fill()
+    paper = [p for p in bars if not p.get_fill()]
+    assert sorted(round(p.get_height(), 2) for p in paper) == [6.0, 273.67, 314.88]   # Table V's papers100M SAGE
+    assert ax.get_yscale() == "log" and ax.get_xticklabels()[0].get_text() == "GraphSAGE"
+    legend = [t.get_text() for t in art.figure.legends[0].get_texts()]
+    assert {"PyG", "DGL", "ours", "paper (8x A100)", "extrapolated from a capped epoch",
+            "upper bound (capped below whole loader waves)"} <= set(legend)
+    row = art.table[art.table["Machine"] == "4xH200"].iloc[0]
+    assert row["capped"] == "PyG 12/97 (upper bound), DGL 16/97"
+    assert art.headline.startswith("ours vs PyG at most 40.0x-40.0x") and "vs DGL 20.0x-20.0x" in art.headline
+    # a toy run is not the paper's workload: no paper bars beside it
+    cpu_rows = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0, device="cpu")
+    cpu = write_run(tmp_path / "results", "0002_cpu_t5", CPU_MANIFEST, cpu_rows)
+    artifacts = {}
+    report_runs([cpu], tmp_path / "rep2", artifacts=artifacts)
+    fig = artifacts["wholegraph.table5"][0].figure
+    assert all(p.get_fill() for a in fig.axes for p in a.patches)
+
+
+def test_old_and_cpu_runs_leave_the_verdict_to_the_newest_gpu_runs(tmp_path):
+    manifest = {**H200_MANIFEST, "hardware": "4xH200"}
+    slow = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 20.0)
+    slow += _training_rows("wholegraph.table5", "pyg_host", "pyg", "sage", 40.0)           # 2x: not reproduced
+    fast = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0)
+    fast += _training_rows("wholegraph.table5", "pyg_host", "pyg", "sage", 40.0)           # 40x
+    toy = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0, device="cpu")
+    toy += _training_rows("wholegraph.table5", "pyg_host", "pyg", "sage", 1.1, device="cpu")
+    runs = [write_run(tmp_path / "results", "0001_h200x4_slow", manifest, slow),
+            write_run(tmp_path / "results", "0002_h200x4_fast", manifest, fast),
+            write_run(tmp_path / "results", "0003_cpu_toy", CPU_MANIFEST, toy)]
+    artifacts: dict = {}
+    report_runs(runs, tmp_path / "rep", artifacts=artifacts)
+    assert artifacts["wholegraph.table5"][0].status == "reproduced"
+    for exp_id in ("wholegraph.table5",) + DERIVED:
+        art = artifacts[exp_id][0]
+        assert "cpu" not in art.headline and ("newest runs on 4xH200" in art.headline
+                                              or exp_id == "wholegraph.fig11"), exp_id   # no PyG layers: no claim
+        assert "0003" not in art.caption and "0001_h200x4_slow" not in art.caption, exp_id
+        assert {"4xH200 #0001", "4xH200 #0002", "cpu"} <= set(art.history["Machine"]), exp_id
+    # the slow run alone: its verdict is its own
+    artifacts = {}
+    report_runs(runs[:1], tmp_path / "rep1", artifacts=artifacts)
+    assert artifacts["wholegraph.table5"][0].status == "partly"
+
+
+def test_every_view_of_a_gpu_run_passes_figlint(tmp_path):
+    import matplotlib
+
+    from harness import figlint
+
+    matplotlib.use("Agg")
+    manifest = {**H200_MANIFEST, "hardware": "4xH200"}
+    rows = []
+    for model in ("gcn", "sage", "gat"):
+        rows += _training_rows("wholegraph.table5", "wholegraph", "native", model, 1.0)
+        rows += _training_rows("wholegraph.table5", "wholegraph_lib", "native", model, 1.2)
+        rows += _capped(_training_rows("wholegraph.table5", "pyg_host", "pyg", model, 40.0, util=31.0), 16, 97, 8)
+        rows += _training_rows("wholegraph.fig11", "wholegraph", "pyg", model, 1.5)
+    run = write_run(tmp_path / "results", "0001_h200x4_all", manifest, rows)
+    artifacts: dict = {}
+    report_runs([run], tmp_path / "rep", artifacts=artifacts)
+    for exp_id in ("wholegraph.table5",) + DERIVED:
+        art = artifacts[exp_id][0]
+        assert art.figure is not None, exp_id
+        assert figlint.figure_problems(art.figure) + figlint.table_problems(art.table) == [], exp_id
+    fig12 = artifacts["wholegraph.fig12"][0].figure
+    assert len(fig12.axes) == 3 and all(len(ax.get_lines()) == 3 for ax in fig12.axes)   # a panel per model
+    fig9 = artifacts["wholegraph.fig9"][0].figure
+    titles = [ax.get_title() for ax in fig9.axes]
+    assert any(t.startswith("PyG, papers100M") and t.endswith("4xH200") for t in titles)
+    pyg = next(ax for ax in fig9.axes if ax.get_title().startswith("PyG"))
+    assert pyg.get_ylabel() == "% of the synced epoch" and all(p.get_hatch() == "///" for p in pyg.patches)
+    table4 = artifacts["wholegraph.table4"][0]
+    assert table4.status == "reproduced" and "stores per GPU 1.00-1.01x" in table4.headline   # 0.13 GiB x 4 GPUs
