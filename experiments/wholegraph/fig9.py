@@ -5,9 +5,9 @@ ogbn-products and ogbn-papers100M. The breakdown comes from the synchronized epo
 training point (``sample_time``, ``gather_time``, ``train_time`` rows), so a table5 run gives it
 (``derives_from``); run alone, this trains its own grid. The paper gives the figure without
 numbers: for PyG and DGL sampling and gathering take most of the epoch (training "can hardly be
-seen"), for WholeGraph training takes most of it. Its layout: one panel per dataset and system
-with the three models in it (their epoch times differ by orders of magnitude between systems);
-here each bar is the stages' shares of its synchronized epoch, that epoch's seconds above it.
+seen"), for WholeGraph training takes most of it. Its layout, followed here: one panel per dataset
+and system with the three models in it, each panel on its own seconds axis (epoch times differ by
+orders of magnitude between systems), each bar stacked by the stages of its synchronized epoch.
 """
 
 from __future__ import annotations
@@ -56,8 +56,7 @@ class Fig9(TrainingExperiment):
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=DATASETS)
     differs_from_paper = ("1, 2 and 4 H200s instead of 8 A100s, a stand-in of papers100M at 4% scale, DGL 2.1 with "
-                          "PyG's layers on GPUs, and stage times from one epoch synchronized between stages (shares "
-                          "drawn, not seconds).")
+                          "PyG's layers on GPUs, and stage times from one epoch synchronized between stages.")
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs, expand=False)
@@ -99,8 +98,8 @@ class Fig9(TrainingExperiment):
                              "notes).")
         caption = shown_caption(rep, shown, at_paper,
                                 "Seconds per epoch in sampling (sub-graphs generated and moved to the GPU), gathering "
-                                "features to the GPU, and training, per pipeline and model; the figure draws each "
-                                "stage's share of the synchronized epoch, one panel per dataset and pipeline.",
+                                "features to the GPU, and training, per pipeline and model; the figure stacks them per "
+                                "synchronized epoch, one panel (on its own axis) per dataset and pipeline.",
                                 *records_caption(shown))
         fig = breakdown_figure(shown, rep.labels) if shown else None
         return rep.artifact("WholeGraph Fig. 9: epoch time breakdown", caption, table, fig, headline=headline,
@@ -116,8 +115,9 @@ def panel_machines(shown: list[dict], labels: dict) -> dict:
 
 
 def breakdown_figure(shown: list[dict], labels: dict):
-    """The paper's layout: a panel per dataset (rows) and pipeline (columns), the models' bars in it,
-    each stacked by the stages' shares of its synchronized epoch (seconds above it); capped epochs hatched."""
+    """The paper's layout: a panel per dataset (rows) and pipeline (columns) on its own seconds axis,
+    the models' bars in it, each stacked by the stages of its synchronized epoch (its seconds above it);
+    capped epochs hatched."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
@@ -126,7 +126,7 @@ def breakdown_figure(shown: list[dict], labels: dict):
     impls = [i for i in PANEL_IMPLS if any(i == impl for _, impl in machines)]
     fig, axes = plt.subplots(len(datasets), len(impls), figsize=(min(10.5, 2.7 * len(impls) + 0.8),
                                                                    1.2 + 2.3 * len(datasets)),
-                             squeeze=False, sharey=True)
+                             squeeze=False)
     capped_states = set()
     for r, ds in enumerate(datasets):
         for c, impl in enumerate(impls):
@@ -147,22 +147,20 @@ def breakdown_figure(shown: list[dict], labels: dict):
                     capped_states.add(state)
                 bottom = 0.0
                 for _, col in STAGES:
-                    share = 100 * row[col] / row["synced epoch s"] if row["synced epoch s"] else 0
-                    ax.bar(x, share, 0.7, bottom=bottom, color=STAGE_COLOURS[col], hatch=hatch,
+                    ax.bar(x, row[col], 0.7, bottom=bottom, color=STAGE_COLOURS[col], hatch=hatch,
                            edgecolor="white" if hatch else STAGE_COLOURS[col], linewidth=0.5)
-                    bottom += share
-                ax.text(x, 101, f"{row['synced epoch s']:.3g} s", ha="center", va="bottom", fontsize=8.5)
+                    bottom += row[col]
+                ax.text(x, bottom, f"{bottom:.3g} s", ha="center", va="bottom", fontsize=9)
+            ax.margins(y=0.15)
             ax.set_xticks(range(len(MODELS)), [MODEL_NAMES[m].replace("GraphSAGE", "SAGE") for m in MODELS])
             ax.set_xlim(-0.5, len(MODELS) - 0.5)
-            ax.set_ylim(0, 115)
-            ax.set_yticks([0, 25, 50, 75, 100])
             ax.set_title(f"{SYSTEMS[impl]}, {dataset_title(recs[0])}\n{machine}", fontsize=9)
-        axes[r][0].set_ylabel("% of the synced epoch")
+        axes[r][0].set_ylabel("seconds per epoch")
     handles = [Patch(color=STAGE_COLOURS[col], label=col.removesuffix(" s").replace("sample", "sampling")
                      .replace("gather", "gathering").replace("train", "training")) for _, col in STAGES]
     handles += [Patch(facecolor="0.85", edgecolor="0.3", hatch=STATES[s][1]["hatch"], label=STATES[s][0])
                 for s in ("capped", "bound") if s in capped_states]
-    header(fig, "WholeGraph Fig. 9: epoch time breakdown (newest runs; seconds of the synced epoch on top)",
+    header(fig, "WholeGraph Fig. 9: epoch time breakdown (newest runs; the synchronized epoch)",
            lambda y: fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=9, frameon=False,
                                 bbox_to_anchor=(0.5, y)))
     return fig
