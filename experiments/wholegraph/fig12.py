@@ -103,34 +103,52 @@ def utilization_row(rec: dict, label: str) -> dict:
 
 def traces_figure(shown: list[dict], labels: dict):
     """The paper's figure: one dataset (papers100M where measured, else the most measured one) on the
-    machine with the most GPUs, a panel per model, each pipeline's trace in its colour."""
+    machine with the most GPUs, a row per model and a column per pipeline, each trace in its system's
+    colour on its own time axis (a host pipeline's epoch lasts 100x ours: on one axis ours would be a
+    blip); a trace whose window holds too few samples drawn dotted."""
     import matplotlib.pyplot as plt
 
     by_dataset = group(shown, lambda r: r["key"]["dataset"])
     dataset = "ogbn-papers100M" if "ogbn-papers100M" in by_dataset else max(by_dataset, key=lambda d: len(by_dataset[d]))
     machine = figure_machine(by_dataset[dataset], labels)
-    mine = group([r for r in by_dataset[dataset] if kind_of(r, labels) == machine], lambda r: r["key"]["model"])
+    mine = group([r for r in by_dataset[dataset] if kind_of(r, labels) == machine], lambda r: r["key"]["model"],
+                 lambda r: r["key"]["impl"])
     models = sorted(mine, key=lambda m: MODELS.index(m) if m in MODELS else len(MODELS))[:3]
-    fig, axes = plt.subplots(len(models), 1, figsize=(10.5, min(6.0, 1.3 + 1.55 * len(models))), squeeze=False,
-                             sharey=True)
-    cpu = False
-    for ax, model in zip(axes[:, 0], models):
-        for rec in sorted(mine[model], key=lambda r: ORDER.index(r["key"]["impl"])):
+    impls = [i for i in ORDER if any(i in mine[m] for m in models)]
+    fig, axes = plt.subplots(len(models), len(impls), figsize=(10.5, min(6.0, 1.5 + 1.5 * len(models))),
+                             squeeze=False, sharey=True)
+    cpu = any(r["extra"]["utilization"]["utilization"].get("kind") == "cpu_process"
+              for by_impl in mine.values() for r in by_impl.values())
+    few = False
+    for row, model in enumerate(models):
+        for col, impl in enumerate(impls):
+            ax, rec = axes[row, col], mine[model].get(impl)
+            title = f"{SYSTEMS.get(impl, impl)}, {MODEL_NAMES[model]}"
+            if rec is None:
+                ax.set_title(f"{title}: no run", fontsize=9)
+                ax.tick_params(left=False, bottom=False, labelleft=False, labelbottom=False)
+                for side in ax.spines.values():
+                    side.set_visible(False)
+                continue
             whole = rec["extra"]["utilization"]["utilization"]
-            impl, u = rec["key"]["impl"], window(rec)
-            cpu = cpu or whole.get("kind") == "cpu_process"
-            seconds = whole.get("trace_s", [])
+            seconds, enough = whole.get("trace_s", []), long_enough(rec)
+            few = few or not enough
             ax.plot(seconds, whole.get("trace", []), color=COLOURS.get(impl, "0.5"), linewidth=1.2,
-                    label=f"{SYSTEMS.get(impl, impl)}: {seconds[-1] if seconds else 0:.2g} s, mean "
-                          f"{u.get('mean') or 0:.0f}%" + ("" if long_enough(rec) else " (too few samples)"))
-        ax.set_title(f"{SHORT.get(dataset, dataset)} {MODEL_NAMES[model]}", fontsize=10, loc="left")
-        ax.set_ylim(-5, 105)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        ax.set_ylabel("CPU %" if cpu else "GPU util. %")
-    axes[-1, 0].set_xlabel("seconds into the measured epochs")
-    header(fig, f"WholeGraph Fig. 12: {'CPU' if cpu else 'GPU'} utilization over time, {machine} (newest runs); "
-                f"{PAPER_ROW}: WholeGraph 95% and above", lambda y: None, legend_rows=0)
+                    linestyle="-" if enough else ":")
+            ax.set_title(f"{title}: mean {window(rec).get('mean') or 0:.0f}%" + ("" if enough else " (few samples)"),
+                         fontsize=9)
+            ax.set_ylim(-5, 105)
+            ax.set_yticks([0, 50, 100])
+            ax.grid(True, alpha=0.3)
+        axes[row, 0].set_ylabel("CPU %" if cpu else "util. %")
+    for col, impl in enumerate(impls):
+        last = max((row for row, m in enumerate(models) if impl in mine[m]), default=None)
+        if last is not None:
+            axes[last, col].set_xlabel("seconds into the measured epochs")
+    note = f"; dotted: fewer than {MIN_SAMPLES} samples in the window (epochs too short)" if few else ""
+    header(fig, f"WholeGraph Fig. 12: {'CPU' if cpu else 'GPU'} utilization over time, {SHORT.get(dataset, dataset)}, "
+                f"{machine} (newest runs)\n{PAPER_ROW}: WholeGraph 95% and above" + note, lambda y: None,
+           legend_rows=0)
     return fig
 
 

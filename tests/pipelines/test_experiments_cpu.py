@@ -13,6 +13,7 @@ from harness.config import RunConfig
 from harness.experiment import Experiment, Measurement, Point
 from harness.needs import _import_problem
 from harness.report import derived_ids, report_all, report_runs
+from harness.reportkit import PALETTE
 from harness.runner import run as run_experiments
 from harness.store import load_run
 from tests.helpers import CPU_MANIFEST, H200_MANIFEST, row, write_run
@@ -470,7 +471,10 @@ def test_every_view_of_a_gpu_run_passes_figlint(tmp_path):
         assert art.figure is not None, exp_id
         assert figlint.figure_problems(art.figure) + figlint.table_problems(art.table) == [], exp_id
     fig12 = artifacts["wholegraph.fig12"][0].figure
-    assert len(fig12.axes) == 3 and all(len(ax.get_lines()) == 3 for ax in fig12.axes)   # a panel per model
+    # a panel per model and pipeline, each trace alone in its system's colour on its own time axis
+    assert len(fig12.axes) == 9 and all(len(ax.get_lines()) == 1 for ax in fig12.axes)
+    assert {ax.get_lines()[0].get_color() for ax in fig12.axes if ax.get_title().startswith("PyG")} == {PALETTE["PyG"]}
+    assert not any(ax.get_shared_x_axes().joined(fig12.axes[0], ax) for ax in fig12.axes[1:])
     fig9 = artifacts["wholegraph.fig9"][0].figure
     titles = [ax.get_title() for ax in fig9.axes]
     assert any(t.startswith("PyG, papers100M") and t.endswith("4xH200") for t in titles)
