@@ -101,12 +101,13 @@ def curves_figure(shown: list[dict], labels: dict, fewer: set):
                              squeeze=False, sharey=True)
     epochs = max(len(curve(r)) for r in shown)
     for ax, kind in zip(axes.flat, kinds):
+        full = max((b for b in map(batches_trained, by_kind[kind]) if b is not None), default=None)
         for rec in by_kind[kind]:
             impl, ys = rec["key"]["impl"], [100 * v for v in curve(rec)]
             short = id(rec) in fewer
             ax.plot(range(1, len(ys) + 1), ys, marker="o", color=COLOURS.get(impl, "0.5"), linestyle=":" if short
                     else "-", markerfacecolor="white" if short else COLOURS.get(impl, "0.5"), markersize=7,
-                    label=SYSTEMS.get(impl, impl) + (f" ({batches_trained(rec)} batches/epoch)" if short else ""))
+                    label=SYSTEMS.get(impl, impl) + (f" ({batches_trained(rec)} of {full} batches/epoch)" if short else ""))
         first = by_kind[kind][0]["key"]
         ax.set_title(f"{kind}: {SHORT.get(first['dataset'], first['dataset'])} {MODEL_NAMES[first['model']]}",
                      fontsize=10)
