@@ -11,6 +11,8 @@ from a table5 run.
 
 from __future__ import annotations
 
+import re
+
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Report, finish, group, span
@@ -184,6 +186,9 @@ NOTES = [
 ]
 
 
+LOG_TIME = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
+
+
 def dgl_layers_notes(records: list[dict]) -> list[str]:
     """What trained on DGL's blocks in the DGL column, per device kind: "DGL 2.1 sampler and loader;
     layers: ..." as the pipeline described it."""
@@ -192,6 +197,7 @@ def dgl_layers_notes(records: list[dict]) -> list[str]:
         if r["key"]["impl"] == "dgl_host" and r["metrics"].get("epoch_time") is not None:
             layers = (r["extra"].get("epoch_time", {}).get("components") or {}).get("layers")
             if layers:
+                layers = LOG_TIME.sub("", layers)      # DGL's log lines differ by their clock time alone
                 runs = seen.setdefault(f"{(r.get('device') or '?').upper()}: {layers}", [])
                 if run_number(r) not in runs:
                     runs.append(run_number(r))

@@ -487,3 +487,17 @@ def test_every_view_of_a_gpu_run_passes_figlint(tmp_path):
     assert gcn_top == pytest.approx(synced.iloc[0])
     table4 = artifacts["wholegraph.table4"][0]
     assert table4.status == "reproduced" and "stores per GPU 1.00-1.01x" in table4.headline   # 0.13 GiB x 4 GPUs
+
+
+def test_table5_names_dgl_layers_once_where_log_lines_differ_by_clock_time_alone():
+    from experiments.wholegraph.table5 import dgl_layers_notes
+
+    def rec(run_id, clock, backend="PyG"):
+        layers = f"layers: {backend}, since DGL is a CPU build ([{clock}] c_runtime_api.cc:82: Check failed)"
+        return {"key": {"impl": "dgl_host", "run_id": run_id}, "device": "cuda", "metrics": {"epoch_time": 1.0},
+                "extra": {"epoch_time": {"components": {"layers": layers}}}}
+
+    notes = dgl_layers_notes([rec("0147_a", "21:05:58"), rec("0147_a", "21:06:28"), rec("0150_b", "09:00:00")])
+    assert notes == ["DGL column, CUDA: layers: PyG, since DGL is a CPU build (c_runtime_api.cc:82: Check failed) "
+                     "(#0147, #0150)"]
+    assert len(dgl_layers_notes([rec("0147_a", "21:05:58"), rec("0147_a", "21:05:58", backend="DGL")])) == 2
