@@ -45,8 +45,9 @@ class Fig12(TrainingExperiment):
     metric, unit, better = "utilization", "%", "higher"
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-papers100M",), models=("sage",))
-    differs_from_paper = ("One GPU of 4 H200s instead of 8 A100s, on a papers100M stand-in at 4% scale whose epochs "
-                          "last seconds for ours (too few NVML samples for some), polled every 20 ms.")
+    differs_from_paper = ("One GPU of 4 H200s instead of 8 A100s, polled every 20 ms, on a papers100M stand-in at 4% "
+                          "scale whose epochs last under a second for ours with GCN and GraphSAGE (too few NVML "
+                          "samples to mean much) and a few seconds with GAT.")
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs, expand=False)
