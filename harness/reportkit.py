@@ -18,7 +18,8 @@ kit holds what they all do alike, so that a change of layout happens here once:
   implementation), :func:`ratio`,
   :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
 - runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
-  machine kind of every cell), :func:`skip_notes`, :func:`caption_hardware`.
+  machine kind of every cell), :func:`newest_rows` (the rows of those runs), :func:`skip_notes`,
+  :func:`caption_hardware`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,23 @@ def newest_per_kind(items: Iterable, labels: dict[str, str], cell: Callable, run
         run_id = run_of(item)
         out[(machine_kind(labels.get(run_id, run_id)), *cell(item))] = item
     return out
+
+
+def newest_rows(rows: "pd.DataFrame", labels: dict[str, str], by: Iterable[str] = (),
+                prefer: "pd.Series | None" = None) -> "pd.DataFrame":
+    """The rows of the newest run on each kind of machine for every group of the ``by`` columns
+    (the whole newest run where ``by`` is empty). ``prefer`` (a boolean per row, e.g. "at the
+    paper's settings"): a machine kind with any such row is judged on those rows alone."""
+    if rows.empty:
+        return rows
+    kind = rows["run_id"].map(lambda r: machine_kind(labels.get(r, r)))
+    if prefer is not None:
+        preferred_kinds = set(kind[prefer])
+        keep = prefer | ~kind.isin(preferred_kinds)
+        rows, kind = rows[keep], kind[keep]
+    keys = [kind] + [rows[c].map(lambda v: tuple(v) if isinstance(v, list) else v) for c in by]
+    newest = rows.groupby(keys, dropna=False, sort=False)["run_id"].transform("max")
+    return rows[rows["run_id"] == newest]
 
 
 def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
