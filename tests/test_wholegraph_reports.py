@@ -1,0 +1,60 @@
+"""WholeGraph's reports from hand-written runs: the newest run per machine kind in the headline
+table and figure, every run in the history, the paper's values as their own series."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from harness.figlint import figure_problems, table_problems
+from harness.report import report_runs
+
+from .helpers import CPU_MANIFEST, H200_MANIFEST, row, write_run
+
+matplotlib.use("Agg")
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _report(tmp_path, runs, exp_id):
+    """(the artifact, its output folder) of ``exp_id`` over ``runs``; its figure and table pass figlint."""
+    built: dict = {}
+    report_runs(runs, tmp_path / "rep", only=[exp_id], artifacts=built)
+    artifact = built[exp_id][0]
+    return artifact, tmp_path / "rep" / "wholegraph"
+
+
+def _lint(artifact) -> list[str]:
+    return table_problems(artifact.table) + (figure_problems(artifact.figure) if artifact.figure else [])
+
+
+def standin_rows(scale: float, nodes_error: float) -> list[dict]:
+    out = []
+    for name in ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05"):
+        params = {"dataset": name, "scale": scale}
+        extra = {"degree_max": 100, "degree_mean": 20.0, "tail_exponent": 2.5, "real_max_degree": None,
+                 "target_nodes": 1000, "target_edges": 20000}
+        mk = lambda metric, value, **kw: row("standin", value, experiment="wholegraph.table2",  # noqa: E731
+                                             params=params, metric=metric, unit="count", **kw)
+        out += [mk("nodes", 1000, extra=extra), mk("stored_edges", 20000),
+                mk("node_error", nodes_error), mk("edge_error", 0.0)]
+    return out
+
+
+def test_table2_shows_the_newest_stand_ins_per_machine_kind(tmp_path):
+    old = write_run(tmp_path, "0001_cpu", CPU_MANIFEST, standin_rows(0.5, 3.0))
+    new = write_run(tmp_path, "0002_cpu", CPU_MANIFEST, standin_rows(0.25, 1.0))
+    artifact, out = _report(tmp_path, [old, new], "wholegraph.table2")
+    table = _csv(out / "table2.csv")
+    assert [float(r["cpu stand-in scale"]) for r in table] == [0.25] * 4
+    assert [float(r["cpu stand-in nodes err %"]) for r in table] == [1.0] * 4
+    history = _csv(out / "table2.history.csv")
+    assert {float(r["cpu #0001 stand-in scale"]) for r in history} == {0.5}
+    assert "0002_cpu" in artifact.caption and "0001_cpu" not in artifact.caption
+    assert _lint(artifact) == []
