@@ -58,3 +58,36 @@ def test_table2_shows_the_newest_stand_ins_per_machine_kind(tmp_path):
     assert {float(r["cpu #0001 stand-in scale"]) for r in history} == {0.5}
     assert "0002_cpu" in artifact.caption and "0001_cpu" not in artifact.caption
     assert _lint(artifact) == []
+
+
+def fig8_rows(segments, algbw: float, mode: str = "chunked") -> list[dict]:
+    out = [row("ceiling_peer_copy", 370.0, experiment="wholegraph.fig8", metric="peer_copy_bw", unit="GB/s",
+               world_size=2, device="cuda", params={"copy_bytes": 1 << 30})]
+    for seg in segments:
+        params = {"segment_bytes": seg, "row_elems": seg // 4, "dtype": "float32", "mode": mode}
+        for metric, value in (("algbw", algbw), ("busbw", algbw / 2)):
+            out.append(row("p2p_shared", value, experiment="wholegraph.fig8", metric=metric, unit="GB/s",
+                           world_size=2, device="cuda", params=params))
+    return out
+
+
+def test_fig8_shows_the_newest_full_sweep_per_machine_kind_beside_the_papers_busbw(tmp_path):
+    from experiments.wholegraph.fig8 import SEGMENTS
+
+    full = write_run(tmp_path, "0001_h200x2", H200_MANIFEST, fig8_rows(SEGMENTS, 600.0))
+    few = write_run(tmp_path, "0002_h200x2", H200_MANIFEST, fig8_rows((64, 128), 500.0))
+    artifact, out = _report(tmp_path, [full, few], "wholegraph.fig8")
+    table = _csv(out / "fig8.csv")
+    assert [int(r["Segment (B)"]) for r in table] == list(SEGMENTS)          # the full sweep, not the newer two sizes
+    assert {float(r["p2p_shared (chunked) AlgoBW"]) for r in table} == {600.0}
+    at = {int(r["Segment (B)"]): r for r in table}
+    assert float(at[64]["paper BusBW (8x A100)"]) == 181 and float(at[4096]["paper BusBW (8x A100)"]) == 230
+    assert at[32]["paper BusBW (8x A100)"] == ""
+    history = _csv(out / "fig8.history.csv")
+    assert {r["Machine"] for r in history} == {"2xH200 #0001", "2xH200 #0002"}
+    assert "0001_h200x2" in artifact.caption and "0002_h200x2" not in artifact.caption
+    assert artifact.headline.startswith("2xH200: AlgoBW 600-600 GB/s per rank from 128 B (81% of the 740 GB/s")
+    (ax,) = [a for a in artifact.figure.axes if a.get_legend() is not None]
+    paper = next(ln for ln in ax.get_lines() if ln.get_label() == "paper (8x A100)")
+    assert paper.get_linestyle() == "--" and list(paper.get_ydata()) == [181] + [230] * 6
+    assert _lint(artifact) == []
