@@ -18,8 +18,8 @@ kit holds what they all do alike, so that a change of layout happens here once:
   implementation), :func:`ratio`,
   :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
 - runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
-  machine kind of every cell), :func:`newest_rows` (the rows of those runs), :func:`skip_notes`,
-  :func:`caption_hardware`.
+  machine kind of every cell), :func:`newest_rows` (the rows of those runs),
+  :func:`several_runs_per_kind`, :func:`skip_notes`, :func:`caption_hardware`.
 """
 
 from __future__ import annotations
@@ -105,6 +105,12 @@ def newest_rows(rows: "pd.DataFrame", labels: dict[str, str], by: Iterable[str] 
     keys = [kind] + [rows[c].map(lambda v: tuple(v) if isinstance(v, list) else v) for c in by]
     newest = rows.groupby(keys, dropna=False, sort=False)["run_id"].transform("max")
     return rows[rows["run_id"] == newest]
+
+
+def several_runs_per_kind(labels: dict[str, str]) -> bool:
+    """Whether some kind of machine has more than one run: a table of the newest run per kind then
+    shows less than every run, and the runs go to the artifact's history."""
+    return len(labels) > len({machine_kind(label) for label in labels.values()})
 
 
 def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:

@@ -159,3 +159,8 @@ def test_newest_rows_keep_the_newest_run_per_machine_kind_and_group():
     preferred = kit.newest_rows(frame, labels, prefer=frame["paper"])
     assert list(preferred.index) == [0, 2, 3]                 # 4xH200 judged on its paper-setting run; cpu has none
     assert kit.newest_rows(frame.iloc[0:0], labels).empty
+
+
+def test_several_runs_per_kind():
+    assert kit.several_runs_per_kind({"0001_a": "4xH200 #0001", "0003_b": "4xH200 #0003"})
+    assert not kit.several_runs_per_kind({"0001_a": "4xH200", "0002_c": "cpu", "0003_d": "2 of 4xH200"})
