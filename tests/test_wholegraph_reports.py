@@ -91,3 +91,30 @@ def test_fig8_shows_the_newest_full_sweep_per_machine_kind_beside_the_papers_bus
     paper = next(ln for ln in ax.get_lines() if ln.get_label() == "paper (8x A100)")
     assert paper.get_linestyle() == "--" and list(paper.get_ydata()) == [181] + [230] * 6
     assert _lint(artifact) == []
+
+
+def gather_rows(shared: float, nccl: float, peer: float = 400.0) -> list[dict]:
+    common = {"row_bytes": 512, "row_elems": 128, "dtype": "float32", "num_rows": 10, "ids_per_rank": 2_000_000}
+    mk = lambda impl, value, **p: row(impl, value, experiment="wholegraph.gather", metric="algbw",  # noqa: E731
+                                      unit="GB/s", world_size=2, device="cuda", params={**common, **p})
+    return [row("ceiling_peer_copy", peer, experiment="wholegraph.gather", metric="peer_copy_bw", unit="GB/s",
+                world_size=2, device="cuda", params={"copy_bytes": 1 << 30}),
+            mk("p2p_shared", shared, mode="chunked"), mk("nccl_alltoallv", nccl)]
+
+
+def test_gather_shows_each_cell_from_the_newest_run_per_machine_kind(tmp_path):
+    old = write_run(tmp_path, "0001_h200x2", H200_MANIFEST, gather_rows(500.0, 300.0))
+    new = write_run(tmp_path, "0002_h200x2", H200_MANIFEST, gather_rows(700.0, 280.0, peer=350.0)[:2])
+    artifact, out = _report(tmp_path, [old, new], "wholegraph.gather")
+    table = {r["Implementation"]: r for r in _csv(out / "gather.csv")}
+    assert set(table) == {"p2p_shared (chunked)", "nccl_alltoallv"}         # nothing unmeasured listed
+    assert float(table["p2p_shared (chunked)"]["512 B GB/s"]) == 700.0     # the newer run's cell
+    assert float(table["p2p_shared (chunked)"]["512 B % ceiling"]) == pytest.approx(100.0)   # its own ceiling
+    assert float(table["nccl_alltoallv"]["512 B GB/s"]) == 300.0            # measured in the older run only
+    assert artifact.headline == "p2p_shared / nccl_alltoallv at 512 B rows: 2xH200 2.33x (paper: > 2x)"
+    assert artifact.status == "reproduced"
+    history = _csv(out / "gather.history.csv")
+    assert {(r["Machine"], r["Implementation"]) for r in history if r["512 B GB/s"]} == \
+        {("2xH200 #0001", "p2p_shared (chunked)"), ("2xH200 #0001", "nccl_alltoallv"),
+         ("2xH200 #0002", "p2p_shared (chunked)")}
+    assert _lint(artifact) == []

@@ -14,7 +14,8 @@ from harness.argtypes import int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, colour, figure, finish, lines, machine_kind, newest_rows, span
+from harness.reportkit import (Report, colour, figure, finish, lines, machine_kind, newest_rows,
+                               several_runs_per_kind, span)
 
 from . import PAPER_GPUS, PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit
@@ -83,7 +84,7 @@ class Fig8(Experiment):
         for machine, (peer, world) in ceilings.items():
             shown.notes.append(f"{machine}: one-way peer copy {peer:.0f} GB/s; AlgoBW ceiling "
                                f"{peer * world / (world - 1):.0f} GB/s per rank, BusBW ceiling {peer:.0f} GB/s")
-        history = bandwidth_table(rep.ok, rep.labels) if set(rep.labels) - shown_ids else None
+        history = bandwidth_table(rep.ok, rep.labels) if several_runs_per_kind(rep.labels) else None
         caption = shown.caption("Random-read bandwidth (GB/s per rank) vs contiguous segment size, every rank gathering "
                                 "random segments concurrently from a table spread evenly over all GPUs"
                                 + ("; each curve from the newest run on its kind of machine (every run: "

@@ -15,7 +15,8 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finish, finite, lines, machine_kind, newest_rows, ratio
+from harness.reportkit import (Report, figure, finish, finite, lines, machine_kind, newest_rows, ratio,
+                               several_runs_per_kind)
 from harness.worlds import Worlds
 
 from . import PAPER_GPUS, PAPER_HARDWARE
@@ -164,7 +165,8 @@ class Table1(Experiment):
         scale_note = "" if scales == [1.0] else \
             f" Sizes measured at {', '.join(f'{s:g}' for s in scales)} x the paper's (--scale)."
         steps = sorted(set(ok["p_steps"].dropna().astype(int))) if "p_steps" in ok else []
-        history = latency_table(rep.rows, rep.ok, rep.labels, self.impls) if set(rep.labels) - shown_ids else None
+        history = latency_table(rep.rows, rep.ok, rep.labels, self.impls) if several_runs_per_kind(rep.labels) \
+            else None
         caption = shown.caption(f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
                                 f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0"
                                 + ("; the newest run on each kind of machine (every run: table1.history.md)."

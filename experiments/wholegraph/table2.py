@@ -2,7 +2,7 @@
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import newest_rows, run_labels
+from harness.reportkit import newest_rows, run_labels, several_runs_per_kind
 from experiments.datasets.tables import DatasetTable
 
 
@@ -16,8 +16,9 @@ class DatasetsTable(DatasetTable):
     def report(self, rows, runs) -> ReportArtifact:
         """The table with the newest run per machine kind's stand-ins; every run's in the history."""
         ok = rows[rows["status"] == "ok"]
-        shown = set(newest_rows(ok, run_labels(rows, runs))["run_id"]) or set(rows["run_id"])
+        labels = run_labels(rows, runs)
+        shown = set(newest_rows(ok, labels)["run_id"]) or set(rows["run_id"])
         artifact = super().report(rows[rows["run_id"].isin(shown)], [r for r in runs if r.run_id in shown])
-        if set(rows["run_id"]) - shown:
+        if several_runs_per_kind(labels):
             artifact.history = super().report(rows, runs).table
         return artifact
