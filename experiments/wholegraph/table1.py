@@ -210,7 +210,8 @@ def latency_table(rows, ok, machine_of: dict, impls):
             for impl in impls:
                 hit = mine[mine["impl"] == impl]["value"]
                 rec[IMPL_LABELS[impl]] = float(hit.iloc[0]) if not hit.empty else None
-            records.append(rec)
+            if not mine.empty:               # a size the machine did not measure has no row
+                records.append(rec)
     table = pd.DataFrame.from_records(records)
     for col in IMPL_LABELS.values():
         if col not in table:
@@ -247,9 +248,12 @@ def latency_figure(table, gpus: dict, scales: dict):
                    {"color": PATHS[col][0], "marker": PATHS[col][1], "paper": True}) for col in ("UM", "P2P")]
         mine = table[table["Machine"] == machine]
         alone = " (1 GPU: all local)" if gpus.get(machine) == 1 else ""
-        series += [(f"{col}, {machine}" + (alone if col == "UM" else ""), mine["Memory size (GB)"].astype(float),
-                    mine[col], {"color": colour, "marker": marker, "linestyle": style, "zorder": 3 if col == "UM" else 2})
-                   for col, (colour, marker, style) in PATHS.items() if col in mine and mine[col].notna().any()]
+        for col, (colour, marker, style) in PATHS.items():
+            have = mine[mine[col].notna()] if col in mine else mine.iloc[0:0]
+            if not have.empty:                   # the sizes measured, joined
+                series.append((f"{col}, {machine}" + (alone if col == "UM" else ""),
+                               have["Memory size (GB)"].astype(float), have[col],
+                               {"color": colour, "marker": marker, "linestyle": style, "zorder": 3 if col == "UM" else 2}))
         lines(ax, series, legend_size=None, grid=False)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
