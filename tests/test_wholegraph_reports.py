@@ -118,3 +118,35 @@ def test_gather_shows_each_cell_from_the_newest_run_per_machine_kind(tmp_path):
         {("2xH200 #0001", "p2p_shared (chunked)"), ("2xH200 #0001", "nccl_alltoallv"),
          ("2xH200 #0002", "p2p_shared (chunked)")}
     assert _lint(artifact) == []
+
+
+def fig10_rows(nccl_ms: float, shared_ms: float, datasets=("ogbn-products", "friendster")) -> list[dict]:
+    out = []
+    for ds in datasets:
+        params = {"dataset": ds, "feature_dim": 128, "scale": 0.5}
+        mk = lambda impl, metric, value, unit, **p: row(  # noqa: E731
+            impl, value, experiment="wholegraph.fig10", metric=metric, unit=unit, world_size=4, device="cuda",
+            params={**params, **p}, extra={"ids_per_batch": 1000, "sampler": "path_doubling + hash_append"})
+        out += [mk("nccl_alltoallv", "time_per_batch", nccl_ms, "ms"), mk("nccl_alltoallv", "alltoallv_bw", 400.0, "GB/s"),
+                mk("p2p_shared", "time_per_batch", shared_ms, "ms", mode="chunked"),
+                mk("p2p_shared", "algbw", 360.0, "GB/s", mode="chunked")]
+    return out
+
+
+def test_fig10_judges_the_newest_run_and_draws_the_papers_2x(tmp_path):
+    manifest = {**H200_MANIFEST, "hardware": "4xH200"}
+    old = write_run(tmp_path, "0001_h200x4", manifest, fig10_rows(3.0, 1.0))          # 3x: would reproduce
+    new = write_run(tmp_path, "0002_h200x4", manifest, fig10_rows(3.0, 2.0))          # 1.5x
+    artifact, out = _report(tmp_path, [old, new], "wholegraph.fig10")
+    table = _csv(out / "fig10.csv")
+    assert [float(r["speedup NCCL/shared"]) for r in table] == [1.5, 1.5]
+    assert [float(r["NCCL alltoallv BusBW"]) for r in table] == [300.0, 300.0]          # 400 x 3/4, the paper's BusBW
+    assert artifact.status == "not reproduced"
+    assert artifact.headline == "4xH200: speedup NCCL/shared 1.50x-1.50x (paper: > 2x)"
+    history = _csv(out / "fig10.history.csv")
+    assert sorted(float(r["speedup NCCL/shared"]) for r in history) == [1.5, 1.5, 3.0, 3.0]
+    assert {float(r["NCCL alltoallv GB/s"]) for r in history} == {400.0}
+    right = [a for a in artifact.figure.axes if a.get_ylabel().startswith("speedup")][0]
+    paper = [ln for ln in right.get_lines() if ln.get_label().startswith("paper (8x A100)")]
+    assert len(paper) == 1 and set(paper[0].get_ydata()) == {2.0} and paper[0].get_linestyle() == "--"
+    assert _lint(artifact) == []
