@@ -150,3 +150,43 @@ def test_fig10_judges_the_newest_run_and_draws_the_papers_2x(tmp_path):
     paper = [ln for ln in right.get_lines() if ln.get_label().startswith("paper (8x A100)")]
     assert len(paper) == 1 and set(paper[0].get_ydata()) == {2.0} and paper[0].get_linestyle() == "--"
     assert _lint(artifact) == []
+
+
+def sampling_row(impl: str, value: float, kind: str = "minibatch", metric: str = "time", **params) -> dict:
+    base = {"kind": kind, "dataset": "ogbn-products", "scale": 1.0, "store": "local", "mode": "continuous",
+            "fanouts": [30, 30, 30], "batch": 512}
+    if impl == "path_doubling":
+        base["unique"] = "hash_append"
+    unit = "ms" if metric == "time" else "edges/s"
+    return row(impl, value, experiment="wholegraph.sampling", metric=metric, unit=unit, world_size=1, device="cuda",
+               params={**base, **params})
+
+
+def test_sampling_shows_same_run_comparisons_with_wholegraph_and_the_host_loaders(tmp_path):
+    grid = [sampling_row("path_doubling", 2.0), sampling_row("wholegraph_lib", 3.0),
+            sampling_row("path_doubling", 5e6, metric="edges_per_s"),
+            sampling_row("path_doubling", 0.12, kind="hop", fanout=10, batch=6000),
+            sampling_row("wholegraph_lib", 0.18, kind="hop", fanout=10, batch=6000)]
+    loader = [sampling_row("path_doubling", 2.5),                               # ours, beside the loader
+              row("pyg", 1250.0, experiment="wholegraph.sampling", metric="time", unit="ms", device="cuda",
+                  params={"kind": "loader", "dataset": "ogbn-products", "scale": 1.0, "store": "local",
+                          "mode": "continuous", "fanouts": [30, 30, 30], "batch": 512, "workers": 8},
+                  extra={"workers": 8, "window": 8})]
+    a = write_run(tmp_path, "0001_h200", H200_MANIFEST, grid)
+    b = write_run(tmp_path, "0002_h200", H200_MANIFEST, loader)
+    artifact, out = _report(tmp_path, [a, b], "wholegraph.sampling")
+    table = _csv(out / "sampling.csv")
+    assert len(table) == 1                                    # the grid of the run comparing ours with WholeGraph
+    assert float(table[0]["path_doubling ms"]) == 2.0 and float(table[0]["wholegraph_lib / path_doubling"]) == 1.5
+    assert "path_doubling Medges/s" not in table[0]
+    history = _csv(out / "sampling.history.csv")
+    assert sorted(float(r["path_doubling ms"]) for r in history) == [2.0, 2.5]
+    assert float(next(r for r in history if r["path_doubling Medges/s"])["path_doubling Medges/s"]) == 5.0
+    notes = "\n".join(artifact.notes)
+    assert "PyG NeighborLoader [30, 30, 30] x 512 with 8 workers on products: 1250.0 ms" in notes
+    assert "path_doubling + hash_append on one GPU 2.500 ms = 500.0x faster (issue target >= 50x: met)" in notes
+    assert "path_doubling / WholeGraph = 0.67 (issue target <= 1: met)" in notes
+    assert "NeighborLoader" in artifact.headline and "one hop of" in artifact.headline
+    marks = {t.get_text() for ax in artifact.figure.axes for t in ax.texts}
+    assert {"1.5x", "500x"} <= marks                          # WholeGraph's and PyG's time over ours
+    assert _lint(artifact) == []
