@@ -177,7 +177,8 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
 # One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
 # the paper's values are their own series, drawn in PAPER_STYLE.
 PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
-           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f"}
+           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f",
+           "PaGraph": "#7b4173"}
 PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
 
 
