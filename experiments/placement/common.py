@@ -228,9 +228,9 @@ class BreakdownExperiment(Experiment):
     @property
     def differs_from_paper(self) -> str:
         return (f"Loading time per mini-batch modelled with Eq. 3 over sampled batches of a {self.dataset} stand-in "
-                "a fraction of the real size, and where measured gathered on 4 H200s that all share NVLink "
-                "(pairs emulated by reading only the paired GPU), not epoch times on the paper's 8x V100 "
-                "NVSwitch workstation; PaGraph and METIS are re-implemented or stand in through pymetis.")
+                "a fraction of the real size and, where measured, gathered on 4 H200s with NVLink between all (as the "
+                "paper's NVSwitch), not epoch times on the paper's 8x V100; the 8-GPU configurations are modelled "
+                "only, PaGraph is re-implemented and METIS is pymetis.")
 
     @property
     def parameters(self):  # a property so subclasses' class attributes feed the defaults
