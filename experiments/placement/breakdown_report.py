@@ -531,11 +531,12 @@ def _panel(exp, ax, frame, measured, timeouts, kind, topology, handles) -> list[
                 if hit is not None:
                     on_gpu = hit["p_measured_on"] == "cuda"
                     name = "measured on GPU" if on_gpu else "measured on CPU ranks"
+                    bound = " (overhead-bound: fixed costs, not the placement)" if overhead_bound_text(measured) else ""
                     ax.plot([x], [hit["loading_time"]], marker="D", markersize=6, linestyle="none",
                             markerfacecolor="black" if on_gpu else "white", markeredgecolor="black")
                     handles.setdefault(name, Line2D([], [], marker="D", linestyle="none", color="black",
                                                     markerfacecolor="black" if on_gpu else "white",
-                                                    label=name))
+                                                    label=name + bound))
                     values.append(hit["loading_time"])
             elif (buffer, policy) in out:
                 ax.scatter([x], [0.04], marker="x", s=40, color=colour, transform=ax.get_xaxis_transform(),
