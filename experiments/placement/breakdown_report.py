@@ -472,8 +472,8 @@ def _figure(exp, frame, measured, timeouts, not_run):
     for policy, reason in not_run:
         handles[f"{policy} not run"] = Patch(facecolor="none", edgecolor="none", label=f"{policy}: not run ({reason})")
     keys = sorted(handles, key=_legend_rank)
-    lines = [[handles[k] for k in keys if _legend_rank(k)[0] <= 1], [handles[k] for k in keys if _legend_rank(k)[0] > 1]]
-    lines = [line for line in lines if line]
+    bars_key = [handles[k] for k in keys if _legend_rank(k)[0] <= 1]
+    lines = [line for line in (bars_key, [handles[k] for k in keys if _legend_rank(k)[0] > 1]) if line]
     for n, line in enumerate(lines):             # the bars' key on one line, the marks' on the next
         fig.legend(line, [h.get_label() for h in line], loc="lower center", ncol=len(line), fontsize=9,
                    frameon=False, bbox_to_anchor=(0.5, 0.3 * (len(lines) - 1 - n) / height))

@@ -10,8 +10,8 @@
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
   (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
-  topology's GPUs or NVLinks.
-- paper-vs-measured comparison lines for the reports.
+  topology's GPUs or NVLinks; its report is breakdown_report.py.
+- the policies' labels, bar order and colours (:data:`POLICY_COLOURS`) every placement figure uses.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ class Table2(Experiment):
         table = rep.table(self._records(shown.rows, shown.kind, "Machine", datasets), single=(), drop_empty=False)
         history = rep.table(self._records(rep.rows, rep.label, "Run", datasets), single=(), drop_empty=False)
         ok = shown.rows[shown.rows["status"] == "ok"]
-        mine = {(r.run_id and shown.kind(r.run_id), r.impl, r.p_dataset): r.value for r in ok.itertuples(index=False)}
+        mine = {(shown.kind(r.run_id), r.impl, r.p_dataset): r.value for r in ok.itertuples(index=False)}
         speedups = []
         for kind, impl, ds in sorted((k for k in mine if k[1] != "clique_opt"), key=lambda k: datasets.index(k[2])):
             if (kind, "clique_opt", ds) in mine:
@@ -137,10 +137,11 @@ class Table2(Experiment):
             "ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; METIS = pymetis k-way "
             "(given the CSR in its index type, converted before the timing); PaGraph = its O(N^2) training-node "
             "partitioning under a time cap ('>' marks a timeout, with the projected total: hatched bar at the cap, "
-            f"hollow marker at the projection); '-': not run at the scale shown. Graphs: stand-ins at scale {scales} of the paper's ({sizes}). Shown: "
-            "the newest run per machine kind at the paper's settings (per cell, from runs of one scale); every run "
-            "is in table2.history.md." + (f" Note: {SMOKE_NOTE}." if shown.smoke else "")
-            + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs))
+            "hollow marker at the projection); '-': not run at the scale shown. Graphs: stand-ins at scale "
+            f"{scales} of the paper's ({sizes}). Shown: the newest run per machine kind at the paper's settings (per "
+            "cell, from runs of one scale); every run is in table2.history.md."
+            + (f" Note: {SMOKE_NOTE}." if shown.smoke else "") + f" Paper: {PAPER_HARDWARE}. "
+            + shown.caption_hardware(rep.runs))
         fig = self._figure(table, datasets)
         return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history)
 

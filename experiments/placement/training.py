@@ -108,9 +108,10 @@ class LossExperiment(Experiment):
 
     @property
     def differs_from_paper(self) -> str:
-        return (f"A small GraphSAGE-mean (64 hidden units, not the paper's 512) trained on the CPU over a {self.dataset} "
-                "stand-in a fraction of the real size, with the GPUs simulated (data-parallel loss averaging, Eq. 3 "
-                "for loading), not on the paper's 8x V100; PaGraph's local shuffling is re-implemented.")
+        return (f"A small GraphSAGE-mean (64 hidden units, not the paper's 512) trained on the CPU over a "
+                f"{self.dataset} stand-in a fraction of the real size, with the GPUs simulated (data-parallel loss "
+                "averaging, Eq. 3 for loading), not on the paper's 8x V100; PaGraph's local shuffling is "
+                "re-implemented.")
 
     @property
     def parameters(self):
@@ -174,9 +175,9 @@ class LossExperiment(Experiment):
         table = rep.table(records, empty="no rows", single=("Machine",), drop_empty=False)
         history = rep.table(_loss_records(rep.ok, rep.label, "Run"), empty="no rows", single=(), drop_empty=False)
         changes = _las_changes(records)
-        rep.notes += [f"[{kind}] {top}: final loss with LAS {las:.4f} vs {base:.4f} without ({las / base - 1:+.1%}); host "
-                      f"reads {las_host:.0f}% vs {base_host:.0f}%. Paper: 'the two lines almost overlap' / 'almost "
-                      "the same convergence speed'" for kind, top, las, base, las_host, base_host in changes]
+        rep.notes += [f"[{kind}] {top}: final loss with LAS {las:.4f} vs {base:.4f} without ({las / base - 1:+.1%}); "
+                      f"host reads {las_host:.0f}% vs {base_host:.0f}%. Paper: 'the two lines almost overlap' / "
+                      "'almost the same convergence speed'" for kind, top, las, base, las_host, base_host in changes]
         rep.notes += [f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset (a stand-in's "
                       "accuracy is not comparable)" for pv in self.paper_values]
         if shown.smoke:
