@@ -202,7 +202,7 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
 # the paper's values are their own series, drawn in PAPER_STYLE.
 PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
            "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f",
-           "NCCL": "#8c6d31", "host memory": "#a55194"}
+           "NCCL": "#8c6d31", "host memory": "#a55194", "PaGraph": "#7b4173"}
 PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
 
 
@@ -212,11 +212,13 @@ def colour(label: str) -> str | None:
     hits = [name for name in PALETTE if name.lower() in str(label).lower()]
     return PALETTE[max(hits, key=len)] if hits else None
 
-def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
+def figure(figsize=(8, 4), ncols: int = 1, nrows: int = 1, **kwargs):
     """A new figure (and its axes): every report's plot starts here."""
     import matplotlib.pyplot as plt
 
-    return plt.subplots(1, ncols, figsize=figsize, **kwargs) if ncols > 1 else plt.subplots(figsize=figsize, **kwargs)
+    if ncols > 1 or nrows > 1:
+        return plt.subplots(nrows, ncols, figsize=figsize, **kwargs)
+    return plt.subplots(figsize=figsize, **kwargs)
 
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
