@@ -187,11 +187,13 @@ def colour(label: str) -> str | None:
     hits = [name for name in PALETTE if name.lower() in str(label).lower()]
     return PALETTE[max(hits, key=len)] if hits else None
 
-def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
+def figure(figsize=(8, 4), ncols: int = 1, nrows: int = 1, **kwargs):
     """A new figure (and its axes): every report's plot starts here."""
     import matplotlib.pyplot as plt
 
-    return plt.subplots(1, ncols, figsize=figsize, **kwargs) if ncols > 1 else plt.subplots(figsize=figsize, **kwargs)
+    if ncols > 1 or nrows > 1:
+        return plt.subplots(nrows, ncols, figsize=figsize, **kwargs)
+    return plt.subplots(figsize=figsize, **kwargs)
 
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
