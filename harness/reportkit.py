@@ -312,9 +312,11 @@ class Report:
             table = table[[c for c in table.columns if table[c].notna().any() or (keep and c.startswith(keep))]]
         return table
 
-    def caption(self, *parts: str) -> str:
-        """The sentences of the caption, then the hardware and software of every run."""
-        return " ".join(p for p in parts if p) + " " + caption_hardware(self.runs)
+    def caption(self, *parts: str, runs: Iterable[str] | None = None) -> str:
+        """The sentences of the caption, then the hardware and software of every run (of the run
+        ids ``runs`` only, where given: those the headline table and figure show)."""
+        shown = self.runs if runs is None else [r for r in self.runs if r.run_id in set(runs)]
+        return " ".join(p for p in parts if p) + " " + caption_hardware(shown)
 
     def skip_notes(self, rows: "pd.DataFrame | None" = None) -> list[str]:
         return skip_notes(self.rows if rows is None else rows, self.labels)

@@ -104,6 +104,15 @@ def test_report_artifact_notes_end_with_skips_of_the_chosen_rows():
     assert rep.artifact("Title", "c", rep.table([{"x": 1}]), skips=False).notes == ["a finding"]
 
 
+def test_caption_names_only_the_runs_shown_where_given():
+    frame = rows({"run_id": "0001_a", "impl": "ours", "status": "ok"}, {"run_id": "0002_b", "impl": "ours", "status": "ok"})
+    runs = [RunInfo("0001_a", "cpu", {}), RunInfo("0002_b", "cpu", {})]
+    rep = kit.Report(Exp(), frame, runs)
+    assert "0001_a" in rep.caption("C.") and "0002_b" in rep.caption("C.")
+    shown = rep.caption("C.", runs=["0002_b"])
+    assert shown.startswith("C. Measured on 0002_b") and "0001_a" not in shown
+
+
 @pytest.mark.parametrize("label,kind", [("4xH200 #0084", "4xH200"), ("cpu", "cpu"),
                                         ("2 of 4xH200 #0003", "2 of 4xH200")])
 def test_machine_kind(label, kind):
