@@ -285,9 +285,11 @@ class Report:
             table = table[[c for c in table.columns if table[c].notna().any() or (keep and c.startswith(keep))]]
         return table
 
-    def caption(self, *parts: str) -> str:
-        """The sentences of the caption, then the hardware and software of every run."""
-        return " ".join(p for p in parts if p) + " " + caption_hardware(self.runs)
+    def caption(self, *parts: str, shown: Iterable[str] | None = None) -> str:
+        """The sentences of the caption, then the hardware and software of every run (of the runs
+        ``shown``, run ids, where the figure and table show fewer than every run)."""
+        runs = self.runs if shown is None else [r for r in self.runs if r.run_id in set(shown)]
+        return " ".join(p for p in parts if p) + " " + caption_hardware(runs)
 
     def skip_notes(self, rows: "pd.DataFrame | None" = None) -> list[str]:
         return skip_notes(self.rows if rows is None else rows, self.labels)

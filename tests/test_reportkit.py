@@ -104,6 +104,16 @@ def test_report_artifact_notes_end_with_skips_of_the_chosen_rows():
     assert rep.artifact("Title", "c", rep.table([{"x": 1}]), skips=False).notes == ["a finding"]
 
 
+def test_a_caption_names_the_runs_shown_alone():
+    runs = [RunInfo(f"000{i}_a", "2xH200", {"gpus": {"count": 2, "devices": [{"name": "NVIDIA H200"}]}})
+            for i in (1, 2)]
+    rep = kit.Report(Exp(), rows({"run_id": "0001_a", "impl": "ours", "status": "ok"},
+                                 {"run_id": "0002_a", "impl": "ours", "status": "ok"}), runs)
+    assert "0001_a" in rep.caption("C.") and "0002_a" in rep.caption("C.")
+    shown = rep.caption("C.", shown=["0002_a"])
+    assert shown.startswith("C. Measured on 0002_a") and "0001_a" not in shown
+
+
 @pytest.mark.parametrize("label,kind", [("4xH200 #0084", "4xH200"), ("cpu", "cpu"),
                                         ("2 of 4xH200 #0003", "2 of 4xH200")])
 def test_machine_kind(label, kind):
