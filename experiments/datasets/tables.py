@@ -128,7 +128,8 @@ def shown_standins(rep):
         return ok.assign(machine=[])
     full = ok[~ok["run_id"].isin(quick)]
     pool = full if not full.empty else ok
-    kind = dict(zip(pool["run_id"], pool["hardware"]))
+    hardware = {r.run_id: r.hardware for r in rep.runs}
+    kind = {run_id: hardware.get(run_id, "unknown") for run_id in pool["run_id"]}
     latest_kind = kind[max(kind)]
     pool = pool[pool["run_id"].map(kind) == latest_kind]
     newest_run = pool.groupby("p_dataset")["run_id"].transform("max")

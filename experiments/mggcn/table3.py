@@ -158,7 +158,7 @@ class Table3(MGGCNExperiment):
         return pd.DataFrame.from_records(records)
 
 
-# Table 3's columns; the paper's hardware as its series are labelled
+# Table 3's dataset columns in its order; its values' series label (the paper's hardware)
 PAPER_ORDER = ("reddit", "papers", "products", "proteins")
 PAPER_LABEL = "paper (8x A100)"
 MARKERS = "o^vD<>"
