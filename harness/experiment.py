@@ -143,7 +143,6 @@ class Experiment:
     metric: str = ""             # primary metric (rows of skipped points carry it)
     unit: str = ""
     better: str = "lower"
-    paper_hardware: str = ""
     # one line for the report caption: what a timed repeat finds warm and what it reads cold
     # (docs/measurement.md: what a fair repeat is)
     warm_and_cold: str = ""

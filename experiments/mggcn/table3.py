@@ -15,9 +15,8 @@ from harness.registry import register_experiment
 from harness.reportkit import Report, figure, finish, lines
 
 from . import PAPER_HARDWARE_A100
-from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list,
-                     limit_threads, load_graph, model_list, resolve_model, scale_note,
-                     measure_epoch_time)
+from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, common_parameters, dataset_list, limit_threads, load_graph,
+                     measure_epoch_time, mggcn_params, model_list, scale_note)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -51,7 +50,6 @@ def _paper_values():
 class Table3(MGGCNExperiment):
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
     impls = ("mggcn",) + BASELINES
-    paper_hardware = PAPER_HARDWARE_A100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")
@@ -66,18 +64,12 @@ class Table3(MGGCNExperiment):
 
     def points(self, cfg):
         worlds = self.world_sizes(cfg)
-        for ds in self.param(cfg, "datasets"):
-            choice = DATASETS[ds]
-            scale = self.scale(cfg, choice.key)
-            for model_text in self.param(cfg, "models"):
-                model = resolve_model(model_text, choice)
-                if model is None:
-                    continue
-                base = {"dataset": ds, "model": model, "scale": scale}
-                for world in worlds:
-                    yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
-                for impl in BASELINES:
-                    yield Point(impl, {**base, "gpus": 1}, 1)
+        for ds, model, scale in self.datasets_and_models(cfg):
+            base = {"dataset": ds, "model": model, "scale": scale}
+            for world in worlds:
+                yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
+            for impl in BASELINES:
+                yield Point(impl, {**base, "gpus": 1}, 1)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)

@@ -199,7 +199,6 @@ class BreakdownExperiment(Experiment):
 
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: every batch is "
                      "gathered once, after untimed warm-up batches whose lines are flushed from the L2; "
                      "batches of one epoch share hot rows, as in training.")

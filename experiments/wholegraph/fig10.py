@@ -46,7 +46,6 @@ class Fig10(Experiment):
     interface = "gather"
     impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
     metric, unit, better = "time_per_batch", "ms", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: the store and compiled kernels. Each repeat gathers the same sampled mini-batches, "
                      "many times the L2 per rank, so no repeat is served by the last one's lines; hot nodes "
                      "shared within and across batches hit the L2 as in training.")

@@ -30,7 +30,6 @@ class Fig8(Experiment):
     interface = "gather"
     impls = ("p2p_shared", "wholegraph_lib", "ceiling_peer_copy")
     metric, unit, better = "busbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: the store and compiled kernels. Cold: each repeat gathers the same ids, at least "
                      "4x the L2 per rank at the default sizes, and an L2 flush runs before each repeat that "
                      "reads less (rows: gathered_over_l2, flush_mib).")

@@ -189,7 +189,6 @@ class GatherTable(Experiment):
     impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
              "ceiling_peer_copy", "ceiling_alltoall")
     metric, unit, better = "algbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: the store, pointer tables and compiled kernels. Cold: each repeat gathers the same "
                      "ids, at least 4x the L2 per rank at the default sizes, and an L2 flush runs before each "
                      "repeat that reads less (rows: gathered_over_l2, flush_mib), so no repeat is served by "

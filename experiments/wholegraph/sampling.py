@@ -200,7 +200,6 @@ class SamplingTable(Experiment):
     interface = "sampling"
     impls = IMPLS
     metric, unit, better = "time", "ms", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: the CSR, the samplers' workspaces (dense_append's id table) and compiled kernels. "
                      "Cold: every timed call samples its own batch of seeds, cut from one shuffle as an "
                      "epoch's batches are (rows: seed_batches); PyG's loader is timed by its production rate "

@@ -80,7 +80,6 @@ class Table1(Experiment):
     interface = "probes"
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
     metric, unit, better = "latency", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = _paper_values()
     worlds = PROBE_WORLDS

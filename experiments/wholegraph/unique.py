@@ -61,7 +61,6 @@ class UniqueTable(Experiment):
     interface = "unique"
     impls = UNIQUE_IMPLS
     metric, unit, better = "time", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: the inputs, as a sampler that just wrote them leaves them, and compiled kernels. "
                      "Cold: the hash and id tables and all else: the L2 is flushed before each call (rows: "
                      "flush_mib).")

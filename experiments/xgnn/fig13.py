@@ -47,7 +47,6 @@ class Fig13(Experiment):
     impls = ("xgnn_solver", "clique", "clique_opt")
     metric, unit, better = "extract_time", "ms/batch", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Search time on the CPU for a fixed topology after 2 untimed runs; no state is carried "
                      "between runs.")
     paper_values = (
@@ -75,7 +74,6 @@ class Fig13(Experiment):
         return 0.0005 if cfg.quick else 0.002
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for topology in self.param(cfg, "topologies"):
