@@ -145,6 +145,9 @@ class Experiment:
     better: str = "lower"
     # one line for the report caption: what a timed repeat finds warm and what it reads cold
     # (docs/measurement.md: what a fair repeat is)
+    # one line for the paper's page: what differs from the paper's setup (default: its hardware
+    # beside the machines of the committed runs)
+    differs_from_paper: str = ""
     warm_and_cold: str = ""
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()

@@ -25,3 +25,6 @@ def test_a_quick_run_touches_neither_results_nor_reports(tmp_path, monkeypatch, 
     assert main(["report", "--all"]) == 0
     assert (tmp_path / "reports" / "wholegraph" / "table1.md").is_file()
     assert (tmp_path / "reports" / "README.md").is_file()
+    page = (tmp_path / "reports" / "wholegraph" / "README.md").read_text()    # a page per paper
+    assert "`wholegraph.table1`" in page and "![wholegraph.table1](table1.png)" in page and "Setup:" in page
+    assert "(wholegraph/README.md)" in (tmp_path / "reports" / "README.md").read_text()
