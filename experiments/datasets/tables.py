@@ -26,6 +26,7 @@ class DatasetTable(Experiment):
     impls = ("standin",)
     metric, unit, better = "nodes", "count", "higher"
     worlds = Worlds(fixed=(1,))
+    paper_hardware = ""          # a table of datasets: no machine of the paper's to compare with
     parameters = {
         "max_edges": Param(5e7, positive_float, "largest stand-in generated (stored edges); bigger graphs "
                                                  "are generated at the scale that fits"),

@@ -25,6 +25,7 @@ from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_t
 @register_experiment
 class Fig7(MGGCNExperiment):
     title = "Effect of random permutation on epoch time (MG-GCN Fig. 7)"
+    paper_hardware = PAPER_HARDWARE_V100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")

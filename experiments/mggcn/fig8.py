@@ -33,6 +33,7 @@ def _dataset(text: str) -> str:
 @register_experiment
 class Fig8(MGGCNExperiment):
     title = "SpMM stage timeline with and without communication overlap (MG-GCN Fig. 8)"
+    paper_hardware = PAPER_HARDWARE_V100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; untimed warm-up epochs first; graphs beyond the smallest are many "
                      "times the L2.")

@@ -50,6 +50,7 @@ def _paper_values():
 class Table3(MGGCNExperiment):
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
     impls = ("mggcn",) + BASELINES
+    paper_hardware = PAPER_HARDWARE_A100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")
