@@ -12,4 +12,5 @@ from .training import LossExperiment
 class Fig12(LossExperiment):
     dataset = "mag240m"
     quick_scale, full_scale = 0.0005, 0.002
-    paper_values = (PaperValue("Sec. 5.3 (Fig. 12)", "clique_opt", {"las": True}, "test_accuracy", 0.688, "", "(+/- 0.002)"),)
+    paper_values = (PaperValue("Sec. 5.3 (Fig. 12)", "clique_opt", {"las": True}, "test_accuracy",
+                               0.688, "", "(+/- 0.002)"),)

@@ -12,4 +12,5 @@ from .training import LossExperiment
 class Fig7(LossExperiment):
     dataset = "reddit"
     quick_scale, full_scale = 0.02, 0.1
-    paper_values = (PaperValue("Sec. 5.2 (Fig. 7)", "clique_opt", {"las": True}, "test_accuracy", 0.964, "", "(+/- 0.001)"),)
+    paper_values = (PaperValue("Sec. 5.2 (Fig. 7)", "clique_opt", {"las": True}, "test_accuracy",
+                               0.964, "", "(+/- 0.001)"),)

@@ -12,4 +12,5 @@ from .training import LossExperiment
 class Fig9(LossExperiment):
     dataset = "products"
     quick_scale, full_scale = 0.004, 0.02
-    paper_values = (PaperValue("Sec. 5.2 (Fig. 9)", "clique_opt", {"las": True}, "test_accuracy", 0.787, "", "(+/- 0.001)"),)
+    paper_values = (PaperValue("Sec. 5.2 (Fig. 9)", "clique_opt", {"las": True}, "test_accuracy",
+                               0.787, "", "(+/- 0.001)"),)
