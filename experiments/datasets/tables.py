@@ -28,6 +28,7 @@ class DatasetTable(Experiment):
     differs_from_paper = ("The paper's cells recomputed from the harness's dataset registry; beside them synthetic "
                           "stand-ins generated at the scale that fits the machine, not the real graphs.")
     worlds = Worlds(fixed=(1,))
+    paper_hardware = ""          # a table of datasets: no machine of the paper's to compare with
     parameters = {
         "max_edges": Param(5e7, positive_float, "largest stand-in generated (stored edges); bigger graphs "
                                                  "are generated at the scale that fits"),

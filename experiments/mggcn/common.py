@@ -12,8 +12,6 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Param
 from harness.worlds import Worlds, world_sizes
 
-from . import PAPER_HARDWARE
-
 GiB = float(1 << 30)
 
 
@@ -122,7 +120,6 @@ class MGGCNExperiment(Experiment):
     interface = "fullbatch"
     impls = ("mggcn",)
     metric, unit, better = "epoch_time", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     spawn_ranks = True
     # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
     worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
@@ -136,6 +133,16 @@ class MGGCNExperiment(Experiment):
         if cfg.device == "cuda":
             return choice.gpu_scale
         return choice.quick_scale if cfg.quick else choice.cpu_scale
+
+    def datasets_and_models(self, cfg):
+        """(dataset, model, scale) of every dataset and model the run asks for (``--param datasets``,
+        ``models``; 'paper' = the model the paper trains on that dataset)."""
+        for ds in self.param(cfg, "datasets"):
+            choice = DATASETS[ds]
+            scale = self.scale(cfg, choice.key)
+            for text in self.param(cfg, "models"):
+                if (model := resolve_model(text, choice)) is not None:
+                    yield ds, model, scale
 
     def world_sizes(self, cfg) -> list[int]:
         """``--param gpus`` (those above the run's count left out), else :attr:`worlds`."""

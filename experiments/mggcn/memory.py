@@ -30,7 +30,7 @@ from harness.reportkit import Report, colour, figure
 from . import PAPER_HARDWARE
 from .common import (DATASETS, GiB, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_list, epoch_counts, graph_params, limit_threads, load_graph, machine_kinds, mggcn_params,
-                     model_list, newest, release, resolve_model, run_number, scale_note)
+                     model_list, newest, release, run_number, scale_note)
 
 BOUND_ROUNDING = 0.002
 VARIANTS = (("mggcn", "reuse"), ("mggcn", "fresh"), ("single_gpu", "autograd"))
@@ -55,23 +55,17 @@ class Memory(MGGCNExperiment):
 
     def points(self, cfg):
         measures = ("device_peak",) if cfg.device == "cuda" else ("device_peak", "engine")
-        for ds in self.param(cfg, "datasets"):
-            choice = DATASETS[ds]
-            scale = self.scale(cfg, choice.key)
-            for model_text in self.param(cfg, "models"):
-                model = resolve_model(model_text, choice)
-                if model is None:
-                    continue
-                for world in self.world_sizes(cfg):
-                    for impl, buffers in VARIANTS:
-                        if impl != "mggcn" and world != 1:
+        for ds, model, scale in self.datasets_and_models(cfg):
+            for world in self.world_sizes(cfg):
+                for impl, buffers in VARIANTS:
+                    if impl != "mggcn" and world != 1:
+                        continue
+                    for measure in measures:
+                        if impl != "mggcn" and measure == "engine":
                             continue
-                        for measure in measures:
-                            if impl != "mggcn" and measure == "engine":
-                                continue
-                            extra = mggcn_params(self, cfg) if impl == "mggcn" else {}
-                            yield Point(impl, {"dataset": ds, "model": model, "scale": scale, "gpus": world,
-                                               "buffers": buffers, "measure": measure, **extra}, world)
+                        extra = mggcn_params(self, cfg) if impl == "mggcn" else {}
+                        yield Point(impl, {"dataset": ds, "model": model, "scale": scale, "gpus": world,
+                                           "buffers": buffers, "measure": measure, **extra}, world)
 
     def skip_reason(self, point, cfg):
         if point.params["measure"] == "device_peak" and cfg.device != "cuda":

@@ -17,7 +17,7 @@ from harness.reportkit import Report, colour, lines
 from . import PAPER_HARDWARE_A100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params,
-                     model_list, newest, resolve_model, run_number, scale_note, scale_suffix)
+                     model_list, newest, run_number, scale_note, scale_suffix)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -69,18 +69,12 @@ class Table3(MGGCNExperiment):
 
     def points(self, cfg):
         worlds = self.world_sizes(cfg)
-        for ds in self.param(cfg, "datasets"):
-            choice = DATASETS[ds]
-            scale = self.scale(cfg, choice.key)
-            for model_text in self.param(cfg, "models"):
-                model = resolve_model(model_text, choice)
-                if model is None:
-                    continue
-                base = {"dataset": ds, "model": model, "scale": scale}
-                for world in worlds:
-                    yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
-                for impl in BASELINES:
-                    yield Point(impl, {**base, "gpus": 1}, 1)
+        for ds, model, scale in self.datasets_and_models(cfg):
+            base = {"dataset": ds, "model": model, "scale": scale}
+            for world in worlds:
+                yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
+            for impl in BASELINES:
+                yield Point(impl, {**base, "gpus": 1}, 1)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)

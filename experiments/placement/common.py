@@ -28,7 +28,6 @@ from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.reportkit import PALETTE
 
-from . import PAPER_HARDWARE
 
 # --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
 NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
@@ -208,7 +207,6 @@ class BreakdownExperiment(Experiment):
 
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: every batch is "
                      "gathered once, after untimed warm-up batches whose lines are flushed from the L2; "
                      "batches of one epoch share hot rows, as in training.")

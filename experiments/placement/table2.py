@@ -42,7 +42,6 @@ class Table2(Experiment):
     impls = ("pagraph", "metis", "clique_opt")
     metric, unit, better = "preprocess_time", "s", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Partitioning time on the CPU after one untimed warm-up run (compilation); the same graph "
                      "each repeat, far larger than the CPU's caches.")
     paper_values = tuple(PaperValue("Table 2", impl, {"dataset": ds}, "preprocess_time", float(v), "s")
@@ -61,7 +60,6 @@ class Table2(Experiment):
         return 0.01 if cfg.quick else 0.1
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for impl in self.impls:

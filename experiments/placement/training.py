@@ -91,18 +91,18 @@ def build_model(in_dim: int, hidden: int, classes: int, layers: int, seed: int):
 
 
 class LossExperiment(Experiment):
-    """Training loss per epoch, Our placement with and without LAS (and PaGraph's local shuffling)."""
+    """Training loss per epoch on ``dataset``, Our placement with and without LAS (and PaGraph's
+    local shuffling) over the simulated GPUs of ``topologies`` (where the paper applies LAS); the
+    paper gives the curves and the test accuracy of the LAS-trained model (``paper_values``)."""
 
     interface = "placement"
     impls = ("clique_opt", "pagraph")
     metric, unit, better = "train_loss", "", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     dataset = ""
     quick_scale = 0.02
     full_scale = 0.1
     topologies = ("2GPU", "(2+2)GPU")
-    figure_caption = ""
     # what a run must leave at its default to be at the paper's settings (experiments/placement/shown.py)
     method_params = ("epochs", "buffer_fraction", "las_scale", "hidden", "lr_per_gpu", "batch_size")
 
@@ -112,6 +112,19 @@ class LossExperiment(Experiment):
                 f"{self.dataset} stand-in a fraction of the real size, with the GPUs simulated (data-parallel loss "
                 "averaging, Eq. 3 for loading), not on the paper's 8x V100; PaGraph's local shuffling is "
                 "re-implemented.")
+
+    @property
+    def figure(self) -> str:
+        """'Fig. 7' of artifact 'fig7'."""
+        return "Fig. " + self.artifact.removeprefix("fig")
+
+    @property
+    def title(self) -> str:
+        return f"ICS'22 {self.figure}: training losses on {self.dataset} with and without LAS"
+
+    @property
+    def figure_caption(self) -> str:
+        return f"ICS'22 {self.figure} ({self.dataset})."
 
     @property
     def parameters(self):
@@ -134,7 +147,6 @@ class LossExperiment(Experiment):
         return self.quick_scale if cfg.quick else self.full_scale
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,

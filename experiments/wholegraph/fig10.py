@@ -47,7 +47,6 @@ class Fig10(Experiment):
     interface = "gather"
     impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
     metric, unit, better = "time_per_batch", "ms", "lower"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("4 H200s instead of 8x A100; stand-ins of the four graphs at the scale that stores at most "
                           "130M edges, closed-form features of each graph's width, and mini-batches of our sampler "
                           "gathered on their own rather than the gathers of a training run.")

@@ -27,7 +27,6 @@ MIN_SAMPLES = 25          # 0.5 s of signal at the 20 ms poll interval
 @register_experiment
 class Fig12(TrainingExperiment):
     title = "WholeGraph Fig. 12: GPU utilization over time during training"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     metric, unit, better = "utilization", "%", "higher"
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-papers100M",), models=("sage",))

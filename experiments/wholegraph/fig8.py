@@ -31,7 +31,6 @@ class Fig8(Experiment):
     interface = "gather"
     impls = ("p2p_shared", "wholegraph_lib", "ceiling_peer_copy")
     metric, unit, better = "busbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("2 or 4 H200s (one-way peer copy ~375 GB/s) instead of 8x A100 over NVSwitch (300 GB/s), a "
                           "table of 2 GB per GPU with 1 GiB gathered per rank per call instead of 128 GB with 4 GB per "
                           "GPU; the paper's store re-implemented (p2p_shared) beside today's real WholeGraph.")

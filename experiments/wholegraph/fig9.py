@@ -58,7 +58,6 @@ def stacked_bars(table, title):
 @register_experiment
 class Fig9(TrainingExperiment):
     title = "WholeGraph Fig. 9: epoch time breakdown (sampling, gathering, training)"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products", "ogbn-papers100M"))
 

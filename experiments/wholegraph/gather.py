@@ -16,7 +16,7 @@ from harness.argtypes import choice, int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, colour, figure, finish, machine_kind, newest_rows, several_runs_per_kind
+from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, several_runs_per_kind
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
@@ -189,7 +189,6 @@ class GatherTable(Experiment):
     impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
              "ceiling_peer_copy", "ceiling_alltoall")
     metric, unit, better = "algbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("Not a paper figure: the comparison of section IV-C-4 for every gather implementation here and "
                           "today's real WholeGraph, on 2 or 4 H200s instead of 8x A100, with 2M uniformly random ids per "
                           "rank from a 4 GB-per-rank table rather than a training run's mini-batches (Fig. 10 has those).")

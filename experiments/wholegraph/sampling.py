@@ -201,7 +201,6 @@ class SamplingTable(Experiment):
     interface = "sampling"
     impls = IMPLS
     metric, unit, better = "time", "ms", "lower"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("Not a paper table (WholeGraph describes its GPU sampling without timing it): our samplers "
                           "beside today's real WholeGraph on one H200 and PyG's and DGL's host loaders on its CPU, on "
                           "products and papers100M stand-ins and a synthetic uniform graph.")

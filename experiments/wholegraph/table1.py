@@ -81,7 +81,6 @@ class Table1(Experiment):
     interface = "probes"
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
     metric, unit, better = "latency", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("H200 machines of 1 to 4 GPUs (CUDA 13) instead of 8x A100 over NVSwitch (CUDA 11.4): with n "
                           "GPUs 1/n of the reads are local (paper: 1/8) and one GPU has no peer memory; the paper's "
                           "sizes and dependent chase (100K steps for UM, longer chains elsewhere so every read is cold), "

@@ -54,7 +54,6 @@ def accuracy_spread(records, labels: dict | None = None) -> tuple[list[tuple[str
 @register_experiment
 class Table3(TrainingExperiment):
     title = "WholeGraph Table III: validation and test accuracy, PyG / DGL / WholeGraph"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products", "ogbn-papers100M"))
     paper_values = table3_paper_values()

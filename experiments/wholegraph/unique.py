@@ -61,7 +61,6 @@ class UniqueTable(Experiment):
     interface = "unique"
     impls = UNIQUE_IMPLS
     metric, unit, better = "time", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("Not a paper table (WholeGraph describes its hash append-unique without timing it): our "
                           "implementations, torch.unique and today's real WholeGraph on one H200, on the frontiers of "
                           "30-30-30 mini-batches over products and papers100M stand-ins.")

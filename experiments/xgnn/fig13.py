@@ -49,7 +49,6 @@ class Fig13(Experiment):
     impls = ("xgnn_solver", "clique", "clique_opt")
     metric, unit, better = "extract_time", "ms/batch", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     differs_from_paper = ("Extraction modelled with the DGX-1's per-link bandwidths over sampled batches of TW / CF "
                           "stand-ins a small fraction of the real size, Clique (Quiver's policy) and CliqueOpt "
                           "re-implemented, not timed in XGNN's codebase on the DGX-1; only the Solver's search "
@@ -83,7 +82,6 @@ class Fig13(Experiment):
         return 0.0005 if cfg.quick else 0.002
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for topology in self.param(cfg, "topologies"):

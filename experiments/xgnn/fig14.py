@@ -46,7 +46,6 @@ class Fig14(Experiment):
     interface = "sampling"
     impls = ("khop_batched",)
     metric, unit, better = "remote_bytes_per_kernel", "B", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Each repeat samples the same epoch share with the same draws; an epoch reads many times "
                      "the L2 per rank, so a repeat is not served by the last one's lines; CSR shards and "
                      "kernels warm.")

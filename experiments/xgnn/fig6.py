@@ -38,7 +38,6 @@ class Fig6(Experiment):
     interface = "probes"
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
     metric, unit, better = "random_read_bw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     worlds = PROBE_WORLDS
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = (

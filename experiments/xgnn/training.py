@@ -67,7 +67,6 @@ from harness.reportkit import Report, finite, machine_kind, newest_per_kind
 from harness.worlds import Worlds, world_sizes
 
 from ..kit import training as kit
-from . import PAPER_HARDWARE
 
 GIB = 1 << 30
 PAPER_GPU_GIB = 16.0                                # V100 SXM2 16 GB
@@ -288,7 +287,6 @@ class XGNNTraining(kit.TrainingExperiment):
     """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
 
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph", "dgl_host")
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
                      "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
                      "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
