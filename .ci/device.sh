@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs harness experiments and GPU tests on a lent GPU machine (DESIGN section 6).
+# Runs harness experiments and GPU tests on a lent GPU machine (docs/machines.md#running-on-them).
 #
 #   .ci/device.sh [--tests] [--pytest ARG] [--pack] [--limit SECONDS] -- RUN-ARGS...
 #

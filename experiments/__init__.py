@@ -1,1 +1,1 @@
-"""One module per paper artifact: experiments/<paper>/<artifact>.py (see DESIGN section 3)."""
+"""One module per paper artifact: experiments/<paper>/<artifact>.py (docs/architecture.md#experiments)."""

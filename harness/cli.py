@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda when a GPU is visible, else cpu")
     p.add_argument("--gpus", "--ranks", dest="world_size", type=_positive_int, default=None,
-                   help="GPUs (or CPU ranks) to use; default: all visible GPUs / the experiment's choice")
+                   help="GPUs (or CPU ranks) to use; default: every visible GPU, else 2 CPU ranks (an "
+                        "experiment that cannot use the count says so and exits 2)")
     p.add_argument("--scale", type=_scale, default=None,
                    help="problem size relative to the paper's (1.0 = paper size)")
     p.add_argument("--quick", action="store_true", help="fewer points and repeats, small sizes")

@@ -143,12 +143,11 @@ class Experiment:
     metric: str = ""             # primary metric (rows of skipped points carry it)
     unit: str = ""
     better: str = "lower"
-    paper_hardware: str = ""
-    # one line for the report caption: what a timed repeat finds warm and what it reads cold
-    # (docs/measurement.md: what a fair repeat is)
     # one line for the paper's page: what differs from the paper's setup (default: its hardware
     # beside the machines of the committed runs)
     differs_from_paper: str = ""
+    # one line for the report caption: what a timed repeat finds warm and what it reads cold
+    # (docs/measurement.md: what a fair repeat is)
     warm_and_cold: str = ""
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()
@@ -165,6 +164,17 @@ class Experiment:
     @property
     def artifact(self) -> str:
         return self.id.split(".", 1)[-1]
+
+    @property
+    def paper_hardware(self) -> str:
+        """The paper's machine: its package's ``PAPER_HARDWARE`` (experiments/<paper>/__init__.py),
+        unless the experiment names another (an artifact the paper measured elsewhere)."""
+        import importlib
+
+        try:
+            return getattr(importlib.import_module(f"experiments.{self.paper}"), "PAPER_HARDWARE", "")
+        except ImportError:
+            return ""
 
     # --- configuration -----------------------------------------------------------
     def scale(self, cfg: "RunConfig", dataset: str | None = None) -> float:

@@ -18,7 +18,8 @@ kit holds what they all do alike, so that a change of layout happens here once:
   implementation), :func:`ratio`,
   :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
 - runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
-  machine kind of every cell), :func:`skip_notes`, :func:`caption_hardware`.
+  machine kind of every cell), :func:`newest_rows` (the rows of those runs),
+  :func:`several_runs_per_kind`, :func:`skip_notes`, :func:`caption_hardware`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,29 @@ def newest_per_kind(items: Iterable, labels: dict[str, str], cell: Callable, run
         run_id = run_of(item)
         out[(machine_kind(labels.get(run_id, run_id)), *cell(item))] = item
     return out
+
+
+def newest_rows(rows: "pd.DataFrame", labels: dict[str, str], by: Iterable[str] = (),
+                prefer: "pd.Series | None" = None) -> "pd.DataFrame":
+    """The rows of the newest run on each kind of machine for every group of the ``by`` columns
+    (the whole newest run where ``by`` is empty). ``prefer`` (a boolean per row, e.g. "at the
+    paper's settings"): a machine kind with any such row is judged on those rows alone."""
+    if rows.empty:
+        return rows
+    kind = rows["run_id"].map(lambda r: machine_kind(labels.get(r, r)))
+    if prefer is not None:
+        preferred_kinds = set(kind[prefer])
+        keep = prefer | ~kind.isin(preferred_kinds)
+        rows, kind = rows[keep], kind[keep]
+    keys = [kind] + [rows[c].map(lambda v: tuple(v) if isinstance(v, list) else v) for c in by]
+    newest = rows.groupby(keys, dropna=False, sort=False)["run_id"].transform("max")
+    return rows[rows["run_id"] == newest]
+
+
+def several_runs_per_kind(labels: dict[str, str]) -> bool:
+    """Whether some kind of machine has more than one run: a table of the newest run per kind then
+    shows less than every run, and the runs go to the artifact's history."""
+    return len(labels) > len({machine_kind(label) for label in labels.values()})
 
 
 def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
@@ -177,7 +201,8 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
 # One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
 # the paper's values are their own series, drawn in PAPER_STYLE.
 PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
-           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f"}
+           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f",
+           "NCCL": "#8c6d31", "host memory": "#a55194", "PaGraph": "#7b4173"}
 PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
 
 
@@ -187,11 +212,13 @@ def colour(label: str) -> str | None:
     hits = [name for name in PALETTE if name.lower() in str(label).lower()]
     return PALETTE[max(hits, key=len)] if hits else None
 
-def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
+def figure(figsize=(8, 4), ncols: int = 1, nrows: int = 1, **kwargs):
     """A new figure (and its axes): every report's plot starts here."""
     import matplotlib.pyplot as plt
 
-    return plt.subplots(1, ncols, figsize=figsize, **kwargs) if ncols > 1 else plt.subplots(figsize=figsize, **kwargs)
+    if ncols > 1 or nrows > 1:
+        return plt.subplots(nrows, ncols, figsize=figsize, **kwargs)
+    return plt.subplots(figsize=figsize, **kwargs)
 
 
 def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
@@ -285,9 +312,11 @@ class Report:
             table = table[[c for c in table.columns if table[c].notna().any() or (keep and c.startswith(keep))]]
         return table
 
-    def caption(self, *parts: str) -> str:
-        """The sentences of the caption, then the hardware and software of every run."""
-        return " ".join(p for p in parts if p) + " " + caption_hardware(self.runs)
+    def caption(self, *parts: str, runs: Iterable[str] | None = None) -> str:
+        """The sentences of the caption, then the hardware and software of every run (of the run
+        ids ``runs`` only, where given: those the headline table and figure show)."""
+        shown = self.runs if runs is None else [r for r in self.runs if r.run_id in set(runs)]
+        return " ".join(p for p in parts if p) + " " + caption_hardware(shown)
 
     def skip_notes(self, rows: "pd.DataFrame | None" = None) -> list[str]:
         return skip_notes(self.rows if rows is None else rows, self.labels)

@@ -147,6 +147,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
 
     plans = []
     for exp in exps:
+        exp.world_sizes(cfg)             # a count the experiment cannot use is an error, never replaced
         points = [p for p in exp.points(cfg) if cfg.wants_impl(p.impl)]
         if not points:
             raise HarnessError(f"{exp.id}: no point matches --impl {','.join(cfg.impl_patterns)} "

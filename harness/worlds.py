@@ -47,8 +47,9 @@ class Worlds:
         return self.cpu if (device == "cpu" and self.cpu is not None) else self
 
 
-def _unit(cfg) -> str:
-    return "GPUs" if cfg.device == "cuda" else "CPU ranks"
+def _unit(cfg, count: int = 2) -> str:
+    unit = "GPU" if cfg.device == "cuda" else "CPU rank"
+    return unit if count == 1 else unit + "s"
 
 
 def run_world(cfg) -> int:
@@ -80,8 +81,9 @@ def world_sizes(cfg, worlds: Worlds = Worlds(), who: str = "this experiment") ->
         return [limit if cfg.world_size else w.default]
     if w.fixed:
         if cfg.world_size is not None and cfg.world_size not in w.fixed:
-            raise HarnessError(f"{who} runs on {' or '.join(map(str, w.fixed))} {_unit(cfg)}, not the "
-                               f"{cfg.world_size} that --gpus/--ranks asks for (leave the option out)")
+            counts = f"{' or '.join(map(str, w.fixed))} {_unit(cfg, max(w.fixed))}"
+            raise HarnessError(f"{who} runs on {counts}, not the {cfg.world_size} that --gpus/--ranks asks for "
+                               "(leave the option out)")
         if cfg.world_size is not None:
             return [cfg.world_size]
         room = [c for c in w.fixed if c <= limit]

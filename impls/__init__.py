@@ -1,1 +1,1 @@
-"""Interchangeable implementations, one sub-package per interface (see DESIGN section 2)."""
+"""Interchangeable implementations, one sub-package per interface (docs/architecture.md#implementations)."""

@@ -53,24 +53,35 @@ def test_compile_error_is_detected(nvcc, tmp_path):
 # The CuPy kernels are compiled by NVRTC at run time; nvcc catches their syntax and type
 # errors here, before a GPU run does (the sources are inlined the way the host code does).
 RUNTIME_KERNELS = [
-    ("impls/sampling/kernels", "sampling.cu", ("row_counts", "path_doubling_i32", "reservoir_i64", "khop_batched_i32")),
+    ("impls/sampling/kernels", "sampling.cu",
+     ("row_counts", *(f"{k}_{t}" for k in ("path_doubling", "reservoir", "khop_batched") for t in ("i32", "i64")))),
     ("impls/sampling/kernels", "unique.cu", ("au_insert", "au_assign", "au_lookup")),
+    ("impls/sampling/kernels", "unique_dense.cu",
+     ("dm_mark_targets", "dm_mark_neighbors", "dm_count", "dm_assign", "dm_lookup")),
     ("impls/sampling/kernels", "random_walk.cu", ("random_walk_topk_i32", "random_walk_topk_i64")),
     ("impls/storage/kernels", "tiers.cu", ("tier_physical", "tier_count")),
     ("impls/core/kernels", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2")),
 ]
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize("folder,source,entries", RUNTIME_KERNELS, ids=[k[1] for k in RUNTIME_KERNELS])
-def test_runtime_kernels_compile(nvcc, tmp_path, folder, source, entries):
+def test_runtime_kernels_compile(nvcc, tmp_path, folder, source, entries, arch):
     from impls.core.cuda import KernelDir
 
     text = KernelDir(REPO_ROOT / folder).source_text(source)
     src = tmp_path / source
     src.write_text(text)
     ptx = tmp_path / (source + ".ptx")
-    proc = subprocess.run([nvcc, "-arch=sm_90", "--ptx", "-std=c++17", "-o", str(ptx), str(src)],
+    proc = subprocess.run([nvcc, f"-arch={arch}", "--ptx", "-std=c++17", "-o", str(ptx), str(src)],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = set(re.findall(r"\.entry\s+(\w+)\s*\(", ptx.read_text()))
     assert set(entries) <= found, sorted(found)
+
+
+def test_sources_are_compiled_with_their_includes_inlined():
+    from impls.core.cuda import KernelDir
+
+    text = KernelDir(REPO_ROOT / "impls/sampling/kernels").source_text("sampling.cu")
+    assert '#include "common.cuh"' not in text and "struct Graph" in text

@@ -80,7 +80,7 @@ def test_report_files_and_paper_values(cpu_run, tmp_path):
 
     rows = _csv(out / "table1.csv")
     assert _sizes(rows) == ["8", "16"]
-    paper8, paper16 = _row(rows, "8", "A100 (paper)"), _row(rows, "16", "A100 (paper)")
+    paper8, paper16 = _row(rows, "8", "8x A100 (paper)"), _row(rows, "16", "8x A100 (paper)")
     assert float(paper8["UM"]) == 20.8 and float(paper8["P2P"]) == 1.35
     assert float(paper16["UM"]) == 29.6 and float(paper16["P2P"]) == 1.37
     assert all(float(_row(rows, s, "cpu")["local"]) > 0 for s in ("8", "16"))
@@ -147,7 +147,7 @@ def test_hand_written_h200_run_gets_the_ratio_column(tmp_path):
         r = _row(rows, size, "2xH200")
         assert float(r["UM"]) == um and float(r["P2P"]) == p2p
         assert float(r["UM/P2P"]) == pytest.approx(um / p2p, rel=1e-12)
-    assert float(_row(rows, "8", "A100 (paper)")["UM/P2P"]) == pytest.approx(20.8 / 1.35)
+    assert float(_row(rows, "8", "8x A100 (paper)")["UM/P2P"]) == pytest.approx(20.8 / 1.35)
     md = (out / "table1.md").read_text()
     assert "2x NVIDIA H200" in md and "NV18" in md and "CUDA 13.0" in md and "NCCL 2.28.9" in md
     assert "UM/P2P latency ratio 15.2x at worst (8 GB)" in md
@@ -162,16 +162,25 @@ def test_report_over_two_runs_has_both_columns(cpu_run, tmp_path):
     rows = _csv(tmp_path / "rep" / "wholegraph" / "table1.csv")
     assert _sizes(rows) == ["8", "16", "32"]
     assert float(_row(rows, "8", "cpu")["local"]) > 0 and float(_row(rows, "8", "2xH200")["UM/P2P"]) > 1
-    assert _row(rows, "32", "cpu")["local"] == ""    # the CPU run has no 32 GB point
+    assert not [r for r in rows if r["Memory size (GB)"] == "32" and r["Machine"] == "cpu"]   # no 32 GB point
     assert "CPU only" in md and "2x NVIDIA H200" in md
 
 
-def test_two_runs_on_the_same_hardware_get_distinct_columns(tmp_path):
-    a = write_run(tmp_path, "0001_2xH200", H200_MANIFEST, h200_table1_rows())
+def test_two_runs_on_the_same_hardware_show_the_newest_and_keep_both_in_the_history(tmp_path):
+    older = h200_table1_rows()
+    older[0] = table1_row("um", 8, 99.0)
+    a = write_run(tmp_path, "0001_2xH200", H200_MANIFEST, older)
     b = write_run(tmp_path, "0002_2xH200", H200_MANIFEST, h200_table1_rows())
     report_runs([a, b], tmp_path / "rep")
-    machines = {r["Machine"] for r in _csv(tmp_path / "rep" / "wholegraph" / "table1.csv")}
-    assert {"2xH200 #0001", "2xH200 #0002"} <= machines
+    out = tmp_path / "rep" / "wholegraph"
+    shown = _csv(out / "table1.csv")
+    assert {r["Machine"] for r in shown} == {"2xH200", "8x A100 (paper)"}
+    assert float(_row(shown, "8", "2xH200")["UM"]) == 17.5           # the newest run's value
+    history = _csv(out / "table1.history.csv")
+    assert float(_row(history, "8", "2xH200 #0001")["UM"]) == 99.0
+    assert float(_row(history, "8", "2xH200 #0002")["UM"]) == 17.5
+    md = (out / "table1.md").read_text()
+    assert "0002_2xH200" in md and "0001_2xH200" not in md           # the caption names the run shown
 
 
 def test_refused_um_point_shows_as_missing_with_its_reason(tmp_path):

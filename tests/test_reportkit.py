@@ -104,6 +104,15 @@ def test_report_artifact_notes_end_with_skips_of_the_chosen_rows():
     assert rep.artifact("Title", "c", rep.table([{"x": 1}]), skips=False).notes == ["a finding"]
 
 
+def test_caption_names_only_the_runs_shown_where_given():
+    frame = rows({"run_id": "0001_a", "impl": "ours", "status": "ok"}, {"run_id": "0002_b", "impl": "ours", "status": "ok"})
+    runs = [RunInfo("0001_a", "cpu", {}), RunInfo("0002_b", "cpu", {})]
+    rep = kit.Report(Exp(), frame, runs)
+    assert "0001_a" in rep.caption("C.") and "0002_b" in rep.caption("C.")
+    shown = rep.caption("C.", runs=["0002_b"])
+    assert shown.startswith("C. Measured on 0002_b") and "0001_a" not in shown
+
+
 @pytest.mark.parametrize("label,kind", [("4xH200 #0084", "4xH200"), ("cpu", "cpu"),
                                         ("2 of 4xH200 #0003", "2 of 4xH200")])
 def test_machine_kind(label, kind):
@@ -145,3 +154,22 @@ def test_an_artifacts_history_is_written_apart_from_its_table(tmp_path):
     assert "0002" in (tmp_path / "fig1.history.md").read_text() and "0002" not in (tmp_path / "fig1.md").read_text()
     no_history = rep.artifact("T", "c", rep.table([{"x": 1}]))
     assert {p.name for p in write_artifact(no_history, tmp_path / "b", "tab:x")} == {"fig1.md", "fig1.csv", "fig1.tex"}
+
+
+def test_newest_rows_keep_the_newest_run_per_machine_kind_and_group():
+    labels = {"0001_a": "4xH200 #0001", "0003_b": "4xH200 #0003", "0002_c": "cpu"}
+    frame = pd.DataFrame({"run_id": ["0001_a", "0003_b", "0001_a", "0002_c", "0003_b"],
+                          "ds": ["x", "x", "y", "x", "x"], "f": [[1, 2], [1, 2], [1, 2], [3], [1, 2]],
+                          "paper": [True, False, True, False, False]})
+    whole = kit.newest_rows(frame, labels)
+    assert list(whole.index) == [1, 3, 4]                     # 4xH200's newest run, cpu's only run
+    by_ds = kit.newest_rows(frame, labels, by=["ds", "f"])    # lists compare as tuples
+    assert list(by_ds.index) == [1, 2, 3, 4]                  # 4xH200's dataset y only in its older run
+    preferred = kit.newest_rows(frame, labels, prefer=frame["paper"])
+    assert list(preferred.index) == [0, 2, 3]                 # 4xH200 judged on its paper-setting run; cpu has none
+    assert kit.newest_rows(frame.iloc[0:0], labels).empty
+
+
+def test_several_runs_per_kind():
+    assert kit.several_runs_per_kind({"0001_a": "4xH200 #0001", "0003_b": "4xH200 #0003"})
+    assert not kit.several_runs_per_kind({"0001_a": "4xH200", "0002_c": "cpu", "0003_d": "2 of 4xH200"})

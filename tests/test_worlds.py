@@ -74,7 +74,7 @@ def test_a_count_the_experiment_cannot_use_is_an_error_not_replaced(gpus):
 def test_wholegraph_table1_on_cpu_takes_one_rank_and_refuses_three():
     exp = registry.get_experiment("wholegraph.table1")
     assert {p.world_size for p in exp.points(RunConfig(device="cpu"))} == {1}
-    with pytest.raises(HarnessError, match="wholegraph.table1 runs on 1 CPU ranks"):
+    with pytest.raises(HarnessError, match="wholegraph.table1 runs on 1 CPU rank, not the 3"):
         list(exp.points(RunConfig(device="cpu", world_size=3)))
 
 
@@ -82,3 +82,12 @@ def test_sampling_follows_the_one_rule_two_cpu_ranks():
     exp = registry.get_experiment("wholegraph.sampling")
     points = list(exp.points(RunConfig(device="cpu", quick=True, params={"kinds": "minibatch"})))
     assert {p.world_size for p in points} == {2}
+
+
+@pytest.mark.parametrize("exp_id", ["placement.table2", "placement.fig7", "xgnn.fig13", "datasets.generation"])
+def test_a_single_process_experiment_refuses_more_ranks_before_anything_runs(tmp_path, exp_id):
+    from harness import runner
+
+    with pytest.raises(HarnessError, match=rf"{exp_id} runs on 1 CPU rank, not the 2"):
+        runner.run([exp_id], RunConfig(device="cpu", world_size=2, out_dir=tmp_path), ["x"])
+    assert not any(tmp_path.iterdir())           # no run directory was started

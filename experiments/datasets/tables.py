@@ -25,7 +25,10 @@ class DatasetTable(Experiment):
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "nodes", "count", "higher"
+    differs_from_paper = ("The paper's cells recomputed from the harness's dataset registry; beside them synthetic "
+                          "stand-ins generated at the scale that fits the machine, not the real graphs.")
     worlds = Worlds(fixed=(1,))
+    paper_hardware = ""          # a table of datasets: no machine of the paper's to compare with
     parameters = {
         "max_edges": Param(5e7, positive_float, "largest stand-in generated (stored edges); bigger graphs "
                                                  "are generated at the scale that fits"),
@@ -77,41 +80,103 @@ class DatasetTable(Experiment):
         paper = pd.DataFrame(datasets.paper_table(self.id))
         compare = datasets.compare_table(self.id)
         table = paper.drop(columns=["dataset"]).copy()
-        table["registry matches"] = ["yes" if all(c["matches"] for c in compare if c["dataset"] == d) else "no"
-                                     for d in paper["dataset"]]
-        for run_id, label in rep.labels.items():
-            for key, values in standin_columns(rep.ok[rep.ok["run_id"] == run_id], paper["dataset"]).items():
-                table[f"{label} stand-in {key}"] = values
-        table["real max deg"] = [datasets.get(d).max_degree for d in paper["dataset"]]
+        table["registry"] = [registry_cells([c for c in compare if c["dataset"] == d]) for d in paper["dataset"]]
+        shown = shown_standins(rep)
+        columns = standin_columns(shown, paper["dataset"])
+        for key in STANDIN_ORDER:
+            if len(table.columns) < MAX_COLUMNS:
+                table[key] = columns[key]
         rep.notes += [f"{c['row']} {c['column']}: paper prints {c['paper']}, registry gives {c['registry']}"
                       + (f" ({c['note']})" if c.get("note") else "") for c in compare if not c["matches"]]
         rep.notes += sorted({f"{c['row']}: {c['note']}" for c in compare if c.get("note") and c["matches"]})
-        caption = rep.caption(f"{datasets.table_caption(self.id)} as the paper prints it; 'registry matches' says "
-                              "whether every cell is recomputed identically from harness/datasets/catalog.toml. "
-                              "Stand-in columns: each dataset's synthetic stand-in generated at the scale shown (scale "
-                              "1.0 = full size), node/edge count error against the target at that scale, and its "
-                              "degree statistics beside the real graph's maximum degree where known.")
+        caption = rep.caption(
+            f"{datasets.table_caption(self.id)} as the paper prints it; 'registry': the cells "
+            "harness/datasets/catalog.toml recomputes otherwise (with its value), or 'as printed'. Stand-in columns: "
+            "each dataset's synthetic stand-in generated at the scale shown (1.0 = full size) by the newest full run "
+            "(not --quick), its node and edge count error against the target at that scale, and its degree "
+            "statistics beside the real graph's maximum degree where known; every run's stand-ins: "
+            f"{self.artifact}.history.md.", runs=shown["run_id"])
         agree = sum(1 for c in compare if c["matches"])
-        errs = [v for k in table.columns if k.endswith("err %") for v in table[k] if v is not None]
+        errs = [v for k in ("stand-in nodes err %", "stand-in edges err %") for v in columns[k] if v is not None]
+        machine = sorted(set(shown["machine"]))
         headline = (f"{agree} of {len(compare)} printed cells recomputed from the registry"
-                    + (f"; stand-in node/edge count error at most {max(errs):.2g}%" if errs else ""))
+                    + (f"; stand-ins ({', '.join(machine)}) within {max(errs):.2g}% of their node and edge targets"
+                       if errs else ""))
         return rep.artifact(f"{self.paper} {self.artifact}: datasets", caption, table, headline=headline,
-                            status="reproduced" if agree == len(compare) else "partly")
+                            status="reproduced" if agree == len(compare) else "partly",
+                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))],
+                            history=standin_history(rep))
 
 
-def standin_columns(mine, names) -> dict[str, list]:
-    """One run's stand-in columns, a value per dataset of the paper's table."""
-    cols = {"scale": [], "nodes err %": [], "edges err %": [], "max deg": [], "mean deg": [], "tail exp": []}
+MAX_COLUMNS = 12
+# the stand-in columns in the order they make the table while it has room (all in the history)
+STANDIN_ORDER = ("stand-in scale", "stand-in nodes err %", "stand-in edges err %", "stand-in max deg", "real max deg",
+                 "stand-in mean deg", "stand-in tail exp")
+
+
+def registry_cells(compared: list[dict]) -> str:
+    """The cells of one printed row that the registry recomputes otherwise, with its values."""
+    differ = [f"{c['column']} {c['registry']}" for c in compared if c["matches"] is False]
+    return ", ".join(differ) if differ else "as printed"
+
+
+def shown_standins(rep):
+    """The stand-in rows shown: each dataset's newest on the machine of the newest full (not --quick)
+    run, or of the newest run where every run was quick; with column ``machine``."""
+    quick = {r.run_id for r in rep.runs if (r.manifest.get("config") or {}).get("quick")}
+    ok = rep.ok
+    if ok.empty:
+        return ok.assign(machine=[])
+    full = ok[~ok["run_id"].isin(quick)]
+    pool = full if not full.empty else ok
+    hardware = {r.run_id: r.hardware for r in rep.runs}
+    kind = {run_id: hardware.get(run_id, "unknown") for run_id in pool["run_id"]}
+    latest_kind = kind[max(kind)]
+    pool = pool[pool["run_id"].map(kind) == latest_kind]
+    newest_run = pool.groupby("p_dataset")["run_id"].transform("max")
+    return pool[pool["run_id"] == newest_run].assign(machine=latest_kind)
+
+
+def standin_history(rep):
+    """Every run's stand-ins: one row per run and dataset."""
+    import pandas as pd
+
+    records = []
+    for (run_id, name), sel in rep.ok.groupby(["run_id", "p_dataset"], sort=True):
+        stats = standin_stats(sel)
+        records.append({"run": run_id.split("_")[0], "machine": rep.label(run_id), "dataset": name,
+                        **{k.removeprefix("stand-in "): v for k, v in stats.items()}})
+    return pd.DataFrame.from_records(records)
+
+
+def standin_stats(sel) -> dict:
+    """One dataset's stand-in, from one run's rows of it."""
+    from harness import datasets
+
+    def get(metric):
+        hit = sel[sel["metric"] == metric]["value"]
+        return float(hit.iloc[0]) if not hit.empty else None
+
+    first = sel[sel["metric"] == "nodes"]
+    if first.empty:
+        return {key: None for key in STANDIN_ORDER}
+    row = first.iloc[0]
+    tail = row["p_tail_exponent"]
+    return {"stand-in scale": float(row["p_scale"]), "stand-in nodes err %": get("node_error"),
+            "stand-in edges err %": get("edge_error"), "stand-in max deg": float(row["p_degree_max"]),
+            "real max deg": datasets.get(row["p_dataset"]).max_degree, "stand-in mean deg": float(row["p_degree_mean"]),
+            "stand-in tail exp": float(tail) if tail is not None and tail == tail else None}
+
+
+def standin_columns(shown, names) -> dict[str, list]:
+    """The shown stand-in columns, a value per dataset of the paper's table (the real graph's maximum
+    degree from the registry where no stand-in was generated)."""
+    from harness import datasets
+
+    out = {key: [] for key in STANDIN_ORDER}
     for name in names:
-        sel = mine[mine["p_dataset"] == name]
-        get = lambda m: (float(sel[sel["metric"] == m]["value"].iloc[0])  # noqa: E731
-                         if not sel[sel["metric"] == m].empty else None)
-        first = sel[sel["metric"] == "nodes"]
-        cols["scale"].append(float(first["p_scale"].iloc[0]) if not first.empty else None)
-        cols["nodes err %"].append(get("node_error"))
-        cols["edges err %"].append(get("edge_error"))
-        cols["max deg"].append(float(first["p_degree_max"].iloc[0]) if not first.empty else None)
-        cols["mean deg"].append(float(first["p_degree_mean"].iloc[0]) if not first.empty else None)
-        tail = first["p_tail_exponent"].iloc[0] if not first.empty else None
-        cols["tail exp"].append(float(tail) if tail is not None else None)
-    return cols
+        stats = standin_stats(shown[shown["p_dataset"] == name]) if not shown.empty else {}
+        stats["real max deg"] = datasets.get(name).max_degree
+        for key in STANDIN_ORDER:
+            out[key].append(stats.get(key))
+    return out

@@ -12,8 +12,6 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Param
 from harness.worlds import Worlds, world_sizes
 
-from . import PAPER_HARDWARE
-
 GiB = float(1 << 30)
 
 
@@ -122,7 +120,6 @@ class MGGCNExperiment(Experiment):
     interface = "fullbatch"
     impls = ("mggcn",)
     metric, unit, better = "epoch_time", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     spawn_ranks = True
     # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
     worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
@@ -136,6 +133,16 @@ class MGGCNExperiment(Experiment):
         if cfg.device == "cuda":
             return choice.gpu_scale
         return choice.quick_scale if cfg.quick else choice.cpu_scale
+
+    def datasets_and_models(self, cfg):
+        """(dataset, model, scale) of every dataset and model the run asks for (``--param datasets``,
+        ``models``; 'paper' = the model the paper trains on that dataset)."""
+        for ds in self.param(cfg, "datasets"):
+            choice = DATASETS[ds]
+            scale = self.scale(cfg, choice.key)
+            for text in self.param(cfg, "models"):
+                if (model := resolve_model(text, choice)) is not None:
+                    yield ds, model, scale
 
     def world_sizes(self, cfg) -> list[int]:
         """``--param gpus`` (those above the run's count left out), else :attr:`worlds`."""
@@ -315,6 +322,73 @@ def graph_params(graph) -> dict:
 
 
 # --- reports ------------------------------------------------------------------------------------
+# A report's figure and table show, for every cell, the newest run on each kind of machine at the
+# paper's settings; every run's rows go to the artifact's history.
+
+def machine_kinds(rep) -> dict[str, str]:
+    """run id -> the machine it ran on (its hardware tag: 4xH200, cpu) however many of its GPUs
+    the run used, so that a 1-GPU and a 4-GPU run of one machine are the same machine's cells."""
+    kinds = {r.run_id: r.hardware for r in rep.runs}
+    if "hardware" in rep.rows:
+        for run_id, tag in zip(rep.rows["run_id"], rep.rows["hardware"]):
+            kinds.setdefault(run_id, tag)
+    return kinds
+
+
+def at_paper_settings(rep, frame, mask=None):
+    """The rows measured as the paper measured: on GPUs, by a full (not --quick) run, with the exact
+    first-layer backward, and where ``mask`` (the artifact's own settings) holds; the rows where
+    ``mask`` holds on any machine when none is on GPUs, and every row when ``mask`` holds on none (a
+    run on CPU ranks or at other settings still reports itself)."""
+    import pandas as pd
+
+    if frame.empty:
+        return frame
+    mask = pd.Series(True, index=frame.index) if mask is None else mask
+    quick = {r.run_id for r in rep.runs if (r.manifest.get("config") or {}).get("quick")}
+    full = (frame["device"] == "cuda") & ~frame["run_id"].isin(quick)
+    if "p_first_layer_backward" in frame:
+        full &= frame["p_first_layer_backward"].fillna("exact") == "exact"
+    for keep in (mask & full, mask):
+        if keep.any():
+            return frame[keep]
+    return frame
+
+
+def newest(frame, cell: list[str], kinds: dict[str, str]):
+    """``frame``'s rows of the newest run on each kind of machine for every cell (the values of the
+    ``cell`` columns), with that kind as column ``machine``."""
+    from harness.reportkit import newest_per_kind
+
+    if frame.empty:
+        return frame.assign(machine=[])
+    keys = [(run_id, *map(str, values)) for run_id, *values in
+            frame[["run_id", *cell]].itertuples(index=False, name=None)]
+    chosen = set(newest_per_kind(set(keys), kinds, cell=lambda key: key[1:], run_of=lambda key: key[0]).values())
+    out = frame[[key in chosen for key in keys]]
+    return out.assign(machine=out["run_id"].map(kinds))
+
+
+def gpu_colours(counts) -> dict:
+    """One shade per GPU count, light for few and dark for many (series that are not systems)."""
+    import matplotlib as mpl
+
+    shade, counts = mpl.colormaps["viridis"], sorted(set(counts))
+    return {g: shade(0.78 - 0.68 * i / max(1, len(counts) - 1)) for i, g in enumerate(counts)}
+
+
+def run_number(run_id: str) -> str:
+    return run_id.split("_")[0]
+
+
+def dataset_label(key: str) -> str:
+    return DATASETS[key].label if key in DATASETS else key
+
+
+def scale_suffix(scale) -> str:
+    """' x0.1' for a stand-in at another scale than the paper's graph, '' at its size."""
+    return "" if float(scale) == 1.0 else f" x{float(scale):g}"
+
 
 def scale_note(rows) -> str:
     if "p_scale" not in rows or "p_dataset" not in rows:

@@ -10,8 +10,8 @@
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
   (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
-  topology's GPUs or NVLinks.
-- paper-vs-measured comparison lines for the reports.
+  topology's GPUs or NVLinks; its report is breakdown_report.py.
+- the policies' labels, bar order and colours (:data:`POLICY_COLOURS`) every placement figure uses.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from harness.argtypes import choice, or_word, positive_float, positive_int, str_
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.reportkit import Report, bars, figure, pivot
+from harness.reportkit import PALETTE
 
-from . import PAPER_HARDWARE
 
 # --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
 NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
@@ -188,6 +187,15 @@ def policy_label(impl: str, las: bool) -> str:
     return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
 
 
+# the order bars stand in and one colour per policy in every placement figure: systems in their
+# palette colour (Our is ICS'22's Algorithm 1, XGNN Fig. 13's CliqueOpt; Clique is Quiver's;
+# the Solver is XGNN's), the partitioning baselines in colours no system has
+POLICY_ORDER = ("NAIVE", "RAND", "METIS", "PG (re-impl.)", "Our", "Our+LAS", "Clique", "Solver")
+POLICY_COLOURS = {"NAIVE": "#bdbdbd", "RAND": "#525252", "METIS": "#e7ba52", "PG (re-impl.)": PALETTE["PaGraph"],
+                  "Our": PALETTE["ours"], "Our+LAS": "#08306b", "Clique": PALETTE["Quiver"],
+                  "Solver": PALETTE["XGNN"]}
+
+
 class BreakdownExperiment(Experiment):
     """Loading time and access fractions per topology x buffer size x policy (ICS'22 Sec. 5).
 
@@ -199,7 +207,6 @@ class BreakdownExperiment(Experiment):
 
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: every batch is "
                      "gathered once, after untimed warm-up batches whose lines are flushed from the L2; "
                      "batches of one epoch share hot rows, as in training.")
@@ -211,6 +218,17 @@ class BreakdownExperiment(Experiment):
     full_scale = 0.1
     figure_caption = ""
     claims: tuple[tuple[str, str, str], ...] = ()   # (source, policy claimed faster, slower policy)
+    # what a run must leave at its default to be at the paper's settings, and what its shown
+    # cells must share (experiments/placement/shown.py)
+    method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill")
+    size_params = ("batch_sizes",)
+
+    @property
+    def differs_from_paper(self) -> str:
+        return (f"Loading time per mini-batch modelled with Eq. 3 over sampled batches of a {self.dataset} stand-in "
+                "a fraction of the real size and, where measured, gathered on 4 H200s with NVLink between all (as the "
+                "paper's NVSwitch), not epoch times on the paper's 8x V100; the 8-GPU configurations are modelled "
+                "only, PaGraph is re-implemented and METIS is pymetis.")
 
     @property
     def parameters(self):  # a property so subclasses' class attributes feed the defaults
@@ -372,73 +390,9 @@ class BreakdownExperiment(Experiment):
 
     # --- report -------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
-        rep = Report(self, rows, runs)
-        frame, measured = _metric_frame(rep.rows), _measured_frame(rep.rows)
-        order = {t: i for i, t in enumerate(self.topologies)}
-        records = sorted((self._record(r, frame, measured, rep) for _, r in frame.iterrows()),
-                         key=lambda rec: (rec["Run"], order.get(rec["Topology"], 99),
-                                          self.buffer_fraction(rec["Buffer"]), rec["Policy"]))
-        table = rep.table(records, empty="no simulated rows", single=("Run",), drop_empty=False)
-        headline = None
-        for run_id in (frame["run_id"].unique() if not frame.empty else []):
-            label = rep.label(run_id)
-            lines = compare_paper(self, frame, run_id) + check_claims(self, frame, run_id)
-            rep.notes += [f"[{label}] {line}" for line in lines]
-            if not measured.empty and (line := measured_speedups(measured, run_id)):
-                rep.notes.append(f"[{label}] {line}")
-                if "on GPU:" in line:          # the latest GPU measurement heads the index
-                    headline = f"[{label}] {line}"
-        if frame.empty:
-            rep.notes += compare_paper(self, frame)
-        if trend := scale_trend_text(self, frame):
-            rep.notes.append(trend)
-            if headline:
-                headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
-        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
-        caption = rep.caption(
-            f"{self.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's layer-wise sampler "
-            f"(3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(self.dataset, 512)}; here "
-            f"{batch_sizes_text(frame, rep.labels)}) on a {self.dataset} stand-in at scale "
-            f"{', '.join(f'{s:g}' for s in scales)}; " + SIMULATION_CAPTION + f" Paper: {PAPER_HARDWARE}.")
-        fig = None
-        if records:
-            tops = [t for t in self.topologies if t in set(table["Topology"])]
-            fig, axes = figure((3.2 * len(tops), 3.6), ncols=len(tops), sharey=True, squeeze=False)
-            first = table[table["Run"] == table["Run"].iloc[0]] if "Run" in table else table
-            for ax, topology in zip(axes[0], tops):
-                sub = first[first["Topology"] == topology]
-                bars(ax, pivot(sub, ["Buffer"], "Policy", "Modeled ms/batch", dict.fromkeys(first["Policy"]))
-                     .reindex(list(dict.fromkeys(sub["Buffer"]))), legend=ax is axes[0][0])
-                ax.set_title(topology, fontsize=9)
-            axes[0][0].set_ylabel("modeled loading time (ms / batch)")
-            fig.suptitle(f"ICS'22 {self.artifact}: simulated feature loading, {self.dataset} stand-in", fontsize=10)
-        return rep.artifact(self.title, caption, table, fig, **({"headline": headline} if headline else {}))
+        from .breakdown_report import breakdown_report
 
-    def _record(self, r, frame, measured, rep) -> dict:
-        """The table row of a simulated point, with its measured twin's cells where measured."""
-        base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
-        return {"Run": rep.label(r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
-                "Policy": policy_label(r["impl"], bool(r["p_las"])),
-                **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in
-                   (("Local", "local_fraction"), ("Peer", "peer_fraction"), ("Host", "host_fraction"),
-                    ("On GPUs", "p_cache_ratio"))},
-                "Modeled ms/batch": r.get("loading_time"), "Modeled s/epoch": r.get("epoch_loading_time"),
-                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
-                                          if base is not None and r.get("loading_time") else None),
-                **_measured_cells(measured, r)}
-
-
-SIMULATION_CAPTION = (
-    "each input node is read locally, from a peer GPU it has an NVLink to, or from the host (ICS'22 dev_num lookup), "
-    "and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over 150 GB/s NVSwitch and 12 GB/s PCIe 3.0; "
-    "--param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per NVLink group with the paper's alpha, '+LAS' adds "
-    "locality-aware sampling with s = MAXS = 8. The paper's bars are epoch times measured on GPUs; the "
-    "loading-ratio statements need those. 'Measured ms/batch': the same batches gathered for real by one rank per "
-    "GPU, barrier-bracketed, slowest GPU's mean, 'on' cuda or cpu (CPU ranks in host shared memory, toy scale: not "
-    "GPU numbers); 'Gather' says how: 'fused' = one kernel per batch reading each row where dev_num says (GPU "
-    "buffers over NVLink and the pinned host table zero-copy, in one pointer table), 'split' = a p2p_shared gather "
-    "of the GPU rows, a zero-copy host gather and two scatters into batch order (a row that names no gather was "
-    "gathered split).")
+        return breakdown_report(self, rows, runs)
 
 
 @dataclass
@@ -596,219 +550,3 @@ def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_
         model = CostModel(model.c_gpu if c_gpu is None else c_gpu * 1e-6,
                           model.c_cpu if c_cpu is None else c_cpu * 1e-6, source="--param")
     return model
-
-
-# --- reports --------------------------------------------------------------------------------------
-
-def _metric_frame(rows):
-    """Simulated ok rows (``rows`` with their parameters expanded), one line per point with one
-    column per metric."""
-    import pandas as pd
-
-    if rows.empty:
-        return pd.DataFrame()
-    ok = rows[(rows["status"] == "ok") & (rows.get("p_mode", "simulated") == "simulated")]
-    if ok.empty:
-        return pd.DataFrame()
-    keys = ["run_id", "impl", "p_topology", "p_buffer", "p_las"]
-    wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
-    extra = ok[ok["metric"] == "loading_time"][keys + [c for c in ("p_cache_ratio", "p_alpha", "p_batch_size",
-                                                                    "p_layer_nodes", "p_scale") if c in ok]]
-    return wide.merge(extra, on=keys, how="left")
-
-
-def _measured_frame(rows):
-    """Measured ok loading-time rows (of ``rows`` with their parameters expanded): run, impl,
-    topology, buffer, value, where measured and how gathered (a row that names no gather was
-    gathered split)."""
-    import pandas as pd
-
-    if "p_mode" not in rows:
-        return pd.DataFrame()
-    ok = rows[(rows["status"] == "ok") & (rows["p_mode"] == "measured") & (rows["metric"] == "loading_time")]
-    if ok.empty:
-        return pd.DataFrame()
-    ok = ok.assign(p_las=False, loading_time=ok["value"])
-    if "p_measured_on" not in ok:
-        ok = ok.assign(p_measured_on="?")
-    if "p_modeled_ms" not in ok:
-        ok = ok.assign(p_modeled_ms=float("nan"))
-    gather = ok["p_measured_gather"] if "p_measured_gather" in ok else None
-    ok = ok.assign(p_measured_gather="split" if gather is None else gather.fillna("split"))
-    return ok[["run_id", "impl", "p_topology", "p_buffer", "p_las", "loading_time", "p_measured_on",
-               "p_modeled_ms", "p_measured_gather"]]
-
-
-OVERHEAD_BOUND = 0.2      # modeled transfer under this share of the measured time: fixed costs dominate
-
-
-def overhead_bound_text(mine) -> str | None:
-    """Why a run's measured ratios cannot rank policies, or None when transfers dominate."""
-    modeled = mine["p_modeled_ms"].dropna()
-    if modeled.empty or mine["loading_time"].min() <= 0:
-        return None
-    if modeled.max() >= OVERHEAD_BOUND * mine["loading_time"].min():
-        return None
-    return (f"overhead-bound: the modeled transfer is {modeled.min() * 1e3:.3g}-{modeled.max() * 1e3:.3g} us "
-            f"per batch against measured {mine['loading_time'].min():.3g}-{mine['loading_time'].max():.3g} ms, "
-            "so these ratios reflect per-step fixed costs and the slowest rank, not the placement "
-            "(measure with --param batch_sizes=paper)")
-
-
-def measured_speedups(measured, run_id, impl: str = "clique_opt") -> str | None:
-    """'RAND / impl' measured loading time over every measured configuration of a run."""
-    mine = measured[measured["run_id"] == run_id]
-    ratios = []
-    for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
-        ours, base = _find(mine, impl, topology, buffer), _find(mine, "random", topology, buffer)
-        if ours is not None and base is not None and ours["loading_time"] > 0:
-            ratios.append((base["loading_time"] / ours["loading_time"], topology, buffer))
-    if not ratios:
-        return None
-    lo, hi = min(ratios), max(ratios)
-    on = "GPU" if set(mine["p_measured_on"]) == {"cuda"} else "CPU ranks (toy scale, not GPU)"
-    if on == "GPU":
-        gathers = sorted(set(mine["p_measured_gather"])) if "p_measured_gather" in mine else ["split"]
-        on += f", {'/'.join(gathers)} gather"
-    bound = overhead_bound_text(mine)
-    return (f"measured on {on}: {policy_label(impl, False)} loads {lo[0]:.2f}x ({lo[1]} {lo[2]}) to "
-            f"{hi[0]:.2f}x ({hi[1]} {hi[2]}) faster than RAND" + (f"; {bound}" if bound else ""))
-
-
-def _find(frame, impl, topology, buffer, las=False):
-    hit = frame[(frame["impl"] == impl) & (frame["p_topology"] == topology) & (frame["p_buffer"] == buffer)
-                & (frame["p_las"] == las)]
-    return None if hit.empty else hit.iloc[0]
-
-
-def compare_paper(exp: Experiment, frame, run_id=None) -> list[str]:
-    """One line per transcribed paper value, with what this run shows for the same thing."""
-    lines = []
-    if run_id is not None and not frame.empty:
-        frame = frame[frame["run_id"] == run_id]
-    for pv in exp.paper_values:
-        prm = pv.params
-        mine = "not simulated in this run"
-        if pv.metric in ("local_fraction", "peer_fraction", "host_fraction"):
-            hit = _find(frame, pv.impl, prm.get("topology"), prm.get("buffer"), prm.get("las", False)) \
-                if not frame.empty else None
-            if hit is not None and pv.metric in hit:
-                mine = f"{hit[pv.metric]:.0%}"
-            shown = f"{pv.value:.0%}"
-        elif pv.metric in ("local_gain", "host_drop"):
-            base_impl = prm["baseline"]
-            ours = _find(frame, pv.impl, prm.get("topology"), prm.get("buffer")) if not frame.empty else None
-            base = _find(frame, base_impl, prm.get("topology"), prm.get("buffer")) if not frame.empty else None
-            if ours is not None and base is not None:
-                if pv.metric == "local_gain":
-                    value = ours["local_fraction"] / max(base["local_fraction"], 1e-12) - 1
-                else:
-                    value = 1 - ours["host_fraction"] / max(base["host_fraction"], 1e-12)
-                mine = f"{value:+.0%}" if pv.metric == "local_gain" else f"{-value:+.0%}"
-            shown = f"{pv.value:+.0%}" if pv.metric == "local_gain" else f"{-pv.value:+.0%}"
-        elif pv.metric == "speedup_vs_random":
-            shown = f"{pv.value:g}x"
-            if not frame.empty:
-                ratios = []
-                for topology in sorted(set(frame["p_topology"])):
-                    for buffer in prm.get("buffers", ()):
-                        ours = _find(frame, pv.impl, topology, buffer, prm.get("las", False))
-                        base = _find(frame, "random", topology, buffer)
-                        if ours is not None and base is not None and ours["loading_time"] > 0:
-                            ratios.append((base["loading_time"] / ours["loading_time"], topology, buffer))
-                if prm.get("topologies"):
-                    ratios = [r for r in ratios if r[1] in prm["topologies"]]
-                if ratios:
-                    lo, hi = min(ratios), max(ratios)
-                    mine = f"{lo[0]:.1f}x ({lo[1]} {lo[2]}) to {hi[0]:.1f}x ({hi[1]} {hi[2]})"
-        else:
-            shown = f"{pv.value:g} {pv.unit}".strip()
-            mine = "needs measured epoch times (a GPU run): the simulator models loading only"
-        lines.append(f"{pv.source}: {policy_label(pv.impl, prm.get('las', False))} "
-                     f"{prm.get('topology', '')} {prm.get('buffer', '')} {pv.metric} = {shown}"
-                     f"{' (' + pv.note + ')' if pv.note else ''}; here: {mine}")
-    return lines
-
-
-def check_claims(exp: BreakdownExperiment, frame, run_id) -> list[str]:
-    """'Our < METIS'-style orderings the paper states without numbers, over every configuration."""
-    lines = []
-    mine = frame[frame["run_id"] == run_id]
-    for source, better, worse in exp.claims:
-        held, total, misses = 0, 0, []
-        for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
-            a, b = _find(mine, better, topology, buffer), _find(mine, worse, topology, buffer)
-            if a is None or b is None:
-                continue
-            total += 1
-            if a["loading_time"] < b["loading_time"]:
-                held += 1
-            else:
-                misses.append(f"{topology} {buffer}")
-        if total == 0:
-            continue                     # one of the two policies did not run (or was skipped) here
-        lines.append(f"{source}: {policy_label(better, False)} loads faster than {policy_label(worse, False)}; "
-                     f"here in {held} of {total} simulated configurations"
-                     + (f" (not on {', '.join(misses)})" if misses else ""))
-    return lines
-
-
-def _measured_cells(measured, r) -> dict:
-    """Measured loading time of a simulated row's point, its RAND ratio and where it ran."""
-    if measured.empty or r.get("p_las"):
-        return {}
-    scope = measured[measured["run_id"] == r["run_id"]]
-    hit = _find(scope, r["impl"], r["p_topology"], r["p_buffer"])
-    if hit is None:
-        return {}
-    base = _find(scope, "random", r["p_topology"], r["p_buffer"])
-    return {"Measured ms/batch": hit["loading_time"],
-            "RAND / this (measured)": (base["loading_time"] / hit["loading_time"]
-                                       if base is not None and hit["loading_time"] > 0 else None),
-            "Measured on": hit["p_measured_on"],
-            "Gather": hit["p_measured_gather"] if hit["p_measured_on"] == "cuda" else "split"}
-
-
-def batch_sizes_text(frame, labels: dict) -> str:
-    """The batch and layer sizes each run replayed ('scaled' runs shrink them with the graph)."""
-    if frame.empty or "p_batch_size" not in frame:
-        return "shrunk with the graph"
-    parts = []
-    for run_id, group in frame.groupby("run_id", sort=True):
-        pairs = sorted({(int(b), int(n)) for b, n in zip(group["p_batch_size"], group["p_layer_nodes"])
-                        if b == b and n == n})
-        sizes = ", ".join(f"batch {b} x {n} nodes per layer" for b, n in pairs)
-        parts.append(f"{labels.get(run_id, run_id)}: {sizes}")
-    return "; ".join(parts)
-
-
-def scale_trend_text(exp: BreakdownExperiment, frame) -> str | None:
-    """RAND / Our (modeled) at the smallest buffer per stand-in scale, over the runs that kept the
-    paper's batch sizes (the latest run per scale): how the gain moves toward the real graph's size."""
-    if frame.empty or "p_scale" not in frame or "p_layer_nodes" not in frame:
-        return None
-    paper = frame[frame["p_layer_nodes"] == PAPER_LAYER_NODES]
-    if paper.empty:
-        return None
-    buffer = min(set(paper["p_buffer"]), key=exp.buffer_fraction)
-    cells: dict[float, dict[str, float]] = {}
-    for scale in sorted(set(paper["p_scale"].dropna())):
-        at = paper[(paper["p_scale"] == scale) & (paper["p_buffer"] == buffer)]
-        best = None                       # the run with the most topologies, then the latest
-        for run_id in sorted(set(at["run_id"])):
-            mine = at[at["run_id"] == run_id]
-            gains = {}
-            for topology in [t for t in exp.topologies if t in set(mine["p_topology"])]:
-                rand = _find(mine, "random", topology, buffer)
-                ours = _find(mine, "clique_opt", topology, buffer)
-                if rand is not None and ours is not None and ours["loading_time"]:
-                    gains[topology] = rand["loading_time"] / ours["loading_time"]
-            if gains and (best is None or len(gains) >= len(best)):
-                best = gains
-        if best:
-            cells[scale] = best
-    if len(cells) < 2:
-        return None
-    parts = [f"{scale:g}: " + ", ".join(f"{t} {g:.2f}x" for t, g in gains.items()) for scale, gains in cells.items()]
-    return (f"RAND / Our (modeled) at {buffer} with the paper's batch sizes, by stand-in scale (1 = the real "
-            f"graph's size): " + "; ".join(parts))

@@ -27,7 +27,8 @@ class Fig10(BreakdownExperiment):
     figure_caption = ("ICS'22 Fig. 10 (ogbn-papers100M; paper buffers 0.1N = 5.3 GB, N/8 = 6.6 GB, 0.2N = "
                       "10.6 GB per GPU; Algorithm 1 took 24 s on the real graph).")
     paper_values = (
-        PaperValue(_S, "clique_opt", {"buffers": ("0.1N", "N/8", "0.2N")}, "speedup_vs_random", 2.4, "x",
+        PaperValue(_S, "clique_opt", {"buffers": ("0.1N", "N/8", "0.2N"), "upper": 4.0}, "speedup_vs_random",
+                   2.4, "x",
                    "2.4x to 4.0x lower loading time than RAND across GPU counts"),
         PaperValue(_S, "clique_opt", {"topology": "(2+2)GPU"}, "loading_ratio", 0.2, "of epoch",
                    "below 20% on (2+2)GPU and (2*4)GPU"),

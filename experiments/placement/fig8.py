@@ -1,9 +1,4 @@
-"""ICS'22 Fig. 8: training losses on yelp with and without locality-aware sampling.
-
-See training.py: a 3-layer GraphSAGE-mean trained data-parallel over the simulated GPUs ('2GPU'
-and '(2+2)GPU', where the paper applies LAS), Our placement with and without LAS, and PaGraph's
-local shuffling. The paper gives curves and the test accuracy of the LAS-trained model.
-"""
+"""ICS'22 Fig. 8: training losses on yelp with and without locality-aware sampling (training.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +10,7 @@ from .training import LossExperiment
 
 @register_experiment
 class Fig8(LossExperiment):
-    title = "ICS'22 Fig. 8: training losses on yelp with and without LAS"
     dataset = "yelp"
     quick_scale, full_scale = 0.01, 0.05
-    figure_caption = "ICS'22 Fig. 8 (yelp)."
-    paper_values = (
-        PaperValue("Sec. 5.2 (Fig. 8)", "clique_opt", {"las": True}, "test_accuracy", 0.642, "", "(+/- 0.003)"),
-    )
+    paper_values = (PaperValue("Sec. 5.2 (Fig. 8)", "clique_opt", {"las": True}, "test_accuracy",
+                               0.642, "", "(+/- 0.003)"),)

@@ -18,17 +18,21 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish, group
+from harness.reportkit import Report, figure, finish, group
 from harness.timing import measure
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph
+from .common import NUM_LAYERS, POLICY_COLOURS, QUICK_PAGRAPH_CAP_S, load_graph
+from .shown import SMOKE_NOTE, shown_rows
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
            "clique_opt": {"reddit": 0.49, "yelp": 0.76, "products": 3.6}}
 LABELS = {"pagraph": "PaGraph (re-impl.)", "metis": "METIS", "clique_opt": "Our"}
+_POLICY = {"pagraph": "PG (re-impl.)", "metis": "METIS", "clique_opt": "Our"}     # their colours
+PAPER_LABELS = {"pagraph": "PaGraph", "metis": "METIS", "clique_opt": "Our"}
+PAPER_SOURCE = "paper (8x V100 workstation)"
 
 
 @register_experiment
@@ -38,11 +42,14 @@ class Table2(Experiment):
     impls = ("pagraph", "metis", "clique_opt")
     metric, unit, better = "preprocess_time", "s", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Partitioning time on the CPU after one untimed warm-up run (compilation); the same graph "
                      "each repeat, far larger than the CPU's caches.")
     paper_values = tuple(PaperValue("Table 2", impl, {"dataset": ds}, "preprocess_time", float(v), "s")
                          for impl, row in _TABLE2.items() for ds, v in row.items())
+    method_params = ("parts",)      # a run at the paper's settings keeps these (experiments/placement/shown.py)
+    differs_from_paper = ("Partitioning times on a 2-core CPU of stand-in graphs (at most the real graphs' sizes), "
+                          "with pymetis for METIS and a re-implementation of PaGraph's partitioning stopped at a time "
+                          "cap, not the paper's 2x Xeon Gold 6248 with the original codes.")
     parameters = {
         "datasets": Param(("reddit", "yelp", "products"), str_list, "datasets (stand-ins unless real at scale 1)"),
         "parts": Param(4, positive_int, "GPUs / partitions (paper: four)"),
@@ -53,7 +60,6 @@ class Table2(Experiment):
         return 0.01 if cfg.quick else 0.1
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for impl in self.impls:
@@ -94,38 +100,111 @@ class Table2(Experiment):
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
-        datasets = list(dict.fromkeys(rep.rows["p_dataset"]))
-        cells = group(rep.rows.itertuples(index=False), lambda r: (r.run_id, r.impl, r.p_dataset))
-        records = []
-        for impl in self.impls:
-            records.append({"Method": LABELS[impl], "Machine": "V100 workstation (paper)",
-                            **{ds: _fmt(_TABLE2[impl].get(ds)) for ds in datasets}})
-            records += [{"Method": LABELS[impl], "Machine": label,
-                         **{ds: _fmt(_cell(cells.get((run_id, impl, ds), []))) for ds in datasets}}
-                        for run_id, label in rep.labels.items()]
-        table = rep.table(records, single=(), drop_empty=False)
-        for run_id, label in rep.labels.items():
-            mine = {(r.impl, r.p_dataset): r.value for r in rep.ok[rep.ok["run_id"] == run_id].itertuples(index=False)}
-            for ds in (ds for ds in datasets if ("clique_opt", ds) in mine):
-                for other in (o for o in ("metis", "pagraph") if (o, ds) in mine):
-                    paper = _TABLE2[other][ds] / _TABLE2["clique_opt"][ds] if ds in _TABLE2[other] else None
-                    rep.notes.append(f"{label} {ds}: Our is {mine[(other, ds)] / mine[('clique_opt', ds)]:.0f}x faster "
-                                     f"than {LABELS[other]}" + (f" (paper {paper:.0f}x)" if paper else ""))
-        sizes = "; ".join(f"{ds}: {int(n):,} nodes, {int(e):,} stored edges" for ds, n, e in rep.ok.drop_duplicates(
-            "p_dataset")[["p_dataset", "p_nodes", "p_edges"]].itertuples(index=False)) if "p_nodes" in rep.rows else ""
-        scales = ", ".join(f"{s:g}" for s in sorted(set(rep.rows["p_scale"])))
-        caption = rep.caption(
+        shown = shown_rows(rep, ["impl", "p_dataset"])
+        datasets = [ds for ds in ("reddit", "yelp", "products") if ds in set(rep.rows["p_dataset"])] + \
+            sorted(set(rep.rows["p_dataset"]) - {"reddit", "yelp", "products"})
+        table = rep.table(self._records(shown.rows, shown.kind, "Machine", datasets), single=(), drop_empty=False)
+        history = rep.table(self._records(rep.rows, rep.label, "Run", datasets), single=(), drop_empty=False)
+        ok = shown.rows[shown.rows["status"] == "ok"]
+        mine = {(shown.kind(r.run_id), r.impl, r.p_dataset): r.value for r in ok.itertuples(index=False)}
+        speedups = []
+        for kind, impl, ds in sorted((k for k in mine if k[1] != "clique_opt"), key=lambda k: datasets.index(k[2])):
+            if (kind, "clique_opt", ds) in mine:
+                ours = mine[(kind, impl, ds)] / mine[(kind, "clique_opt", ds)]
+                paper = _TABLE2[impl][ds] / _TABLE2["clique_opt"][ds] if ds in _TABLE2[impl] else None
+                speedups.append((kind, impl, ds, ours, paper))
+                rep.notes.append(f"{kind} {ds}: Our is {ours:.0f}x faster than {LABELS[impl]}"
+                                 + (f" (paper {paper:.0f}x)" if paper else ""))
+        if shown.smoke:
+            rep.notes.append(SMOKE_NOTE)
+        scales = ", ".join(f"{s:g}" for s in sorted(set(shown.rows["p_scale"])))
+        headline = ""
+        if speedups:
+            kind = speedups[0][0]
+            headline = f"[{kind}, stand-ins at scale {scales}] Our is " + ", ".join(
+                f"{ours:.0f}x faster than {LABELS[impl]} on {ds}" + (f" (paper {paper:.0f}x)" if paper else "")
+                for k, impl, ds, ours, paper in speedups if k == kind)
+            capped = [(ds, _cell([r])) for r in shown.rows.itertuples(index=False)
+                      if shown.kind(r.run_id) == kind and r.impl == "pagraph" and r.status != "ok"]
+            headline += "".join(f"; PaGraph {text} s on {ds} (paper {_fmt(_TABLE2['pagraph'].get(ds))} s)"
+                                for ds, text in capped)
+        sizes = "; ".join(f"{ds}: {int(n):,} nodes, {int(e):,} stored edges" for ds, n, e in ok.drop_duplicates(
+            "p_dataset")[["p_dataset", "p_nodes", "p_edges"]].itertuples(index=False)) if "p_nodes" in ok else ""
+        caption = (
             f"Seconds to divide each graph into {int(rep.rows['p_parts'].iloc[0])} parts (median of repeats). 'Our' = "
             "ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; METIS = pymetis k-way "
             "(given the CSR in its index type, converted before the timing); PaGraph = its O(N^2) training-node "
-            "partitioning under a time cap ('>' marks a timeout, with the projected total). Graphs: stand-ins at scale "
-            f"{scales} of the paper's ({sizes}). Paper: {PAPER_HARDWARE}.")
-        fig, ax = figure((6, 3.6))
-        plot = table.set_index(table["Method"] + " (" + table["Machine"] + ")")[datasets].T.map(_number)
-        bars(ax, plot, logy=True, ylabel="preprocessing time (s)")
-        ax.legend(fontsize=6)
-        fig = finish(fig, ax, "ICS'22 Table 2: preprocessing time", tight=False)
-        return rep.artifact(self.title, caption, table, fig)
+            "partitioning under a time cap ('>' marks a timeout, with the projected total: hatched bar at the cap, "
+            "hollow marker at the projection); '-': not run at the scale shown. Graphs: stand-ins at scale "
+            f"{scales} of the paper's ({sizes}). Shown: the newest run per machine kind at the paper's settings (per "
+            "cell, from runs of one scale); every run is in table2.history.md."
+            + (f" Note: {SMOKE_NOTE}." if shown.smoke else "") + f" Paper: {PAPER_HARDWARE}. "
+            + shown.caption_hardware(rep.runs))
+        fig = self._figure(table, datasets)
+        return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history)
+
+    def _records(self, rows, label, column: str, datasets) -> list[dict]:
+        """The paper's row and one row per run (or machine kind) of each method, in the paper's layout."""
+        cells = group(rows.itertuples(index=False), lambda r: (label(r.run_id), r.impl, r.p_dataset))
+        sources = list(dict.fromkeys(label(run_id) for run_id in sorted(set(rows["run_id"]))))
+        records = []
+        for impl in self.impls:
+            records.append({"Method": PAPER_LABELS[impl], column: PAPER_SOURCE,
+                            **{ds: _fmt(_TABLE2[impl].get(ds)) for ds in datasets}})
+            records += [{"Method": LABELS[impl], column: source,
+                         **{ds: _fmt(_cell(cells.get((source, impl, ds), []))) for ds in datasets}}
+                        for source in sources]
+        return records
+
+    def _figure(self, table, datasets):
+        """Grouped bars on a log axis: per dataset, each method's paper time (light, dashed) beside ours
+        (solid); a timed-out cell as a hatched bar up to its cap and a hollow marker at its projection."""
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        sources = list(dict.fromkeys(table.iloc[:, 1]))
+        slots = [(impl, source) for impl in self.impls for source in sources]
+        width = 0.84 / len(slots)
+        fig, ax = figure((9.5, 4.2))
+        handles, missing = {}, {}
+        for d, ds in enumerate(datasets):
+            for k, (impl, source) in enumerate(slots):
+                label = PAPER_LABELS[impl] if source == PAPER_SOURCE else LABELS[impl]
+                text = table[(table["Method"] == label) & (table.iloc[:, 1] == source)][ds]
+                text = text.iloc[0] if not text.empty else None
+                value, projected = _number(text), _projected(text)
+                if value is None:
+                    missing.setdefault((impl, source), []).append(ds)
+                    continue
+                x, colour = d - 0.42 + width * (k + 0.5), POLICY_COLOURS[_POLICY[impl]]
+                paper, capped = source == PAPER_SOURCE, isinstance(text, str) and text.startswith(">")
+                ax.bar(x, value, width, color="white" if capped else colour, alpha=0.45 if paper else 1.0,
+                       edgecolor=colour, linestyle="--" if paper else "-", hatch="//" if capped else None)
+                handles.setdefault(impl, Patch(facecolor=colour, label=LABELS[impl]))
+                if capped:
+                    handles.setdefault("capped", Patch(facecolor="white", edgecolor="black", hatch="//",
+                                                       label="timed out: bar at the time cap"))
+                if projected:
+                    ax.plot([x], [projected], marker="o", markerfacecolor="white", markeredgecolor=colour,
+                            linestyle="none")
+                    handles.setdefault("projected", Line2D([], [], marker="o", markerfacecolor="white",
+                                                           markeredgecolor="black", linestyle="none",
+                                                           label="projected total (extrapolated)"))
+        handles["paper"] = Patch(facecolor="grey", alpha=0.45, edgecolor="grey", linestyle="--", label=PAPER_SOURCE)
+        for source in sources:
+            if source != PAPER_SOURCE:
+                handles[source] = Patch(facecolor="grey", edgecolor="grey", label=f"measured on {source}")
+        for (impl, source), names in missing.items():
+            handles[f"{impl} missing"] = Patch(facecolor="none", edgecolor="none",
+                                               label=f"{LABELS[impl]}: not run on {', '.join(names)}")
+        order = [*self.impls, "paper", *sources, "capped", "projected", *(f"{impl} missing" for impl in self.impls)]
+        legend = [handles[key] for key in sorted(handles, key=order.index)]
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(datasets)), datasets)
+        ax.set_ylabel("preprocessing time (s)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(handles=legend, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return finish(fig, ax, "ICS'22 Table 2: time to partition into four parts")
 
 
 def _cell(rows: list):
@@ -161,3 +240,9 @@ def _number(value):
         match = re.match(r">?\s*([0-9.,]+)", value)
         return float(match.group(1).replace(",", "")) if match else None
     return None
+
+
+def _projected(value):
+    """The projected total of a timed-out cell ('> 120 (~56,522)'), or None."""
+    match = re.search(r"~([0-9,.]+)", value) if isinstance(value, str) else None
+    return float(match.group(1).replace(",", "")) if match else None

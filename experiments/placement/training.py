@@ -33,8 +33,9 @@ from harness.worlds import Worlds
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE
-from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE,
-                     QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
+from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS,
+                     POLICY_ORDER, QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
+from .shown import SMOKE_NOTE, shown_rows
 
 
 def las_factor(text: str) -> float:
@@ -90,18 +91,40 @@ def build_model(in_dim: int, hidden: int, classes: int, layers: int, seed: int):
 
 
 class LossExperiment(Experiment):
-    """Training loss per epoch, Our placement with and without LAS (and PaGraph's local shuffling)."""
+    """Training loss per epoch on ``dataset``, Our placement with and without LAS (and PaGraph's
+    local shuffling) over the simulated GPUs of ``topologies`` (where the paper applies LAS); the
+    paper gives the curves and the test accuracy of the LAS-trained model (``paper_values``)."""
 
     interface = "placement"
     impls = ("clique_opt", "pagraph")
     metric, unit, better = "train_loss", "", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
     dataset = ""
     quick_scale = 0.02
     full_scale = 0.1
     topologies = ("2GPU", "(2+2)GPU")
-    figure_caption = ""
+    # what a run must leave at its default to be at the paper's settings (experiments/placement/shown.py)
+    method_params = ("epochs", "buffer_fraction", "las_scale", "hidden", "lr_per_gpu", "batch_size")
+
+    @property
+    def differs_from_paper(self) -> str:
+        return (f"A small GraphSAGE-mean (64 hidden units, not the paper's 512) trained on the CPU over a "
+                f"{self.dataset} stand-in a fraction of the real size, with the GPUs simulated (data-parallel loss "
+                "averaging, Eq. 3 for loading), not on the paper's 8x V100; PaGraph's local shuffling is "
+                "re-implemented.")
+
+    @property
+    def figure(self) -> str:
+        """'Fig. 7' of artifact 'fig7'."""
+        return "Fig. " + self.artifact.removeprefix("fig")
+
+    @property
+    def title(self) -> str:
+        return f"ICS'22 {self.figure}: training losses on {self.dataset} with and without LAS"
+
+    @property
+    def figure_caption(self) -> str:
+        return f"ICS'22 {self.figure} ({self.dataset})."
 
     @property
     def parameters(self):
@@ -124,7 +147,6 @@ class LossExperiment(Experiment):
         return self.quick_scale if cfg.quick else self.full_scale
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,
@@ -155,53 +177,129 @@ class LossExperiment(Experiment):
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
-        records, curves = [], []
-        for (run_id, impl, topology, las), grp in rep.ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
-            by_metric = grp.drop_duplicates("metric").set_index("metric")
-            losses = by_metric.get("p_loss_per_epoch", {}).get("train_loss")
-            losses = list(losses) if isinstance(losses, (list, tuple)) else []
-            scales = by_metric.get("p_las_scale_per_epoch", {}).get("train_loss")
-            scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
-            value = by_metric["value"].get
-            name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
-            records.append({"Run": rep.label(run_id), "Topology": topology, "Method": name,
-                            "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
-                            "Loss epoch 1": losses[0] if losses else None,
-                            "Final loss": losses[-1] if losses else value("train_loss"),
-                            "Host reads %": 100 * float(value("host_fraction")) if "host_fraction" in by_metric.index
-                            else None,
-                            "Modeled load s/epoch": float(value("loading_time")) if "loading_time" in by_metric.index
-                            else None,
-                            "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None})
-            curves.append((f"{name} {topology}", list(range(1, len(losses) + 1)), losses))
-        table = rep.table(records, empty="no rows", single=("Run",), drop_empty=False)
-        ours = {(r["Run"], r["Topology"]): r for r in reversed(records) if r["Method"] == "Our"}   # the first of each
-        for rec in reversed(records):                 # the latest run first: it heads the index
-            base = ours.get((rec["Run"], rec["Topology"]))
-            if rec["Method"] == "Our+LAS" and base and base["Final loss"] and rec["Final loss"] is not None:
-                change = rec["Final loss"] / base["Final loss"] - 1
-                rep.notes.append(f"{rec['Run']} {rec['Topology']}: final loss with LAS {rec['Final loss']:.4f} vs "
-                                 f"{base['Final loss']:.4f} without ({change:+.1%}); host reads "
-                                 f"{rec['Host reads %']:.0f}% vs {base['Host reads %']:.0f}%. Paper: 'the two lines "
-                                 "almost overlap' / 'almost the same convergence speed'")
+        shown = shown_rows(rep, ["impl", "p_topology", "p_las"])
+        records = _loss_records(shown.rows[shown.rows["status"] == "ok"] if not shown.rows.empty else shown.rows,
+                                shown.kind, "Machine")
+        paper = {pv.impl: pv for pv in self.paper_values if pv.metric == "test_accuracy"}
+        for rec in records:
+            pv = paper.get("clique_opt") if rec["Method"] == "Our+LAS" else None
+            rec["Paper test acc"] = f"{pv.value:g} {pv.note}".strip() if pv else None
+        table = rep.table(records, empty="no rows", single=("Machine",), drop_empty=False)
+        history = rep.table(_loss_records(rep.ok, rep.label, "Run"), empty="no rows", single=(), drop_empty=False)
+        changes = _las_changes(records)
+        rep.notes += [f"[{kind}] {top}: final loss with LAS {las:.4f} vs {base:.4f} without ({las / base - 1:+.1%}); "
+                      f"host reads {las_host:.0f}% vs {base_host:.0f}%. Paper: 'the two lines almost overlap' / "
+                      "'almost the same convergence speed'" for kind, top, las, base, las_host, base_host in changes]
         rep.notes += [f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset (a stand-in's "
                       "accuracy is not comparable)" for pv in self.paper_values]
-        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
-        caption = rep.caption(
+        if shown.smoke:
+            rep.notes.append(SMOKE_NOTE)
+        headline = ""
+        if changes:
+            kind = changes[0][0]
+            size = ", ".join(f"x{s:g}" for s in sorted(set(shown.rows["p_scale"].dropna())))
+            headline = (f"[{kind}, stand-in {size}{', smoke run' if shown.smoke else ''}] final loss with LAS vs "
+                        "without: " + ", ".join(f"{las / base - 1:+.1%} on {top} (host reads {b:.0f}% -> {h:.0f}%)"
+                                                for k, top, las, base, h, b in changes if k == kind)
+                        + "; paper: the two lines almost overlap")
+        scales = sorted(set(shown.rows["p_scale"].dropna())) if "p_scale" in shown.rows else []
+        caption = (
             f"{self.figure_caption} Training loss per epoch of a 3-layer GraphSAGE-mean (CPU, torch) trained "
             "data-parallel over the simulated GPUs with ICS'22's layer-wise sampler, Our placement (Algorithm 1, paper "
             f"alpha) without and with LAS (lt {LAS_LT}, ut {LAS_UT}, MAXS {LAS_MAXS:g}, |Q'| = 8192 scaled) and "
             f"PaGraph (local shuffling) where its partitioning finishes in the time cap; {self.dataset} stand-in at "
             f"scale {', '.join(f'{s:g}' for s in scales)}. Host reads and modeled loading time (Eq. 3) show what LAS "
-            f"buys. Paper: {PAPER_HARDWARE}.")
-        fig, ax = figure((6, 3.8))
-        for label, epochs, values in curves:
-            ax.plot(epochs, values, "-" if "LAS" in label else "--", marker=".", label=label)
-        ax.set(xlabel="epoch", ylabel="training loss")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        ax.set_title(self.title, fontsize=9)
-        return rep.artifact(self.title, caption, table, fig)
+            "buys. Shown: the newest run per machine kind at the paper's settings; every run is in "
+            f"{self.artifact}.history.md." + (f" Note: {SMOKE_NOTE}." if shown.smoke else "")
+            + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs))
+        fig = self._figure(shown) if records else None
+        return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history)
+
+    def _figure(self, shown):
+        """The paper's layout: one panel per GPU configuration, a loss curve per method (one row of
+        panels per machine kind)."""
+        from matplotlib.lines import Line2D
+
+        ok = shown.rows[(shown.rows["status"] == "ok") & (shown.rows["metric"] == "train_loss")]
+        kinds = sorted({shown.kind(r) for r in ok["run_id"]})
+        tops = [t for t in self.topologies if t in set(ok["p_topology"])] + \
+            sorted(set(ok["p_topology"]) - set(self.topologies))
+        fig, axes = figure((min(10.5, 1.5 + 4.2 * len(tops)), min(6.0, 1.8 + 2.6 * len(kinds))), ncols=len(tops),
+                           nrows=len(kinds), squeeze=False)
+        handles = {}
+        for i, kind in enumerate(kinds):
+            for j, topology in enumerate(tops):
+                ax = axes[i][j]
+                cell = ok[(ok["run_id"].map(shown.kind) == kind) & (ok["p_topology"] == topology)]
+                for _, r in cell.iterrows():
+                    name = method_name(r["impl"], bool(r["p_las"]))
+                    losses = r.get("p_loss_per_epoch")
+                    losses = list(losses) if isinstance(losses, (list, tuple)) else []
+                    style = {"color": POLICY_COLOURS[name], "linestyle": LOSS_STYLES[name], "marker": "o",
+                             "markersize": 4}
+                    ax.plot(range(1, len(losses) + 1), losses, **style)
+                    handles.setdefault(name, Line2D([], [], **style, label=name))
+                ax.set_title(topology, fontsize=10)
+                ax.set_xlabel("epoch")
+                ax.xaxis.get_major_locator().set_params(integer=True)
+                ax.grid(True, alpha=0.3)
+            axes[i][0].set_ylabel(f"{kind} run: training loss" if len(kinds) > 1 else "training loss")
+        legend = [handles[name] for name in sorted(handles, key=lambda n: POLICY_ORDER.index(n))]
+        fig.legend(legend, [h.get_label() for h in legend], loc="lower center", ncol=len(legend), fontsize=9,
+                   frameon=False)
+        epochs = sorted(set(ok["p_epochs"].dropna().astype(int))) if "p_epochs" in ok else []
+        note = f"smoke run: {'/'.join(map(str, epochs))} epochs, not the paper's 30" if shown.smoke else \
+            "stand-in graph"
+        fig.suptitle(f"ICS'22 {self.artifact.replace('fig', 'Fig. ')}: training loss on {self.dataset} with and "
+                     f"without LAS\n({note})", fontsize=11)
+        height = fig.get_size_inches()[1]
+        fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.2 / height))
+        return fig
+
+
+def method_name(impl: str, las: bool) -> str:
+    return {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
+
+
+LOSS_STYLES = {"Our": "-", "Our+LAS": "--", "PG (re-impl.)": ":"}
+
+
+def _loss_records(ok, label, column: str) -> list[dict]:
+    """One table row per training point of ``ok`` (rows with their parameters expanded), named by
+    ``label(run_id)`` in ``column``."""
+    records = []
+    if ok.empty:
+        return records
+    for (run_id, impl, topology, las), grp in ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
+        by_metric = grp.drop_duplicates("metric").set_index("metric")
+        losses = by_metric.get("p_loss_per_epoch", {}).get("train_loss")
+        losses = list(losses) if isinstance(losses, (list, tuple)) else []
+        scales = by_metric.get("p_las_scale_per_epoch", {}).get("train_loss")
+        scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
+        value = by_metric["value"].get
+        records.append({column: label(run_id), "Topology": topology, "Method": method_name(impl, bool(las)),
+                        "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
+                        "Loss epoch 1": losses[0] if losses else None,
+                        "Final loss": losses[-1] if losses else value("train_loss"),
+                        "Host reads %": 100 * float(value("host_fraction")) if "host_fraction" in by_metric.index
+                        else None,
+                        "Modeled load s/epoch": float(value("loading_time")) if "loading_time" in by_metric.index
+                        else None,
+                        "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None})
+    return records
+
+
+def _las_changes(records) -> list[tuple]:
+    """(machine, topology, final loss with LAS, without, host reads % with LAS, without) per
+    configuration that trained Our both ways."""
+    ours = {(r["Machine"], r["Topology"]): r for r in records if r["Method"] == "Our"}
+    out = []
+    for rec in records:
+        base = ours.get((rec["Machine"], rec["Topology"]))
+        if rec["Method"] == "Our+LAS" and base and base["Final loss"] and rec["Final loss"] is not None:
+            out.append((rec["Machine"], rec["Topology"], rec["Final loss"], base["Final loss"], rec["Host reads %"],
+                        base["Host reads %"]))
+    return out
 
 
 class LossTrainer:

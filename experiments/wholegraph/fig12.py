@@ -41,7 +41,6 @@ def long_enough(rec: dict) -> bool:
 @register_experiment
 class Fig12(TrainingExperiment):
     title = "WholeGraph Fig. 12: GPU utilization over time during training"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     metric, unit, better = "utilization", "%", "higher"
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-papers100M",), models=("sage",))

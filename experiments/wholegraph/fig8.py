@@ -14,9 +14,10 @@ from harness.argtypes import int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finish, lines, span
+from harness.reportkit import (Report, colour, figure, finish, lines, machine_kind, newest_rows,
+                               several_runs_per_kind, span)
 
-from . import PAPER_HARDWARE
+from . import PAPER_GPUS, PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit
 
 SEGMENTS = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -30,7 +31,9 @@ class Fig8(Experiment):
     interface = "gather"
     impls = ("p2p_shared", "wholegraph_lib", "ceiling_peer_copy")
     metric, unit, better = "busbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("2 or 4 H200s (one-way peer copy ~375 GB/s) instead of 8x A100 over NVSwitch (300 GB/s), a "
+                          "table of 2 GB per GPU with 1 GiB gathered per rank per call instead of 128 GB with 4 GB per "
+                          "GPU; the paper's store re-implemented (p2p_shared) beside today's real WholeGraph.")
     warm_and_cold = ("Warm: the store and compiled kernels. Cold: each repeat gathers the same ids, at least "
                      "4x the L2 per rank at the default sizes, and an L2 flush runs before each repeat that "
                      "reads less (rows: gathered_over_l2, flush_mib).")
@@ -69,59 +72,147 @@ class Fig8(Experiment):
         return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(3, 1), repeats=cfg.repeats_or(20, 5))
 
     def report(self, rows, runs) -> ReportArtifact:
-        import pandas as pd
-
         rep = Report(self, rows, runs)
-        ok = rep.ok
-        segs = sorted(set(ok["p_segment_bytes"].dropna().astype(int))) if "p_segment_bytes" in ok else []
-        table = pd.DataFrame({"Segment (B)": segs})
-        table["A100x8 BusBW (paper)"] = [181 if s == 64 else (230 if s >= 128 else None) for s in segs]
-        ceilings = {}
-        for run_id, label in rep.labels.items():
-            mine = ok[ok["run_id"] == run_id]
-            world = int(mine["world_size"].max()) if not mine.empty else 1
-            peer = mine[mine["metric"] == "peer_copy_bw"]["value"]
-            if not peer.empty and world > 1:
-                ceilings[label] = float(peer.iloc[0]) * world / (world - 1)
-                rep.notes.append(f"{label}: one-way peer copy {float(peer.iloc[0]):.0f} GB/s; AlgoBW ceiling "
-                                 f"{ceilings[label]:.0f} GB/s per rank, BusBW ceiling {float(peer.iloc[0]):.0f} GB/s")
-            for impl, mode in VARIANTS:
-                for metric, name in (("algbw", "AlgoBW"), ("busbw", "BusBW")):
-                    sel = mine[(mine["impl"] == impl) & (mine["p_mode"] == mode) & (mine["metric"] == metric)]
-                    if not sel.empty:
-                        by_seg = dict(zip(sel["p_segment_bytes"].astype(int), sel["value"]))
-                        table[f"{label} {impl} ({mode}) {name}"] = [by_seg.get(s) for s in segs]
-        table = table[[c for c in table.columns if table[c].notna().any()]]
-        caption = rep.caption("Random-read bandwidth (GB/s per rank) vs contiguous segment size, every rank gathering "
-                              "random segments concurrently from a table spread evenly over all GPUs. AlgoBW = "
-                              "gathered bytes / time; BusBW = AlgoBW x (n-1)/n (the paper's formula, n GPUs). Paper: "
-                              f"{PAPER_HARDWARE}; its curve is plotted only, the text gives BusBW ~181 GB/s at 64 B, "
-                              "~230 GB/s from 128 B, AlgoBW ~260 GB/s.")
+        newest = newest_rows(rep.ok, rep.labels, by=["impl", "p_mode"], prefer=full_sweeps(rep.ok))
+        shown_ids = set(newest["run_id"])
+        shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
+        kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
+        table = bandwidth_table(newest, kinds)
+        ceilings = peer_copies(newest, kinds)
+        worlds = {kinds[r]: int(w) for r, w in zip(newest["run_id"], newest["world_size"])}
+        for machine, (peer, world) in ceilings.items():
+            shown.notes.append(f"{machine}: one-way peer copy {peer:.0f} GB/s; AlgoBW ceiling "
+                               f"{peer * world / (world - 1):.0f} GB/s per rank, BusBW ceiling {peer:.0f} GB/s")
+        history = bandwidth_table(rep.ok, rep.labels) if several_runs_per_kind(rep.labels) else None
+        caption = shown.caption("Random-read bandwidth (GB/s per rank) vs contiguous segment size, every rank gathering "
+                                "random segments concurrently from a table spread evenly over all GPUs"
+                                + ("; each curve from the newest run on its kind of machine (every run: "
+                                   "fig8.history.md)" if history is not None else "")
+                                + ". AlgoBW = gathered bytes / time; BusBW = AlgoBW x (n-1)/n (the paper's formula, n "
+                                f"GPUs). Paper: {PAPER_HARDWARE}; its curve is plotted only, the text gives BusBW ~181 "
+                                "GB/s at 64 B, ~230 GB/s from 128 B, AlgoBW ~260 GB/s.")
         headline = ""
-        for label, ceiling in ceilings.items():
-            col = f"{label} p2p_shared (chunked) AlgoBW"
-            big = table[table["Segment (B)"] >= 128][col].dropna() if col in table else ()
-            small = table[table["Segment (B)"] == 64][col].dropna() if col in table else ()
+        for machine, (peer, world) in ceilings.items():
+            mine = table[(table["Machine"] == machine)]
+            col = "p2p_shared (chunked) AlgoBW"
+            big = mine[mine["Segment (B)"] >= 128][col].dropna() if col in mine else ()
+            small = mine[mine["Segment (B)"] == 64][col].dropna() if col in mine else ()
+            ceiling = peer * world / (world - 1)
             if len(big):
-                headline += (f"{label}: AlgoBW {span(big, '.0f')} GB/s per rank from 128 B "
+                headline += (f"{machine}: AlgoBW {span(big, '.0f')} GB/s per rank from 128 B "
                              f"({100 * big.max() / ceiling:.0f}% of the {ceiling:.0f} GB/s ceiling)"
                              + (f", {float(small.iloc[0]):.0f} at 64 B" if len(small) else "")
-                             + "; paper (8x A100): saturates from 128 B at ~260 AlgoBW. ")
-        return rep.artifact("WholeGraph Fig. 8: random read bandwidth vs segment size", caption, table,
-                            bandwidth_figure(table, ceilings), headline=headline.strip(),
-                            status="reproduced" if headline else "measured")
+                             + f"; paper ({PAPER_GPUS}): saturates from 128 B at ~260 AlgoBW. ")
+        return shown.artifact("WholeGraph Fig. 8: random read bandwidth vs segment size", caption, table,
+                              bandwidth_figure(table, ceilings, worlds), headline=headline.strip(),
+                              status="reproduced" if headline else "measured", history=history)
 
 
-def bandwidth_figure(table, ceilings: dict):
-    fig, ax = figure((7, 4.2))
-    lines(ax, [(col, table["Segment (B)"], table[col], {"color": "k", "paper": True} if "paper" in col else {})
-               for col in table.columns[1:]], legend_size=None, grid=False, marker="o", markersize=3)
-    for label, ceiling in ceilings.items():
-        ax.axhline(ceiling, linestyle=":", color="gray")
-        ax.annotate(f"{label} AlgoBW ceiling", (4, ceiling), fontsize=7, va="bottom")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("random read segment size (bytes)")
-    ax.set_ylabel("GB/s per rank")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    return finish(fig, ax, "WholeGraph Fig. 8: shared-store random read bandwidth")
+PAPER_BUSBW = {64: 181}                      # and ~230 from 128 B on; AlgoBW ~260 from 128 B on
+
+
+def paper_busbw(segment: int) -> float | None:
+    return PAPER_BUSBW.get(segment, 230 if segment >= 128 else None)
+
+
+def variant_name(impl: str, mode: str) -> str:
+    return f"{impl} ({mode})"
+
+
+def bandwidth_table(ok, machine_of: dict):
+    """One row per (segment size, machine): the paper's BusBW and AlgoBW from its text, then each
+    variant's AlgoBW and BusBW (``machine_of``: run id -> the machine it is shown as)."""
+    import pandas as pd
+
+    ok = ok[ok["p_segment_bytes"].notna()] if "p_segment_bytes" in ok else ok.iloc[0:0]
+    machine = ok["run_id"].map(machine_of)
+    records = []
+    for seg in sorted(set(ok["p_segment_bytes"].astype(int))):
+        for name in dict.fromkeys(machine_of.values()):
+            mine = ok[(machine == name) & (ok["p_segment_bytes"] == seg)]
+            if mine.empty:
+                continue
+            rec = {"Segment (B)": seg, "Machine": name, f"paper BusBW ({PAPER_GPUS})": paper_busbw(seg),
+                   f"paper AlgoBW ({PAPER_GPUS})": 260 if seg >= 128 else None}
+            for impl, mode in VARIANTS:
+                for metric, label in (("algbw", "AlgoBW"), ("busbw", "BusBW")):
+                    hit = mine[(mine["impl"] == impl) & (mine["p_mode"] == mode) & (mine["metric"] == metric)]
+                    rec[f"{variant_name(impl, mode)} {label}"] = float(hit["value"].iloc[0]) if not hit.empty else None
+            records.append(rec)
+    table = pd.DataFrame.from_records(records)
+    return table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]] if records else \
+        pd.DataFrame({"note": ["no successful measurements"]})
+
+
+def full_sweeps(ok):
+    """Per row: whether its run measured its variant at every segment size the paper sweeps (4 B to
+    4 KB); a run of a few sizes only is shown where its machine kind has no full sweep."""
+    import pandas as pd
+
+    segs = ok["p_segment_bytes"] if "p_segment_bytes" in ok else pd.Series(None, index=ok.index, dtype=float)
+    key = list(zip(ok["run_id"], ok["impl"], ok.get("p_mode", pd.Series(None, index=ok.index))))
+    swept: dict = {}
+    for k, seg in zip(key, segs):
+        if seg == seg and seg is not None:
+            swept.setdefault(k, set()).add(int(seg))
+    full = {k for k, have in swept.items() if set(SEGMENTS) <= have}
+    swept_runs = {run for run, _, _ in full}          # their ceilings (rows without a segment) with them
+    return pd.Series([k in full or (not (seg == seg and seg is not None) and k[0] in swept_runs)
+                      for k, seg in zip(key, segs)], index=ok.index)
+
+
+def peer_copies(ok, machine_of: dict) -> dict:
+    """machine -> (one-way peer copy GB/s of its newest run that measured one, GPUs of that run)."""
+    out = {}
+    peer = ok[(ok["metric"] == "peer_copy_bw") & (ok["world_size"] > 1)].sort_values("run_id")
+    for _, r in peer.iterrows():
+        out[machine_of.get(r["run_id"], r["run_id"])] = (float(r["value"]), int(r["world_size"]))
+    return out
+
+
+# ours in its palette colour, real WholeGraph in its; the paper's own mode solid, the other dash-dotted
+STYLES = {("p2p_shared", "chunked"): ("ours", "-", "o"), ("p2p_shared", "continuous"): ("ours", "-.", "s"),
+          ("wholegraph_lib", "continuous"): ("WholeGraph", "-", "^"),
+          ("wholegraph_lib", "chunked"): ("WholeGraph", "-.", "v")}
+
+
+def bandwidth_figure(table, ceilings: dict, worlds: dict):
+    """Fig. 8: BusBW (left axis; AlgoBW on the right) over segment size, a panel per machine, the
+    paper's BusBW beside ours and the machine's BusBW ceiling (``ceilings``: machine -> (peer copy
+    GB/s, GPUs); ``worlds``: machine -> GPUs of its rows)."""
+    from matplotlib.ticker import FuncFormatter
+
+    machines = list(dict.fromkeys(table["Machine"])) if "Machine" in table else []
+    fig, axes = figure((min(10.5, 1.5 + 3.4 * max(len(machines), 1)), 5.2), ncols=max(len(machines), 1),
+                       sharey=True, squeeze=False)
+    for ax, machine in zip(axes[0], machines or [None]):
+        mine = table[table["Machine"] == machine] if machine else table.iloc[0:0]
+        segs = mine["Segment (B)"] if machine else []
+        paper = [(s, paper_busbw(s)) for s in segs if paper_busbw(s)]
+        series = [(f"paper ({PAPER_GPUS})", [s for s, _ in paper], [v for _, v in paper],
+                   {"color": colour("WholeGraph"), "paper": True, "marker": "o"})] if paper else []
+        for (impl, mode), (system, style, marker) in STYLES.items():
+            col = f"{variant_name(impl, mode)} BusBW"
+            if col in mine and mine[col].notna().any():
+                who = "ours p2p_shared" if system == "ours" else "WholeGraph"
+                have = mine[col].notna()
+                series.append((f"{who} ({mode})", segs[have], mine[col][have],
+                               {"color": colour(system), "linestyle": style, "marker": marker, "markersize": 5,
+                                "zorder": 3 if system == "ours" else 2}))
+        lines(ax, series, legend_size=None, grid=False)
+        if machine in ceilings:
+            ax.axhline(ceilings[machine][0], linestyle=":", color="gray", label="BusBW ceiling (one-way peer copy)")
+        if worlds.get(machine, 1) > 1:
+            n = worlds[machine]
+            ax.secondary_yaxis("right", functions=(lambda b, n=n: b * n / (n - 1), lambda a, n=n: a * (n - 1) / n)) \
+                .set_ylabel(f"AlgoBW, GB/s per rank (n = {n})")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([4, 16, 64, 256, 1024, 4096])
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("random read segment size (bytes)")
+        ax.set_title(machine or "no measured machine")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=9, ncol=1, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    axes[0][0].set_ylabel("BusBW (GB/s per rank)")
+    fig.suptitle("WholeGraph Fig. 8: random read bandwidth of the shared store vs segment size")
+    return finish(fig)

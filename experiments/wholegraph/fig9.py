@@ -52,7 +52,6 @@ def has_breakdown(rec) -> bool:
 @register_experiment
 class Fig9(TrainingExperiment):
     title = "WholeGraph Fig. 9: epoch time breakdown (sampling, gathering, training)"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=DATASETS)
     differs_from_paper = ("1, 2 and 4 H200s instead of 8 A100s, a stand-in of papers100M at 4% scale, DGL 2.1 with "

@@ -16,7 +16,7 @@ from harness.argtypes import choice, int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish
+from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, several_runs_per_kind
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
@@ -189,7 +189,9 @@ class GatherTable(Experiment):
     impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
              "ceiling_peer_copy", "ceiling_alltoall")
     metric, unit, better = "algbw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("Not a paper figure: the comparison of section IV-C-4 for every gather implementation here and "
+                          "today's real WholeGraph, on 2 or 4 H200s instead of 8x A100, with 2M uniformly random ids per "
+                          "rank from a 4 GB-per-rank table rather than a training run's mini-batches (Fig. 10 has those).")
     warm_and_cold = ("Warm: the store, pointer tables and compiled kernels. Cold: each repeat gathers the same "
                      "ids, at least 4x the L2 per rank at the default sizes, and an L2 flush runs before each "
                      "repeat that reads less (rows: gathered_over_l2, flush_mib), so no repeat is served by "
@@ -248,76 +250,183 @@ class GatherTable(Experiment):
 
         rep = Report(self, rows, runs)
         everything = rep.rows.assign(variant=[variant_of(r) for _, r in rep.rows.iterrows()])
-        swept = everything["p_launch"].notna() if "p_launch" in everything else pd.Series(False, index=everything.index)
-        ordered = everything["p_ids"].notna() if "p_ids" in everything else pd.Series(False, index=everything.index)
+        none = pd.Series(False, index=everything.index)
+        swept = everything["p_launch"].notna() if "p_launch" in everything else none
+        ordered = everything["p_ids"].notna() if "p_ids" in everything else none
         good = everything["status"] == "ok"
-        sweep, orders, rows = everything[swept & good], everything[ordered & good], everything[~swept & ~ordered]
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for run_id, label in rep.labels.items():
-            mine = ok[ok["run_id"] == run_id]
-            ceiling = run_rows(label, mine, records, rep.notes)
-            rep.notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
-            rep.notes += id_order_notes(label, orders[orders["run_id"] == run_id], mine, ceiling)
-            rep.notes += link_notes(label, everything[(everything["run_id"] == run_id) & good
-                                                      & everything["metric"].isin(["time", "peer_copy_bw"])])
-        table = pd.DataFrame.from_records(records)
-        table = table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
-        ids = sorted(set(ok["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in ok else []
-        caption = rep.caption(f"Gather bandwidth per rank (AlgoBW = gathered bytes / time of the slowest rank), every "
-                              f"rank gathering {', '.join(f'{i:,}' for i in ids)} uniformly random ids from a float32 "
-                              "table spread evenly over all ranks; rows checked against their closed form before "
-                              "timing. '% ceiling' is against n/(n-1) x the one-way peer-copy bandwidth measured in the "
-                              f"same run. Paper's claim (WholeGraph IV-C-4, {PAPER_HARDWARE}): the one-kernel gather "
-                              "is more than 2x faster than NCCL alltoallv.")
-        rep.notes += rep.skip_notes(rows)
-        fig, ax = figure((8, 4.2))
-        bw_cols = [c for c in table.columns if c.endswith("GB/s")]
-        if bw_cols:
-            bars(ax, table.set_index(["Machine", "Implementation"])[bw_cols], horizontal=True, xlabel="GB/s per rank")
-            ax.invert_yaxis()
-        ratio_notes = [n for n in rep.notes if "p2p_shared / nccl_alltoallv" in n]
+        counted = good & everything["metric"].isin(["time", "peer_copy_bw"])
+        linked = counted & everything.get("extra", none).map(lambda e: isinstance(e, dict) and "nvlink" in e)
+        sweep, orders, plain = everything[swept & good], everything[ordered & good], everything[~swept & ~ordered]
+        ok = plain[plain["status"] == "ok"]
+        newest = newest_rows(ok, rep.labels, by=["impl", "variant", "p_row_bytes"])
+        # the sweeps, id orders and link counters of the newest run per machine kind that has them
+        extras = [newest_rows(frame, rep.labels) for frame in (sweep, orders, everything[linked])]
+        shown_ids = set(newest["run_id"]).union(*(set(f["run_id"]) for f in extras))
+        shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
+        kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
+        ceilings = run_ceilings(ok)
+        shown.notes += machine_notes(newest, kinds)
+        for run_id in sorted(set().union(*(set(f["run_id"]) for f in extras))):
+            label, mine = shown.label(run_id), ok[ok["run_id"] == run_id]
+            shown.notes += launch_sweep_notes(label, extras[0][extras[0]["run_id"] == run_id], mine, ceilings.get(run_id))
+            shown.notes += id_order_notes(label, extras[1][extras[1]["run_id"] == run_id], mine, ceilings.get(run_id))
+            shown.notes += link_notes(label, everything[(everything["run_id"] == run_id) & counted])
+        table = gather_table(table_records(newest, kinds, ceilings, measured_only=True))
+        history = gather_table(table_records(ok, rep.labels, ceilings)) if several_runs_per_kind(rep.labels) \
+            else None
+        ids = sorted(set(newest["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in newest else []
+        caption = shown.caption(f"Gather bandwidth per rank (AlgoBW = gathered bytes / time of the slowest rank), every "
+                                f"rank gathering {', '.join(f'{i:,}' for i in ids)} uniformly random ids from a float32 "
+                                "table spread evenly over all ranks; rows checked against their closed form before "
+                                "timing. '% ceiling' is against n/(n-1) x the one-way peer-copy bandwidth measured in the "
+                                "same run"
+                                + ("; each cell from the newest run on its kind of machine (every run: "
+                                   "gather.history.md)" if history is not None else "")
+                                + f". Paper's claim (WholeGraph IV-C-4, {PAPER_HARDWARE}): the one-kernel gather "
+                                "is more than 2x faster than NCCL alltoallv.")
+        shown.notes += shown.skip_notes(plain[plain["run_id"].isin(shown_ids)])
+        ratio_notes = [n for n in shown.notes if "p2p_shared / nccl_alltoallv" in n]
         ratios = [float(x) for n in ratio_notes for x in re.findall(r"nccl_alltoallv = ([0-9.]+)x", n)]
         status = ("reproduced" if ratios and min(ratios) >= 2 else "partly" if ratios and max(ratios) >= 2
                   else "not reproduced" if ratios else "measured")
-        headline = next((n for n in reversed(ratio_notes) if ", 512 B rows" in n),      # the latest run's
-                        ratio_notes[-1] if ratio_notes else "")
-        return rep.artifact("Feature gather: every implementation, same run", caption, table,
-                            finish(fig, ax, "Gather bandwidth per implementation"), headline=headline, status=status,
-                            skips=False)
+        at512 = [m for n in ratio_notes if (m := re.match(r"(.*), 512 B rows: p2p_shared / nccl_alltoallv = ([0-9.]+)x", n))]
+        headline = ("p2p_shared / nccl_alltoallv at 512 B rows: " + ", ".join(f"{m.group(1)} {m.group(2)}x" for m in at512)
+                    + " (paper: > 2x)" if at512 else ratio_notes[0] if ratio_notes else "")
+        return shown.artifact("Feature gather: every implementation, same run", caption, table,
+                              gather_figure(table, machine_ceilings(newest, kinds, ceilings)),
+                              headline=headline, status=status, skips=False, history=history)
 
 
-def run_rows(label: str, mine, records: list, notes: list) -> float | None:
-    """One run's table rows (bandwidth and share of the ceiling per row size) and its notes (the
-    ceilings, the gathers' ratios); returns its remote-gather ceiling."""
-    world = int(mine["world_size"].max()) if not mine.empty else 1
-    peer = mine[(mine["impl"] == "ceiling_peer_copy") & (mine["metric"] == "peer_copy_bw")]["value"]
-    peer_bw = float(peer.iloc[0]) if not peer.empty else None
-    ceiling = peer_bw * world / (world - 1) if (peer_bw and world > 1) else None
-    a2a = mine[(mine["impl"] == "ceiling_alltoall") & (mine["metric"] == "algbw")]["value"]
-    if peer_bw:
-        notes.append(f"{label}: one-way peer copy {peer_bw:.0f} GB/s -> remote-gather ceiling "
-                     f"n/(n-1) x copy = {ceiling:.0f} GB/s per rank")
-    if not a2a.empty:
-        notes.append(f"{label}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s "
-                     "algbw per rank")
-    sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
-    for impl, mode in VARIANTS:
-        rec = {"Machine": label, "Implementation": variant_label(impl, mode)}
-        for size in sizes:
-            value = rec[f"{size} B GB/s"] = algbw_of(mine, impl, size, mode)
-            if ceiling and value and impl not in HOST_IMPLS:
-                rec[f"{size} B % ceiling"] = 100 * value / ceiling
-        if mode not in GPU_ONLY or any(rec.get(f"{size} B GB/s") for size in sizes):
-            records.append(rec)    # a GPU-only variant without a value was not measured in this run
-    for size in sizes:
-        bw = {(impl, mode): algbw_of(mine, impl, size, mode) for pair in RATIOS for impl, mode in pair[:2]}
-        parts = [f"{name} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if b == ("nccl_alltoallv", None) and
-                                                      a == ("p2p_shared", "chunked") else "")
-                 for a, b, name in RATIOS if bw[a] and bw[b]]
-        if parts:
-            notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
-    return ceiling
+def run_ceilings(ok) -> dict:
+    """run id -> its remote-gather ceiling, n/(n-1) x the one-way peer copy it measured."""
+    out = {}
+    peer = ok[(ok["impl"] == "ceiling_peer_copy") & (ok["metric"] == "peer_copy_bw")]
+    for _, r in peer.iterrows():
+        if int(r["world_size"]) > 1 and r["value"]:
+            out[r["run_id"]] = float(r["value"]) * int(r["world_size"]) / (int(r["world_size"]) - 1)
+    return out
+
+
+def machine_ceilings(ok, machine_of: dict, ceilings: dict) -> dict:
+    """machine -> the ceiling of its newest run that measured one."""
+    return {machine_of[run]: ceilings[run] for run in sorted(set(ok["run_id"])) if run in ceilings}
+
+
+def table_records(ok, machine_of: dict, ceilings: dict, measured_only: bool = False) -> list[dict]:
+    """One record per (machine, implementation): bandwidth per row size and its share of the
+    ceiling of the run that measured it (``machine_of``: run id -> the machine it is shown as;
+    ``measured_only``: no record for an implementation without a value)."""
+    records = []
+    machine = ok["run_id"].map(machine_of)
+    for name in dict.fromkeys(machine_of.values()):
+        mine = ok[machine == name]
+        if mine.empty:
+            continue
+        sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
+        for impl, mode in VARIANTS:
+            rec = {"Machine": name, "Implementation": variant_label(impl, mode)}
+            for size in sizes:
+                sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
+                sel = sel[sel["variant"] == mode] if mode else sel
+                value = rec[f"{size} B GB/s"] = float(sel["value"].iloc[0]) if not sel.empty else None
+                ceiling = ceilings.get(sel["run_id"].iloc[0]) if not sel.empty else None
+                if ceiling and value and impl not in HOST_IMPLS:
+                    rec[f"{size} B % ceiling"] = 100 * value / ceiling
+            if (mode not in GPU_ONLY and not measured_only) or any(rec.get(f"{size} B GB/s") for size in sizes):
+                records.append(rec)    # a GPU-only variant without a value was not measured in this run
+    return records
+
+
+def gather_table(records):
+    import pandas as pd
+
+    table = pd.DataFrame.from_records(records)
+    if table.empty:
+        return pd.DataFrame({"note": ["no successful measurements"]})
+    return table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
+
+
+def machine_notes(ok, machine_of: dict) -> list[str]:
+    """Per machine: its ceilings, and the gathers' ratios per row size."""
+    notes = []
+    machine = ok["run_id"].map(machine_of)
+    for name in dict.fromkeys(machine_of.values()):
+        mine = ok[machine == name]
+        world = int(mine["world_size"].max()) if not mine.empty else 1
+        peer = mine[(mine["impl"] == "ceiling_peer_copy") & (mine["metric"] == "peer_copy_bw")]["value"]
+        a2a = mine[(mine["impl"] == "ceiling_alltoall") & (mine["metric"] == "algbw")]["value"]
+        if not peer.empty and world > 1:
+            peer_bw = float(peer.iloc[0])
+            notes.append(f"{name}: one-way peer copy {peer_bw:.0f} GB/s -> remote-gather ceiling "
+                         f"n/(n-1) x copy = {peer_bw * world / (world - 1):.0f} GB/s per rank")
+        if not a2a.empty:
+            notes.append(f"{name}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s "
+                         "algbw per rank")
+        for size in sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []:
+            bw = {(impl, mode): algbw_of(mine, impl, size, mode) for pair in RATIOS for impl, mode in pair[:2]}
+            parts = [f"{label} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if b == ("nccl_alltoallv", None) and
+                                                          a == ("p2p_shared", "chunked") else "")
+                     for a, b, label in RATIOS if bw[a] and bw[b]]
+            if parts:
+                notes.append(f"{name}, {size} B rows: " + "; ".join(parts))
+    return notes
+
+
+# the figure's name and palette system of every variant
+FIGURE_NAMES = {"p2p_shared (chunked)": ("ours: chunked", "ours"),
+                "p2p_shared (chunked-ipc)": ("ours: chunked, CUDA IPC", "ours"),
+                "p2p_shared (chunked-vmm)": ("ours: chunked, CUDA VMM", "ours"),
+                "p2p_shared (continuous)": ("ours: continuous (VMM)", "ours"),
+                "nccl_alltoallv": ("NCCL alltoallv (5 steps)", "NCCL"),
+                "wholegraph_lib (continuous)": ("WholeGraph continuous", "WholeGraph"),
+                "wholegraph_lib (chunked)": ("WholeGraph chunked", "WholeGraph"),
+                "wholegraph_lib (distributed)": ("WholeGraph distributed", "WholeGraph"),
+                "host_uva": ("host memory: zero copy", "host memory"),
+                "host_copy": ("host memory: gather + H2D", "host memory")}
+SIZE_MARKERS = ("o", "s", "D", "^", "v")
+
+
+def gather_figure(table, ceilings: dict):
+    """Bandwidth per implementation (a row each, coloured by system) and row size (a marker each),
+    a panel per machine, on a log axis with the machine's remote-gather ceiling."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    machines = list(dict.fromkeys(table["Machine"])) if "Machine" in table else []
+    sizes = [c for c in table.columns if c.endswith(" B GB/s")]
+    variants = [v for v in FIGURE_NAMES if "Implementation" in table and (table["Implementation"] == v).any()]
+    fig, axes = figure((10.5, 1.6 + 0.36 * max(len(variants), 3)), ncols=max(len(machines), 1), sharey=True,
+                       sharex=True, squeeze=False)
+    for ax, machine in zip(axes[0], machines or [None]):
+        mine = table[table["Machine"] == machine].set_index("Implementation") if machine else None
+        for i, (size, marker) in enumerate(zip(sizes, SIZE_MARKERS)):
+            xs, ys, colours = [], [], []
+            offset = (i - (len(sizes) - 1) / 2) * 0.22           # row sizes side by side within a row
+            for y, variant in enumerate(variants):
+                value = mine[size].get(variant) if mine is not None and variant in mine.index else None
+                if value is not None and value == value:
+                    xs.append(value), ys.append(y + offset), colours.append(colour(FIGURE_NAMES[variant][1]))
+            ax.scatter(xs, ys, c=colours, marker=marker, s=34, zorder=3, edgecolors="black", linewidths=0.4)
+        if machine in ceilings:
+            ax.axvline(ceilings[machine], linestyle=":", color="gray")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("GB/s per rank (log)")
+        ax.set_title(machine or "no measured machine")
+        ax.grid(True, which="both", axis="x", alpha=0.3)
+    # the legend's markers say the row size (white: every system draws them)
+    handles = [Line2D([], [], marker=marker, linestyle="", markerfacecolor="white", markeredgecolor="black",
+                      label=size.replace(" GB/s", " rows")) for size, marker in zip(sizes, SIZE_MARKERS)]
+    if ceilings:
+        handles.append(Line2D([], [], linestyle=":", color="gray", label="remote-gather ceiling"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles) or 1, fontsize=9, frameon=False)
+    axes[0][0].set_yticks(range(len(variants)), [FIGURE_NAMES[v][0] for v in variants])
+    for tick, variant in zip(axes[0][0].get_yticklabels(), variants):
+        tick.set_color(colour(FIGURE_NAMES[variant][1]))
+    axes[0][0].set_ylim(len(variants) - 0.5, -0.5)
+    fig.suptitle("Feature gather bandwidth per implementation (colour: system; marker: row size)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
 
 
 # the ratios the notes give per row size: (numerator, denominator) as (impl, variant), and its name

@@ -23,11 +23,12 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish
+from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
 from harness.timing import Stats
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, sampling_datasets, short_name
+from .unique import OURS_LIGHT
 
 OURS = ("path_doubling", "reservoir", "khop_batched")
 IMPLS = OURS + ("wholegraph_lib", "pyg", "dgl")
@@ -200,7 +201,9 @@ class SamplingTable(Experiment):
     interface = "sampling"
     impls = IMPLS
     metric, unit, better = "time", "ms", "lower"
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("Not a paper table (WholeGraph describes its GPU sampling without timing it): our samplers "
+                          "beside today's real WholeGraph on one H200 and PyG's and DGL's host loaders on its CPU, on "
+                          "products and papers100M stand-ins and a synthetic uniform graph.")
     warm_and_cold = ("Warm: the CSR, the samplers' workspaces (dense_append's id table) and compiled kernels. "
                      "Cold: every timed call samples its own batch of seeds, cut from one shuffle as an "
                      "epoch's batches are (rows: seed_batches); PyG's loader is timed by its production rate "
@@ -328,79 +331,224 @@ class SamplingTable(Experiment):
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
         ok = rep.ok
-        mb = ok[ok["p_kind"] == "minibatch"] if "p_kind" in ok else ok.iloc[0:0]
-        table = rep.table([minibatch_row(rep.label(run_id), int(world), ds, fan, int(batch), grp)
-                           for (run_id, world, ds, fan, batch), grp in mb.groupby(
-                               ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
-                                "p_batch"], sort=False)],
-                          empty="no successful mini-batch measurements", single=(), keep=())
-        rep.notes += self._target_notes(ok, rep.labels)
-        rep.notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
-                         "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
-                         "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
-                         "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
-                         "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
-        fig, ax = figure((9, 4.2))
-        if "Fanouts" in table:
-            fan = "30-30-30" if (table["Fanouts"] == "30-30-30").any() else table["Fanouts"].iloc[0]
-            batch = 512 if ((table["Fanouts"] == fan) & (table["Batch"] == 512)).any() else \
-                table[table["Fanouts"] == fan]["Batch"].min()
-            sel = table[(table["Fanouts"] == fan) & (table["Batch"] == batch)]
-            cols = [c for c in sel.columns if c.endswith(" ms")]
-            if cols and not sel.empty:
-                plot = sel.set_index(["Machine", "Dataset"])[cols]
-                plot.columns = [c[:-3] for c in cols]
-                bars(ax, plot, logy=True, ylabel="ms per mini-batch (log)")
-                ax.set_title(f"fanouts {sel['Fanouts'].iloc[0]}, batch {int(sel['Batch'].iloc[0])}")
-        scales = sorted({(short_name(d), s) for d, s in zip(ok.get("p_dataset", []), ok.get("p_scale", []))})
-        caption = rep.caption("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
-                              "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins "
-                              "(graph and splits; sampling reads no features): "
-                              + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
-                              + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table.")
-        targets = [n for n in rep.notes if "(issue target" in n]
+        kind = ok["p_kind"] if "p_kind" in ok else ok["impl"].map(lambda _: None)
+        mb, hop, loader = ok[kind == "minibatch"], ok[kind == "hop"], ok[kind == "loader"]
+        # per machine kind: the newest run comparing ours with another sampler in its grid, the
+        # newest one-hop target and the newest run of each host loader (with our side of it)
+        compared = mb["run_id"].isin(set(mb[~mb["impl"].isin(OURS)]["run_id"]))
+        grid = newest_rows(mb, rep.labels, prefer=compared)
+        hop = newest_rows(hop, rep.labels)
+        loader = newest_rows(loader, rep.labels, by=["impl"])
+        shown_ids = set(grid["run_id"]) | set(hop["run_id"]) | set(loader["run_id"])
+        shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
+        kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
+        table = shown.table([headline_row(r) for r in minibatch_records(grid, kinds)],
+                            empty="no successful mini-batch measurements", single=("GPUs",), keep=())
+        history = rep.table(minibatch_records(mb, rep.labels), single=(), keep=()) \
+            if several_runs_per_kind(rep.labels) else None
+        shown.notes += hop_notes(hop, shown.labels) + loader_notes(loader, mb, shown.labels)
+        shown.notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
+                           "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
+                           "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
+                           "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
+                           "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
+        shown_ok = ok[ok["run_id"].isin(shown_ids)]
+        scales = sorted({(short_name(d), s) for d, s in zip(shown_ok.get("p_dataset", []), shown_ok.get("p_scale", []))})
+        caption = shown.caption("Time per mini-batch (median over repeats of the slowest rank); each GPU samples its own "
+                                "batch of distinct training nodes; the newest run per machine kind that compares ours "
+                                "with another sampler, and the newest of each target (one hop, each host loader)"
+                                + (" (every run, with sampled edges per second: sampling.history.md)"
+                                   if history is not None else "")
+                                + ". Stand-ins (graph and splits; sampling reads no features): "
+                                + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
+                                + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table.")
+        targets = [n for n in shown.notes if "(issue target" in n]
         latest = [n for n in targets if "NeighborLoader" in n][-1:] + [n for n in targets if "one hop of" in n][-1:]
-        return rep.artifact("Mini-batch sampling, every implementation", caption, table, finish(fig),
-                            headline="; ".join(latest))
+        return shown.artifact("Mini-batch sampling, every implementation", caption, table,
+                              sampling_figure(grid, hop, loader, mb, kinds), headline="; ".join(latest),
+                              history=history)
 
-    @staticmethod
-    def _target_notes(ok, labels) -> list[str]:
-        notes = []
-        if "p_kind" not in ok:
-            return notes
-        for run_id, label in labels.items():
-            mine = ok[ok["run_id"] == run_id]
-            hop = mine[(mine["p_kind"] == "hop") & (mine["metric"] == "time")]
-            for ds, grp in hop.groupby("p_dataset"):
-                vals = {r["impl"]: r["value"] for _, r in grp.iterrows()}
-                parts = [f"{k} {v * 1e3:.0f} us" for k, v in sorted(vals.items(), key=lambda kv: kv[1])]
-                line = f"{label}, one hop of {int(grp['p_batch'].iloc[0])} seeds x fanout 10 on {short_name(ds)}: " \
-                       + ", ".join(parts)
-                if "path_doubling" in vals and "wholegraph_lib" in vals:
-                    ratio = vals["path_doubling"] / vals["wholegraph_lib"]
-                    line += (f"; path_doubling / WholeGraph = {ratio:.2f} (issue target <= 1: "
-                             f"{'met' if ratio <= 1 else 'NOT met'})")
-                notes.append(line)
-            loader = mine[(mine["p_kind"] == "loader") & (mine["metric"] == "time")]
-            for _, lrow in loader.iterrows():
-                fan = list(lrow["p_fanouts"])
-                ours = mine[(mine["p_kind"] == "minibatch") & (mine["impl"] == "path_doubling")
-                            & (mine["metric"] == "time") & (mine["world_size"] == 1)
-                            & (mine["p_batch"] == lrow["p_batch"]) & (mine["p_dataset"] == lrow["p_dataset"])
-                            & mine["p_fanouts"].map(lambda f: isinstance(f, (list, tuple)) and list(f) == fan)]
-                pyg_ms, how = loader_ms(lrow)
-                line = (f"{label}, {LOADER_NAMES.get(lrow['impl'], lrow['impl'])} {fan} x {int(lrow['p_batch'])} with "
-                        f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
-                        f"{pyg_ms:.1f} ms per batch ({how})")
-                where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
-                for _, orow in ours.iterrows():
-                    speedup = pyg_ms / float(orow["value"])
-                    line += (f"; path_doubling + {unique_of(orow.get('p_unique'))} on {where} "
-                             f"{float(orow['value']):.3f} ms = {speedup:.1f}x faster")
-                    if lrow["device"] == "cuda" and how.startswith("median of windows"):
-                        line += f" (issue target >= 50x: {'met' if speedup >= 50 else 'NOT met'})"
-                notes.append(line)
-        return notes
+
+def minibatch_records(mb, machine_of: dict) -> list[dict]:
+    """A record per (run, GPUs, dataset, fanouts, batch) of the mini-batch grid (``machine_of``: run
+    id -> the machine it is shown as)."""
+    fans = mb["p_fanouts"].map(lambda f: "-".join(map(str, f))) if "p_fanouts" in mb else mb["impl"]
+    return [minibatch_row(machine_of.get(run_id, run_id), int(world), ds, fan, int(batch), grp)
+            for (run_id, world, ds, fan, batch), grp in mb.groupby(
+                ["run_id", "world_size", "p_dataset", fans, "p_batch"], sort=False)]
+
+
+def headline_row(rec: dict) -> dict:
+    """A grid record as the headline table gives it: times, and the other samplers over ours."""
+    out = {k: v for k, v in rec.items() if not k.endswith(" Medges/s")}
+    ours = rec.get("path_doubling ms")
+    for impl in ("wholegraph_lib", "pyg", "dgl"):
+        if rec.get(f"{impl} ms") is not None:
+            out[f"{impl} / path_doubling"] = ratio(rec[f"{impl} ms"], ours)
+    return out
+
+
+def hop_notes(hop, labels) -> list[str]:
+    """One note per run and dataset of the one-hop target: every sampler's time, ours over WholeGraph."""
+    notes = []
+    for (run_id, ds), grp in hop[hop["metric"] == "time"].groupby(["run_id", "p_dataset"], sort=False):
+        vals = {r["impl"]: r["value"] for _, r in grp.iterrows()}
+        parts = [f"{k} {v * 1e3:.0f} us" for k, v in sorted(vals.items(), key=lambda kv: kv[1])]
+        line = f"{labels.get(run_id, run_id)}, one hop of {int(grp['p_batch'].iloc[0])} seeds x fanout 10 on " \
+               f"{short_name(ds)}: " + ", ".join(parts)
+        if "path_doubling" in vals and "wholegraph_lib" in vals:
+            ratio_ = vals["path_doubling"] / vals["wholegraph_lib"]
+            line += (f"; path_doubling / WholeGraph = {ratio_:.2f} (issue target <= 1: "
+                     f"{'met' if ratio_ <= 1 else 'NOT met'})")
+        notes.append(line)
+    return notes
+
+
+def loader_notes(loader, mb, labels) -> list[str]:
+    """One note per host-loader row: its time per batch beside our mini-batches of the same run."""
+    notes = []
+    for _, lrow in loader[loader["metric"] == "time"].iterrows():
+        label = labels.get(lrow["run_id"], lrow["run_id"])
+        pyg_ms, how = loader_ms(lrow)
+        fan = list(lrow["p_fanouts"])
+        line = (f"{label}, {LOADER_NAMES.get(lrow['impl'], lrow['impl'])} {fan} x {int(lrow['p_batch'])} with "
+                f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
+                f"{pyg_ms:.1f} ms per batch ({how})")
+        where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
+        for _, orow in ours_beside(lrow, mb).iterrows():
+            speedup = pyg_ms / float(orow["value"])
+            line += (f"; path_doubling + {unique_of(orow.get('p_unique'))} on {where} "
+                     f"{float(orow['value']):.3f} ms = {speedup:.1f}x faster")
+            if lrow["device"] == "cuda" and how.startswith("median of windows"):
+                line += f" (issue target >= 50x: {'met' if speedup >= 50 else 'NOT met'})"
+        notes.append(line)
+    return notes
+
+
+def ours_beside(lrow, mb):
+    """Our path_doubling mini-batches on one GPU in the loader row's run, at its dataset and setting."""
+    fan = list(lrow["p_fanouts"])
+    return mb[(mb["run_id"] == lrow["run_id"]) & (mb["impl"] == "path_doubling") & (mb["metric"] == "time")
+              & (mb["world_size"] == 1) & (mb["p_batch"] == lrow["p_batch"]) & (mb["p_dataset"] == lrow["p_dataset"])
+              & mb["p_fanouts"].map(lambda f: isinstance(f, (list, tuple)) and list(f) == fan)]
+
+
+WHOLEGRAPH_SETTING = ([30, 30, 30], 512)            # the paper's training mini-batches
+# the figure's bars: (table column or impl, label, colour)
+SAMPLERS = (("path_doubling", "ours: path_doubling + hash_append", colour("ours")),
+            ("path_doubling+dense_append", "ours: path_doubling + dense_append", OURS_LIGHT),
+            ("wholegraph_lib", "WholeGraph (its sampler + append_unique)", colour("WholeGraph")),
+            ("pyg", "PyG", colour("PyG")), ("dgl", "DGL", colour("DGL")))
+
+
+def at_setting(frame, setting=WHOLEGRAPH_SETTING):
+    """The rows at WholeGraph's fanouts and batch where there are any, else those of the first setting."""
+    if frame.empty:
+        return frame
+    fans = frame["p_fanouts"].map(lambda f: list(f) if isinstance(f, (list, tuple)) else None)
+    here = (fans.map(lambda f: f == setting[0])) & (frame["p_batch"] == setting[1])
+    if here.any():
+        return frame[here]
+    first = frame.iloc[0]
+    return frame[(fans.map(lambda f: f == list(first["p_fanouts"]))) & (frame["p_batch"] == first["p_batch"])]
+
+
+def column_of(r) -> str:
+    return r["impl"] if r["impl"] not in OURS or unique_of(r.get("p_unique")) == "hash_append" \
+        else f"{r['impl']}+{unique_of(r.get('p_unique'))}"
+
+
+def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
+    """Bars per group (x label, {column: value}) in SAMPLERS' order and colours, each other sampler's
+    bar marked with its time over ours (path_doubling + hash_append); log where the values span more
+    than 100x."""
+    import numpy as np
+
+    present = [s for s in SAMPLERS if any(s[0] in values for _, values in groups)]
+    width = 0.8 / max(len(present), 1)
+    xs = np.arange(len(groups))
+    for i, (col, label, face) in enumerate(present):
+        heights = [values.get(col, 0) for _, values in groups]
+        at = xs + (i - (len(present) - 1) / 2) * width
+        ax.bar(at, heights, width, label=label, color=face)
+        if col in OURS or col.split("+")[0] in OURS:
+            continue
+        for x, h, (_, values) in zip(at, heights, groups):
+            if h and values.get("path_doubling"):
+                ax.annotate(f"{h / values['path_doubling']:.{0 if h >= 10 * values['path_doubling'] else 1}f}x",
+                            (x, h), ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(xs, [name for name, _ in groups])
+    values = [v for _, vals in groups for v in vals.values() if v]
+    if values and max(values) / min(values) > 100:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ylabel += " (log)"
+    ax.margins(y=0.12)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def figure_name(ds: str) -> str:
+    """A graph's name short enough for a tick label."""
+    from impls.sampling.bench import is_uniform, parse_uniform
+
+    if is_uniform(ds):
+        nodes, degree = parse_uniform(ds)
+        return f"uniform\n{nodes / 1e6:g}M, deg. {degree}"
+    return short_name(ds)
+
+
+def sampling_figure(grid, hop, loader, mb, kinds: dict):
+    """Ours beside real WholeGraph (mini-batches, one hop) and beside PyG's and DGL's host loaders, the
+    newest run of each on each machine kind; each other sampler's bar says its time over ours."""
+    times = at_setting(grid[grid["metric"] == "time"])
+    hops = hop[hop["metric"] == "time"]
+    hops = hops[hops["p_batch"] == hops["p_batch"].max()] if not hops.empty else hops      # the GPU target
+    loads = at_setting(loader[loader["metric"] == "time"])
+    several = len({kinds[r] for r in set(times["run_id"]) | set(hops["run_id"]) | set(loads["run_id"])}) > 1
+    where = (lambda run_id: f"\n{kinds[run_id]}" if several else "")
+    panels = []
+    if not times.empty:
+        groups = [(figure_name(ds) + where(run_id), {column_of(r): r["value"] for _, r in grp.iterrows()})
+                  for (run_id, ds), grp in times.groupby(["run_id", "p_dataset"], sort=False)]
+        first = times.iloc[0]
+        panels.append((f"mini-batch, {'-'.join(map(str, first['p_fanouts']))} x {int(first['p_batch'])}",
+                       groups, "ms per mini-batch"))
+    if not hops.empty:
+        groups = [(figure_name(ds) + where(run_id), {r["impl"]: r["value"] * 1e3 for _, r in grp.iterrows()})
+                  for (run_id, ds), grp in hops.groupby(["run_id", "p_dataset"], sort=False)]
+        panels.append((f"one hop, {int(hops['p_batch'].iloc[0])} seeds x fanout 10", groups, "us per hop"))
+    if not loads.empty:
+        groups = []
+        for _, lrow in loads.iterrows():
+            values = {lrow["impl"]: loader_ms(lrow)[0]}
+            values.update({column_of(o): float(o["value"]) for _, o in ours_beside(lrow, mb).iterrows()})
+            name = {"pyg": "PyG\nNeighborLoader", "dgl": "DGL\nDataLoader"}.get(lrow["impl"], lrow["impl"])
+            groups.append((f"{name}\n{int(lrow.get('p_workers', 0))} workers" + where(lrow["run_id"]), values))
+        first = loads.iloc[0]
+        panels.append((f"host loaders, {'-'.join(map(str, first['p_fanouts']))} x {int(first['p_batch'])}",
+                       groups, "ms per mini-batch"))
+    if not panels:
+        return None
+    fig, axes = figure((10.5, 5.4), ncols=len(panels), squeeze=False,
+                       gridspec_kw={"width_ratios": [max(len(g), 2) for _, g, _ in panels]})
+    for ax, (title, groups, ylabel) in zip(axes[0], panels):
+        grouped_bars(ax, groups, ylabel)
+        ax.set_title(title, fontsize=10)
+    labels: dict = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            labels.setdefault(label, handle)
+    order = [label for _, label, _ in SAMPLERS if label in labels]
+    fig.legend([labels[k] for k in order], order, loc="lower center", ncol=min(len(order), 3), fontsize=9,
+               frameon=False)
+    fig.suptitle("Neighbor sampling: ours beside real WholeGraph and PyG/DGL's host loaders"
+                 + ("" if several or not kinds else f" ({next(iter(set(kinds.values())))})")
+                 + "\n(numbers over bars: that sampler's time over ours with hash_append)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
 
 
 def loader_ms(row) -> tuple[float, str]:

@@ -15,10 +15,11 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finite, lines, ratio
+from harness.reportkit import (Report, figure, finish, finite, lines, machine_kind, newest_rows, ratio,
+                               several_runs_per_kind)
 from harness.worlds import Worlds
 
-from . import PAPER_HARDWARE
+from . import PAPER_GPUS, PAPER_HARDWARE
 
 GB = 1 << 30
 PAPER_SIZES_GB = (8, 16, 32, 64, 128)
@@ -80,7 +81,10 @@ class Table1(Experiment):
     interface = "probes"
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
     metric, unit, better = "latency", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("H200 machines of 1 to 4 GPUs (CUDA 13) instead of 8x A100 over NVSwitch (CUDA 11.4): with n "
+                          "GPUs 1/n of the reads are local (paper: 1/8) and one GPU has no peer memory; the paper's "
+                          "sizes and dependent chase (100K steps for UM, longer chains elsewhere so every read is cold), "
+                          "plus local, host and remote-only placements the paper does not show.")
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = _paper_values()
     worlds = PROBE_WORLDS
@@ -141,50 +145,72 @@ class Table1(Experiment):
     # --- report ------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
-        table = latency_table(rep, self.impls)
-        for label in rep.labels.values():
-            mine = table[table["Machine"] == label]
+        at_paper_scale = rep.ok["p_size_gb"] == rep.ok["p_paper_size_gb"]
+        newest = newest_rows(rep.ok, rep.labels, by=["p_paper_size_gb"], prefer=at_paper_scale)
+        shown_ids = set(newest["run_id"])
+        shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
+        kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
+        table = latency_table(shown.rows, newest, kinds, self.impls)
+        for machine in dict.fromkeys(kinds.values()):
+            mine = table[table["Machine"] == machine]
             for col in [c for c in ("UM/P2P", "UM/P2P remote") if c in mine]:
                 vals = [(s, r) for s, r in zip(mine["Memory size (GB)"], mine[col]) if finite(r) and r]
                 if vals:
                     lo = min(vals, key=lambda x: x[1])
-                    rep.notes.append(f"{label}: {col} latency ratio {lo[1]:.1f}x at worst ({lo[0]} GB), "
-                                     f"{max(v for _, v in vals):.1f}x at best; paper (A100): {_PAPER_RATIOS}")
-        rows, ok = rep.rows, rep.ok
-        scales = sorted({round(a / b, 6) for a, b in zip(rows["p_size_gb"], rows["p_paper_size_gb"])})
+                    shown.notes.append(f"{machine}: {col} latency ratio {lo[1]:.1f}x at worst ({lo[0]} GB), "
+                                       f"{max(v for _, v in vals):.1f}x at best; paper ({PAPER_GPUS}): {_PAPER_RATIOS}")
+        srows, ok = shown.rows, newest
+        scales = sorted({round(a / b, 6) for a, b in zip(srows["p_size_gb"], srows["p_paper_size_gb"])})
         scale_note = "" if scales == [1.0] else \
             f" Sizes measured at {', '.join(f'{s:g}' for s in scales)} x the paper's (--scale)."
         steps = sorted(set(ok["p_steps"].dropna().astype(int))) if "p_steps" in ok else []
-        caption = rep.caption(f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
-                              f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0.",
-                              cold_reads_caption(ok), CAPTION.format(hardware=PAPER_HARDWARE)) + scale_note
-        rep.notes += rep.skip_notes() + ["Every measured chain was checked against the Python reference chain "
-                                         "(same words read), so a probe that reads the wrong memory fails its point."]
-        at8 = table[(table["Memory size (GB)"].astype(float) >= 8) & (table["Machine"] != "A100 (paper)")]
+        history = latency_table(rep.rows, rep.ok, rep.labels, self.impls) if several_runs_per_kind(rep.labels) \
+            else None
+        caption = shown.caption(f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
+                                f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0"
+                                + ("; the newest run on each kind of machine (every run: table1.history.md)."
+                                   if history is not None else "."),
+                                cold_reads_caption(ok), CAPTION.format(hardware=PAPER_HARDWARE)) + scale_note
+        shown.notes += shown.skip_notes() + ["Every measured chain was checked against the Python reference chain "
+                                             "(same words read), so a probe that reads the wrong memory fails its "
+                                             "point."]
+        at8 = table[(table["Memory size (GB)"].astype(float) >= 8) & (table["Machine"] != PAPER_ROW)]
         ratios = [r for r in at8["UM/P2P"] if finite(r)] if "UM/P2P" in at8 else []
         status = "reproduced" if ratios and min(ratios) >= 10 else ("not reproduced" if ratios else "measured")
         first = table[table["Memory size (GB)"] == "8"]
         headline = "; ".join(f"{m}: UM {u:.3g} us, P2P {p:.3g} us ({u / p:.1f}x)"
                              for m, u, p in zip(first["Machine"], first["UM"], first["P2P"]) if finite(u) and finite(p))
-        return rep.artifact("WholeGraph Table I: UM vs P2P access latency", caption, table, latency_figure(table),
-                            headline=f"at 8 GB: {headline}" if headline else "", status=status, skips=False)
+        gpus = {kinds[r]: int(g) for r, g in zip(newest["run_id"], newest["p_gpus"])} if "p_gpus" in newest else {}
+        scale_of = {kinds[r]: round(a / b, 6) for r, a, b in zip(newest["run_id"], newest["p_size_gb"],
+                                                                 newest["p_paper_size_gb"]) if round(a / b, 6) != 1}
+        return shown.artifact("WholeGraph Table I: UM vs P2P access latency", caption, table,
+                              latency_figure(table, gpus, scale_of),
+                              headline=f"at 8 GB: {headline}" if headline else "", status=status, skips=False,
+                              history=history)
 
 
-def latency_table(rep, impls):
-    """Per paper size: the paper's UM and P2P, then every run's probes and their UM/P2P ratios."""
+PAPER_ROW = f"{PAPER_GPUS} (paper)"
+
+
+def latency_table(rows, ok, machine_of: dict, impls):
+    """Per paper size: the paper's UM and P2P, then each machine's probes (``machine_of``: run id ->
+    the machine it is shown as) and their UM/P2P ratios."""
     import pandas as pd
 
+    machines = list(dict.fromkeys(machine_of.values()))
+    run_machine = ok["run_id"].map(machine_of)
     records = []
-    for size in sorted(set(rep.rows["p_paper_size_gb"])):
+    for size in sorted(set(rows["p_paper_size_gb"])):
         um, p2p = _TABLE_I.get(int(size), (None, None))
-        records.append({"Memory size (GB)": f"{size:g}", "Machine": "A100 (paper)", "UM": um, "P2P": p2p})
-        for run_id, label in rep.labels.items():
-            mine = rep.ok[(rep.ok["run_id"] == run_id) & (rep.ok["p_paper_size_gb"] == size)]
-            rec = {"Memory size (GB)": f"{size:g}", "Machine": label}
+        records.append({"Memory size (GB)": f"{size:g}", "Machine": PAPER_ROW, "UM": um, "P2P": p2p})
+        for machine in machines:
+            mine = ok[(run_machine == machine) & (ok["p_paper_size_gb"] == size)]
+            rec = {"Memory size (GB)": f"{size:g}", "Machine": machine}
             for impl in impls:
                 hit = mine[mine["impl"] == impl]["value"]
                 rec[IMPL_LABELS[impl]] = float(hit.iloc[0]) if not hit.empty else None
-            records.append(rec)
+            if not mine.empty:               # a size the machine did not measure has no row
+                records.append(rec)
     table = pd.DataFrame.from_records(records)
     for col in IMPL_LABELS.values():
         if col not in table:
@@ -194,23 +220,53 @@ def latency_table(rep, impls):
     return table[[c for c in table.columns if table[c].notna().any() or c in ("UM", "P2P")]]
 
 
-def latency_figure(table):
-    fig, ax = figure((7, 4.4))
-    styles = {"UM": "o", "P2P": "s", "UM remote": "^", "P2P remote": "v", "local": "x", "host": "d"}
-    lines(ax, [(f"{machine} {col}", grp["Memory size (GB)"].astype(float), grp[col],
-                {"marker": marker, "paper": machine.endswith("(paper)")})
-               for machine, grp in table.groupby("Machine", sort=False)
-               for col, marker in styles.items() if col in grp and grp[col].notna().any()], legend_size=None,
-          grid=False)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("memory size (paper GB)")
-    ax.set_ylabel("latency per access (us)")
-    ax.set_title("Pointer-chasing latency (WholeGraph Table I)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=3)
-    return fig
+def _fraction(x: float) -> str:
+    """0.015625 -> '1/64'."""
+    return f"1/{1 / x:g}" if 0 < x < 1 and (1 / x).is_integer() else f"{x:g}"
 
+
+# colour per access path, solid for a measured machine, dashed for the paper; remote-only placements
+# dash-dotted in their path's colour
+PATHS = {"UM": ("C3", "o", "-"), "P2P": ("C0", "s", "-"), "UM remote": ("C3", "^", "-."),
+         "P2P remote": ("C0", "v", "-."), "local": ("C7", "x", "-"), "host": ("C4", "d", "-")}
+
+
+def latency_figure(table, gpus: dict, scales: dict):
+    """Table I as latency over memory size: a panel per machine shown, each beside the paper's UM and
+    P2P (``gpus``: machine -> GPUs its probes spread the memory over; ``scales``: machine -> its sizes
+    over the paper's, where not 1)."""
+    from matplotlib.ticker import FuncFormatter
+
+    machines = [m for m in dict.fromkeys(table["Machine"]) if m != PAPER_ROW]
+    fig, axes = figure((min(10.5, 3.2 + 3.6 * max(len(machines), 1)), 5.4), ncols=max(len(machines), 1),
+                       sharey=True, squeeze=False)
+    paper = table[table["Machine"] == PAPER_ROW]
+    sizes = table["Memory size (GB)"].astype(float)
+    for ax, machine in zip(axes[0], machines or [None]):
+        series = [(f"{col}, paper ({PAPER_GPUS})", paper["Memory size (GB)"].astype(float), paper[col],
+                   {"color": PATHS[col][0], "marker": PATHS[col][1], "paper": True}) for col in ("UM", "P2P")]
+        mine = table[table["Machine"] == machine]
+        alone = " (1 GPU: all local)" if gpus.get(machine) == 1 else ""
+        for col, (colour, marker, style) in PATHS.items():
+            have = mine[mine[col].notna()] if col in mine else mine.iloc[0:0]
+            if not have.empty:                   # the sizes measured, joined
+                series.append((f"{col}, {machine}" + (alone if col == "UM" else ""),
+                               have["Memory size (GB)"].astype(float), have[col],
+                               {"color": colour, "marker": marker, "linestyle": style, "zorder": 3 if col == "UM" else 2}))
+        lines(ax, series, legend_size=None, grid=False)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(sorted(set(sizes)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("memory size (GB)" if machine not in scales else "paper's memory size (GB)")
+        scaled = f" (sizes x {_fraction(scales[machine])})" if machine in scales else ""
+        ax.set_title((machine or "no measured machine") + scaled)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=9, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    axes[0][0].set_ylabel("latency per access (us)")
+    fig.suptitle("WholeGraph Table I: pointer-chasing latency, UM vs GPUDirect P2P")
+    return finish(fig)
 
 CAPTION = ("UM and P2P spread the memory evenly over all GPUs of the run, as the paper does (UM: cudaMallocManaged, "
            "each GPU initializes its partition; P2P: cudaMalloc on every GPU, peer access), so with n GPUs 1/n of the "

@@ -65,7 +65,6 @@ def fewer_batches(records, labels: dict) -> set[int]:
 @register_experiment
 class Table3(TrainingExperiment):
     title = "WholeGraph Table III: validation and test accuracy, PyG / DGL / WholeGraph"
-    impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products", "ogbn-papers100M"))
     paper_values = table3_paper_values()

@@ -184,7 +184,6 @@ class TrainingExperiment(kit.TrainingExperiment):
     """Base of every training experiment: grid = pipelines x datasets x models x backends."""
 
     impls = PIPELINES
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
                      "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
                      "breakdown comes from the first, synchronized epoch, the epoch time from a later "

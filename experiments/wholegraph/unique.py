@@ -13,7 +13,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish
+from harness.reportkit import Report, colour, figure, finish, machine_kind, newest_rows, several_runs_per_kind
 from harness.timing import CacheFlush
 from harness.worlds import Worlds
 
@@ -61,7 +61,9 @@ class UniqueTable(Experiment):
     interface = "unique"
     impls = UNIQUE_IMPLS
     metric, unit, better = "time", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("Not a paper table (WholeGraph describes its hash append-unique without timing it): our "
+                          "implementations, torch.unique and today's real WholeGraph on one H200, on the frontiers of "
+                          "30-30-30 mini-batches over products and papers100M stand-ins.")
     warm_and_cold = ("Warm: the inputs, as a sampler that just wrote them leaves them, and compiled kernels. "
                      "Cold: the hash and id tables and all else: the L2 is flushed before each call (rows: "
                      "flush_mib).")
@@ -124,31 +126,36 @@ class UniqueTable(Experiment):
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
-        out = [unique_row(rep, first_group, grp) for first_group, grp in
-               rep.ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False)]
-        table = rep.table(out, empty="no rows", single=(), keep=())
-        rep.notes.append("Every implementation's output is checked against the sort reference before timing (targets "
-                         "first in order, each node once, local ids reconstruct the neighbors). Ours get the graph's "
-                         "node count as id_bound, as in a mini-batch. WholeGraph is timed without duplicate counts (its API has "
-                         "none); ours computes them.")
-        fig, ax = figure((8, 4))
-        cols = [c for c in table.columns if c.endswith(" us")]
-        if cols:
-            bars(ax, table.set_index(["Machine", "Dataset", "Hop"])[cols], logy=True, ylabel="us per call (log)")
-        caption = rep.caption("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the "
-                              "hop's input nodes, neighbors = its samples), one GPU, median of repeats. WholeGraph "
-                              f"(SC'22, {PAPER_HARDWARE}) describes the hash method without timing it.")
-        headline = [n for n in rep.notes if "(issue target" in n][-1:]
-        return rep.artifact("Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption, table,
-                            finish(fig), headline=headline[0] if headline else "")
+        newest = newest_rows(rep.ok, rep.labels, by=["p_dataset", "p_hop"])
+        shown_ids = set(newest["run_id"])
+        shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
+        kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
+        table = shown.table([unique_row(kinds[run_id], cell, grp, shown.notes) for cell, grp in
+                             newest.groupby(["run_id", "p_dataset", "p_hop"], sort=False)
+                             for run_id in [cell[0]]], empty="no rows", single=(), keep=())
+        history = rep.table([unique_row(rep.label(cell[0]), cell, grp, []) for cell, grp in
+                             rep.ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False)], single=(), keep=()) \
+            if several_runs_per_kind(rep.labels) else None
+        shown.notes.append("Every implementation's output is checked against the sort reference before timing (targets "
+                           "first in order, each node once, local ids reconstruct the neighbors). Ours get the graph's "
+                           "node count as id_bound, as in a mini-batch. WholeGraph is timed without duplicate counts "
+                           "(its API has none); ours computes them.")
+        caption = shown.caption("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the "
+                                "hop's input nodes, neighbors = its samples), one GPU, median of repeats"
+                                + ("; the newest run per machine kind (every run: unique.history.md)"
+                                   if history is not None else "")
+                                + f". WholeGraph (SC'22, {PAPER_HARDWARE}) describes the hash method without timing it.")
+        headline = [n for n in shown.notes if "(issue target" in n]
+        return shown.artifact("Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption, table,
+                              unique_figure(table), headline="; ".join(headline), history=history)
 
 
-def unique_row(rep, cell: tuple, grp) -> dict:
-    """A row of the table (every implementation's time on one run's frontier, the ratios to sort) and
-    the hop-1 note of the issue's target."""
-    run_id, ds, hop = cell
+def unique_row(machine: str, cell: tuple, grp, notes: list) -> dict:
+    """A row of the table (every implementation's time on one run's frontier, the ratios to sort);
+    adds the hop-1 note of the issue's target to ``notes``."""
+    _, ds, hop = cell
     first = grp.iloc[0]
-    rec = {"Machine": rep.label(run_id), "Dataset": short_name(ds), "Hop": int(hop), "Targets": int(first["p_targets"]),
+    rec = {"Machine": machine, "Dataset": short_name(ds), "Hop": int(hop), "Targets": int(first["p_targets"]),
            "Neighbors": int(first["p_neighbors"]), "Unique": int(first["p_unique"])}
     vals = {}
     for impl in UNIQUE_IMPLS:
@@ -162,7 +169,48 @@ def unique_row(rep, cell: tuple, grp) -> dict:
                     f"{rec['sort / hash']:.2f}x")
             if first["device"] == "cuda":
                 line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
-            rep.notes.append(line)
+            notes.append(line)
     if vals["dense_append"] and vals["sort"]:
         rec["sort / dense"] = vals["sort"] / vals["dense_append"]
     return rec
+
+
+# ours in the palette's colour (the direct-mapped table a lighter shade of it), torch.unique in grey
+OURS_LIGHT = "#9ecae1"
+UNIQUE_BARS = (("hash_append us", "ours: hash_append", colour("ours")),
+               ("dense_append us", "ours: dense_append", OURS_LIGHT),
+               ("sort us", "torch.unique (sort)", "#595959"),
+               ("wholegraph_lib us", "WholeGraph append_unique", colour("WholeGraph")))
+
+
+def count(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}K" if n >= 1e3 else str(n)
+
+
+def unique_figure(table):
+    """Time per call by hop (a group each: targets + neighbors in), a bar per implementation, a panel
+    per machine and dataset."""
+    import numpy as np
+
+    if "Hop" not in table:
+        return None
+    panels = list(dict.fromkeys(zip(table["Machine"], table["Dataset"])))
+    machines = {m for m, _ in panels}
+    fig, axes = figure((min(10.5, 1.0 + 4.2 * len(panels)), 4.8), ncols=len(panels), sharey=True, squeeze=False)
+    for ax, (machine, ds) in zip(axes[0], panels):
+        mine = table[(table["Machine"] == machine) & (table["Dataset"] == ds)].sort_values("Hop")
+        xs = np.arange(len(mine))
+        bars = [b for b in UNIQUE_BARS if b[0] in mine and mine[b[0]].notna().any()]
+        width = 0.8 / max(len(bars), 1)
+        for i, (col, label, face) in enumerate(bars):
+            ax.bar(xs + (i - (len(bars) - 1) / 2) * width, mine[col].fillna(0), width, label=label, color=face)
+        ax.set_xticks(xs, [f"hop {h}\n{count(t)} + {count(n)}" for h, t, n in
+                           zip(mine["Hop"], mine["Targets"], mine["Neighbors"])])
+        ax.set_title(ds if len(machines) == 1 else f"{machine}, {ds}")
+        ax.set_xlabel("frontier: targets + sampled neighbors")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("us per call")
+    axes[0][0].legend(fontsize=9, loc="upper left")
+    fig.suptitle("Append-unique per hop of a 30-30-30 mini-batch of 512 seeds"
+                 + (f" ({next(iter(machines))})" if len(machines) == 1 else ""))
+    return finish(fig)

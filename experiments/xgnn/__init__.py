@@ -1,5 +1,7 @@
 """XGNN (VLDB'24) artifacts; the paper's testbed was a DGX-1 (8x V100, hybrid cube-mesh NVLink)."""
 
 PAPER_HARDWARE = "DGX-1: 8x V100 over a hybrid cube-mesh of NVLink 2.0, CUDA 11"
+# the label of the paper's values where a figure or table shows them beside ours
+PAPER_SOURCE = "paper (8x V100)"
 
 PAPER_TITLE = "XGNN: boosting multi-GPU GNN training via global GNN memory store (VLDB'24)"

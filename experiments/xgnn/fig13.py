@@ -18,7 +18,7 @@ from harness.argtypes import names_of, or_word, positive_float, positive_int, un
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, bars, figure, finish, pivot, ratio
+from harness.reportkit import Report, figure, ratio
 from harness.timing import measure
 from harness.worlds import Worlds
 
@@ -26,6 +26,8 @@ from . import PAPER_HARDWARE
 
 DATASETS = {"TW": "twitter-2010", "CF": "com-friendster"}
 POLICY_LABELS = {"xgnn_solver": "Solver", "clique": "Clique", "clique_opt": "CliqueOpt"}
+# the systems the policies come from, whose palette colours they are drawn in
+SYSTEM_LABELS = {"xgnn_solver": "Solver (XGNN)", "clique": "Clique (Quiver)", "clique_opt": "CliqueOpt (ICS'22)"}
 _S = "Sec. 6.6 (Fig. 13)"
 TOPOLOGIES = ("4Gf", "4Gc", "6G", "8G")
 SHARES = {"Cache": "cache_ratio", "Local": "local_fraction", "Peer": "peer_fraction", "Host": "host_fraction"}
@@ -47,7 +49,12 @@ class Fig13(Experiment):
     impls = ("xgnn_solver", "clique", "clique_opt")
     metric, unit, better = "extract_time", "ms/batch", "lower"
     worlds = Worlds(fixed=(1,))
-    paper_hardware = PAPER_HARDWARE
+    differs_from_paper = ("Extraction modelled with the DGX-1's per-link bandwidths over sampled batches of TW / CF "
+                          "stand-ins a small fraction of the real size, Clique (Quiver's policy) and CliqueOpt "
+                          "re-implemented, not timed in XGNN's codebase on the DGX-1; only the Solver's search "
+                          "time is measured, on a CPU.")
+    # a run at the paper's settings keeps these at their defaults (experiments/placement/shown.py)
+    method_params = ("buffer_fraction", "alpha", "hotness")
     warm_and_cold = ("Search time on the CPU for a fixed topology after 2 untimed runs; no state is carried "
                      "between runs.")
     paper_values = (
@@ -75,7 +82,6 @@ class Fig13(Experiment):
         return 0.0005 if cfg.quick else 0.002
 
     def points(self, cfg):
-        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for topology in self.param(cfg, "topologies"):
@@ -127,57 +133,120 @@ class Fig13(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import pandas as pd
+        from experiments.placement.shown import SMOKE_NOTE, shown_rows
 
         rep = Report(self, rows, runs)
-        keys = ["run_id", "p_dataset", "p_topology", "impl"]
-        wide = rep.ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index() \
-            if not rep.ok.empty else pd.DataFrame(columns=keys)
-        clique = {tuple(r[k] for k in keys[:3]): r["extract_time"] for _, r in wide.iterrows() if r["impl"] == "clique"}
-        rank = {name: i for i, name in enumerate([*DATASETS, *TOPOLOGIES, *POLICY_LABELS.values()])}
-        records = sorted(({
-            "Run": rep.label(r["run_id"]), "Dataset": r["p_dataset"], "Topology": r["p_topology"],
-            "Policy": POLICY_LABELS.get(r["impl"], r["impl"]),
-            **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in SHARES.items()},
-            "Extract ms/batch": r.get("extract_time"),
-            "Clique / this": ratio(clique.get(tuple(r[k] for k in keys[:3])), r.get("extract_time")),
-            "Search ms": r.get("search_time")} for _, r in wide.iterrows()),
-            key=lambda rec: (rec["Run"], *(rank.get(rec[k], 99) for k in ("Dataset", "Topology", "Policy"))))
-        table = rep.table(records, empty="no successful measurements", single=("Run",), drop_empty=False)
-        rep.notes += self._paper_notes(rep.ok, wide, rep.labels)
-        scales = sorted(set(rep.rows["p_scale"].dropna()))
-        caption = rep.caption(
+        shown = shown_rows(rep, ["impl", "p_dataset", "p_topology"])
+        ok = shown.rows[shown.rows["status"] == "ok"] if not shown.rows.empty else shown.rows
+        wide = _wide(ok)
+        table = rep.table(self._records(wide, shown.kind, "Machine", paper=True), empty="no successful measurements",
+                          single=("Machine",), drop_empty=False)
+        history = rep.table(self._records(_wide(rep.ok), rep.label, "Run"), empty="no successful measurements",
+                            single=(), drop_empty=False)
+        rep.notes += self._paper_notes(ok, wide, {rid: shown.kind(rid) for rid in shown.run_ids})
+        if shown.smoke:
+            rep.notes.append(SMOKE_NOTE)
+        scales = sorted(set(ok["p_scale"].dropna())) if "p_scale" in ok else []
+        caption = (
             "Modeled feature-extraction time per mini-batch (slowest GPU; a batch takes as long as its busiest "
             "source: local HBM, each NVLink at the DGX-1's NV1 = 25 / NV2 = 50 GB/s, or PCIe 3.0 at 12 GB/s), "
             "cache ratio (distinct nodes on GPUs / N) and where the input features were read, for GraphSAGE "
             f"[25, 10] mini-batches (6000 seeds, scaled with the graph) on TW / CF stand-ins at scale "
             f"{', '.join(f'{s:g}' for s in scales)}; hottest nodes by pre-sampling. 'Clique / this' > 1 is faster "
-            f"than Clique. The Solver's search time is measured on this machine's CPU. Paper: {PAPER_HARDWARE}.")
-        fig = None
-        if "Dataset" in table:
-            datasets = list(dict.fromkeys(table["Dataset"]))
-            fig, axes = figure((5 * len(datasets), 3.6), ncols=len(datasets), squeeze=False)
-            for i, (ax, ds) in enumerate(zip(axes[0], datasets)):
-                sub = table[table["Dataset"] == ds]
-                bars(ax, pivot(sub, ["Topology"], "Policy", "Extract ms/batch", POLICY_LABELS.values())
-                     .reindex(list(dict.fromkeys(sub["Topology"]))), ylabel="modeled extraction (ms / batch)")
-                ax.set_title(f"({'ab'[i]}) {ds}", fontsize=9)
-            finish(fig)
-        return rep.artifact("XGNN Fig. 13: partition placement policies", caption, table, fig)
+            "than Clique. The Solver's search time is measured on this machine's CPU. 'Paper': what XGNN Sec. 6.6 "
+            "prints (no extraction times; cache ratios on CF 6G, the Solver's speedup and search time). Shown: the "
+            "newest run per machine kind at the paper's settings; every run is in fig13.history.md."
+            + (f" Note: {SMOKE_NOTE}." if shown.smoke else "") + f" Paper: {PAPER_HARDWARE}. "
+            + shown.caption_hardware(rep.runs))
+        fig = self._figure(wide, shown, scales) if not wide.empty else None
+        return rep.artifact("XGNN Fig. 13: partition placement policies", caption, table, fig,
+                            headline=self._headline(ok, wide, shown, scales), skips=shown.rows, history=history)
 
-    def _paper_notes(self, ok, wide, labels) -> list[str]:
+    def _records(self, wide, label, column: str, paper: bool = False) -> list[dict]:
+        """One table row per placed point; the paper's printed numbers beside them (``paper``)."""
+        keys = ["run_id", "p_dataset", "p_topology"]
+        clique = {tuple(r[k] for k in keys): r["extract_time"] for _, r in wide.iterrows() if r["impl"] == "clique"}
+        rank = {name: i for i, name in enumerate([*DATASETS, *TOPOLOGIES, *POLICY_LABELS.values()])}
+        records = [{
+            column: label(r["run_id"]), "Dataset": r["p_dataset"], "Topology": r["p_topology"],
+            "Policy": POLICY_LABELS.get(r["impl"], r["impl"]),
+            **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in SHARES.items()},
+            "Extract ms/batch": r.get("extract_time"),
+            "Clique / this": ratio(clique.get(tuple(r[k] for k in keys)), r.get("extract_time")),
+            "Search ms": r.get("search_time"),
+            **({"Paper": _paper_text(r["impl"], r["p_dataset"], r["p_topology"])} if paper else {})}
+            for _, r in wide.iterrows()]
+        return sorted(records, key=lambda rec: (rec[column], *(rank.get(rec[k], 99)
+                                                                for k in ("Dataset", "Topology", "Policy"))))
+
+    def _headline(self, ok, wide, shown, scales) -> str:
+        if wide.empty:
+            return ""
+        kind = shown.kind(max(shown.run_ids))
+        mine = wide[wide["run_id"].map(shown.kind) == kind]
+        parts = []
+        best = max(_speedups(mine), default=None, key=lambda s: s[1])
+        if best:
+            parts.append(f"Solver up to {best[1]:.2f}x faster than Clique / CliqueOpt ({best[2]} {best[3]}; "
+                         "paper up to 1.8x)")
+        cf6 = {r["impl"]: r["cache_ratio"] for _, r in mine.iterrows()
+               if r["p_dataset"] == "CF" and r["p_topology"] == "6G"}
+        if "xgnn_solver" in cf6 and "clique" in cf6:
+            parts.append(f"cache on CF 6G {cf6['xgnn_solver']:.0%} vs Clique's {cf6['clique']:.0%} (paper 59% vs 41%)")
+        search = ok[(ok["run_id"].map(shown.kind) == kind) & (ok["metric"] == "search_time")]["value"]
+        if not search.empty:
+            parts.append(f"search at most {search.max():.2f} ms (paper < 15 ms)")
+        size = ", ".join(f"x{s:g}" for s in scales)
+        return f"[{kind}, stand-in {size}{', smoke run' if shown.smoke else ''}] " + "; ".join(parts)
+
+    def _figure(self, wide, shown, scales):
+        """The paper's layout: (a) TW and (b) CF, the topologies along x, one bar per policy in its
+        system's colour (one row of panels per machine kind)."""
+        from matplotlib.patches import Patch
+
+        from experiments.placement.common import POLICY_COLOURS
+
+        colours = {impl: POLICY_COLOURS["Our" if impl == "clique_opt" else POLICY_LABELS[impl]] for impl in self.impls}
+        datasets = [d for d in DATASETS if d in set(wide["p_dataset"])]
+        kinds = sorted({shown.kind(r) for r in wide["run_id"]})
+        fig, axes = figure((10.0, min(6.0, 1.6 + 2.6 * len(kinds))), ncols=len(datasets), nrows=len(kinds),
+                           squeeze=False)
+        policies = [p for p in self.impls if p in set(wide["impl"])]
+        width = 0.84 / len(policies)
+        for i, kind in enumerate(kinds):
+            for j, ds in enumerate(datasets):
+                ax = axes[i][j]
+                sub = wide[(wide["run_id"].map(shown.kind) == kind) & (wide["p_dataset"] == ds)]
+                tops = [t for t in TOPOLOGIES if t in set(sub["p_topology"])]
+                for t, topology in enumerate(tops):
+                    for p, impl in enumerate(policies):
+                        hit = sub[(sub["p_topology"] == topology) & (sub["impl"] == impl)]
+                        if not hit.empty:
+                            ax.bar(t - 0.42 + width * (p + 0.5), float(hit["extract_time"].iloc[0]), width,
+                                   color=colours[impl])
+                ax.set_xticks(range(len(tops)), tops)
+                ax.set_title(f"({'abcdefgh'[j]}) {ds}", fontsize=10)
+                ax.grid(True, axis="y", alpha=0.3)
+            axes[i][0].set_ylabel(f"{kind} run: extraction\n(ms / batch, modelled)" if len(kinds) > 1 else
+                                  "extraction (ms / batch, modelled)")
+        legend = [Patch(facecolor=colours[impl], label=SYSTEM_LABELS[impl]) for impl in policies]
+        fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=9, frameon=False)
+        note = "smoke run on " if shown.smoke else ""
+        fig.suptitle(f"XGNN Fig. 13: feature extraction per placement policy ({note}stand-ins x"
+                     f"{', '.join(f'{s:g}' for s in scales)})", fontsize=11)
+        height = fig.get_size_inches()[1]
+        fig.tight_layout(rect=(0, 0.4 / height, 1, 1))
+        return fig
+
+    def _paper_notes(self, ok, wide, kinds) -> list[str]:
+        """The paper's statements beside what each machine kind's shown rows (``kinds``: run id ->
+        kind) say of them."""
         notes = []
-        for run_id, label in sorted(labels.items(), reverse=True):    # the latest run heads the index
-            mine = wide[wide["run_id"] == run_id] if not wide.empty else wide
+        for label in sorted(set(kinds.values())):
+            mine = wide[wide["run_id"].map(kinds) == label] if not wide.empty else wide
             if mine.empty:
                 continue
-            speedups = []
-            for (ds, top), grp in mine.groupby(["p_dataset", "p_topology"]):
-                solver = grp[grp["impl"] == "xgnn_solver"]["extract_time"]
-                others = grp[grp["impl"].isin(["clique", "clique_opt"])]["extract_time"]
-                if not solver.empty and not others.empty:
-                    speedups.append((float(others.min()) / float(solver.iloc[0]),
-                                     float(others.max()) / float(solver.iloc[0]), ds, top))
+            speedups = _speedups(mine)
             if speedups:
                 best = max(speedups, key=lambda s: s[1])
                 notes.append(f"[{label}] {_S}: Solver up to 1.8x faster than Clique and CliqueOpt; here up to "
@@ -188,7 +257,7 @@ class Fig13(Experiment):
                 if not hit.empty:
                     notes.append(f"[{label}] {_S}: {POLICY_LABELS[impl]} cache ratio on CF 6G {paper:.0%}; "
                                  f"here {float(hit['cache_ratio'].iloc[0]):.0%}")
-            search = ok[(ok["run_id"] == run_id) & (ok["metric"] == "search_time")]
+            search = ok[(ok["run_id"].map(kinds) == label) & (ok["metric"] == "search_time")]
             if not search.empty:
                 worst = search.loc[search["value"].idxmax()]
                 notes.append(f"[{label}] {_S}: search under 15 ms in all cases; here at most "
@@ -206,6 +275,42 @@ class Fig13(Experiment):
                     notes.append(f"[{label}] {_S}: on 4Gf Clique and Solver place the same data; here {ds}: "
                                  f"Solver {float(s.iloc[0]):.3g} vs Clique {float(c.iloc[0]):.3g} ms/batch")
         return notes
+
+
+def _wide(ok):
+    """One line per placed point (run, dataset, topology, policy), one column per metric."""
+    import pandas as pd
+
+    keys = ["run_id", "p_dataset", "p_topology", "impl"]
+    if ok.empty:
+        return pd.DataFrame(columns=keys)
+    return ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
+
+
+def _speedups(mine) -> list[tuple]:
+    """(Clique-or-CliqueOpt's best / Solver, their worst / Solver, dataset, topology) per configuration."""
+    out = []
+    for (ds, top), grp in mine.groupby(["p_dataset", "p_topology"]):
+        solver = grp[grp["impl"] == "xgnn_solver"]["extract_time"]
+        others = grp[grp["impl"].isin(["clique", "clique_opt"])]["extract_time"]
+        if not solver.empty and not others.empty:
+            out.append((float(others.min()) / float(solver.iloc[0]), float(others.max()) / float(solver.iloc[0]),
+                        ds, top))
+    return out
+
+
+def _paper_text(impl: str, dataset: str, topology: str) -> str:
+    """What XGNN Sec. 6.6 prints about one point."""
+    parts = []
+    if dataset == "CF" and topology == "6G":
+        parts.append(f"cache {0.59 if impl == 'xgnn_solver' else 0.41:.0%}")
+    if topology == "4Gf":
+        parts.append({"xgnn_solver": "same as Clique", "clique": "same as Solver", "clique_opt": "fastest"}[impl])
+    if impl == "xgnn_solver":
+        parts.append("search < 15 ms")
+        if topology == "8G":
+            parts.append("1 extra partition per GPU")
+    return ", ".join(parts)
 
 
 def clique_alpha(topology) -> float:

@@ -27,10 +27,11 @@ from harness.argtypes import names_of, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import bars, figure, finish, finite, group, lines, numeric, ratio, verdict
+from harness.reportkit import colour, figure, finish, finite, group, lines, ratio, verdict
 
-from .training import (SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt, percent,
-                       system_list)
+from . import PAPER_SOURCE
+from .training import (SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt,
+                       percent, system_list)
 
 SYSTEMS_A = ("dgl_host", "quiver", "xgnn_g", "xgnn_f")
 SYSTEMS_B = ("dgl_gpu", "dgl_cache", "xgnn")
@@ -56,6 +57,10 @@ def paper_values() -> tuple[PaperValue, ...]:
 @register_experiment
 class Fig15(XGNNTraining):
     title = "XGNN Fig. 15: (a) one GPU, topology or features first; (b) convergence of XGNN, DGL+C, DGL"
+    differs_from_paper = ("One and 4 NVLink-connected H200s instead of V100s, stand-ins of CF and PA at about 2% scale "
+                          "(planted-community labels: accuracy levels are not the paper's) under the V100's memory "
+                          "scaled like the graph; DGL-Host, Quiver, DGL+C and the paper's DGL are re-implementations "
+                          "of their policies.")
     impls = ("xgnn", "quiver", "dgl_cache", "dgl_host")
     paper_values = paper_values()
     parameters = common_parameters(
@@ -91,51 +96,84 @@ class Fig15(XGNNTraining):
         return train_system(self, point, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import pandas as pd
-
         rep = TrainingReport(self, rows, runs, key_params=("part", "system", "dataset", "model"))
-        verdicts, headline = [], []
-        out = part_a(rep, [r for r in rep.records if r["params"].get("part") == "a"], verdicts, headline)
-        part_b_records = [r for r in rep.records if r["params"].get("part") == "b"]
-        rows_b, curves = part_b(rep, part_b_records, verdicts, headline)
+        shown = list(rep.newest(lambda r: (r["params"].get("part"), r["params"]["model"], r["params"]["dataset"],
+                                           r["params"]["system"], r["world"])).values())
+        verdicts, headline, history = [], [], []
+        out = part_a([r for r in shown if r["params"].get("part") == "a"], rep.kind, verdicts, headline, rep.notes)
+        shown_b = [r for r in shown if r["params"].get("part") == "b"]
+        rows_b, curves, targets = part_b(shown_b, rep.kind, verdicts, headline, rep.notes)
+        history += part_a([r for r in rep.records if r["params"].get("part") == "a"], rep.machine, [], [], [])
+        history += part_b([r for r in rep.records if r["params"].get("part") == "b"], rep.machine, [], [], [])[0]
         table = rep.table(out + rows_b, empty="no Fig. 15 rows")
+        table = table[[c for c in table.columns if c in SHOWN_COLUMNS]]
         rep.notes += NOTES
-        fig, axes = figure((11, 4), ncols=2)
-        one_gpu = pd.DataFrame.from_records([r for r in out if r["Part"].startswith("(a)")])
-        if not one_gpu.empty:
-            e2e = numeric(one_gpu, "System", ["E2E s"])["E2E s"]
-            if e2e.notna().any():
-                bars(axes[0], e2e)
-            axes[0].set_ylabel("seconds per epoch")
-        axes[0].set_title("(a) one GPU, GraphSAGE on CF")
-        lines(axes[1], [(name if len({(m, w) for m, w, _ in curves}) == 1 else f"{name} ({machine})", cum, acc)
-                        for (machine, _, name), (_, acc, cum) in curves.items()],
-              xlabel="training time (s)", ylabel="validation accuracy", legend_size=None, grid=False, marker="o")
-        if curves:
-            axes[1].legend()
-        axes[1].set_title("(b) convergence")
-        shown_b = [s for s in ALL_B if any(r["params"]["system"] == s for r in part_b_records)] or list(SYSTEMS_B)
+        systems_b = [s for s in ALL_B if any(r["params"]["system"] == s for r in shown_b)] or list(SYSTEMS_B)
         caption = rep.caption(
-            f"(a) End-to-end epoch time and its breakdown on one GPU for {_names(SYSTEMS_A)}, with the topology and "
-            f"feature ratios on the GPU; (b) validation accuracy per epoch against training time for {_names(shown_b)} "
-            "on every GPU, and the time each needs to reach the same accuracy. Paper: Fig. 15 (V100s, real CF and "
-            "PA); its DGL is the configuration of section 6.1 (GPU sampling, topology in GPU memory, no feature "
-            f"cache), re-implemented as {SYSTEMS['dgl_gpu'].label}"
-            + ("; real DGL 2.1 (host sampling) is a series of its own, not compared with the paper's numbers."
-               if "dgl" in shown_b else "."))
-        return rep.artifact("XGNN Fig. 15: large graph on one GPU; convergence", caption, table, finish(fig),
-                            headline="; ".join(headline), status=verdict(verdicts, none="measured"))
+            f"(a) End-to-end epoch time on one GPU for {_names(SYSTEMS_A)}, with its feature extraction (E) and the "
+            f"topology and feature ratios on the GPU; (b) validation accuracy per epoch against training time for "
+            f"{_names(systems_b)} on every GPU, and the time each needs to reach the same accuracy (stage times S and "
+            "T, hit rates and test accuracies are in the history). Paper: Fig. 15 (V100s, real CF and PA; it "
+            "printed the accuracy all three reach, 56%, and XGNN's time-to-accuracy speedups, drawn and noted); its "
+            "DGL is the configuration of section 6.1 (GPU sampling, topology in GPU memory, no feature cache), "
+            f"re-implemented as {SYSTEMS['dgl_gpu'].label}"
+            + ("; real DGL 2.1 (host sampling) is a series of its own, not compared with the paper's numbers. "
+               if "dgl" in systems_b else ". ") + SHOWN, shown=shown)
+        return rep.artifact("XGNN Fig. 15: large graph on one GPU; convergence", caption, table,
+                            fig15_figure(out, curves, targets), headline="; ".join(headline),
+                            status=verdict(verdicts, none="measured"), skips=rep.shown_rows(shown),
+                            history=rep.table(history, empty="no Fig. 15 rows"))
 
 
-def part_a(rep, records, verdicts: list[bool], headline: list[str]) -> list[dict]:
+# the headline table's columns (the others are in the history)
+SHOWN_COLUMNS = ("Part", "Machine", "Model+DS", "System", "E2E s", "E s", "graph ratio %", "R%", "best val acc",
+                 "target acc", "epochs to target", "time to target s")
+
+
+def fig15_figure(rows_a: list[dict], curves: dict, targets: dict):
+    """(a) each system's epoch time on one GPU (horizontal bars, the system's colour); (b) validation
+    accuracy against training time per system, the common target and the paper's 56% dashed."""
+    from .plots import Bars, grouped_bars
+
+    fig, axes = figure((10, 4), ncols=2)
+    if rows_a:
+        kinds = list(dict.fromkeys(r["Machine"] for r in rows_a))
+        labels = list(dict.fromkeys(r["System"] for r in rows_a))
+        series = [Bars(k, [next((r["E2E s"] for r in rows_a if r["Machine"] == k and r["System"] == s), None)
+                           for s in labels], colour=[colour(s) for s in labels]) for k in kinds]
+        grouped_bars(axes[0], labels, series, horizontal=True, value_label="seconds per epoch", legend=False)
+        where = next(r["Model+DS"] for r in rows_a)
+        axes[0].set_title(f"(a) one GPU, {where} ({', '.join(kinds)})", fontsize=10)
+    else:
+        axes[0].set_title("(a) one GPU (not run)", fontsize=10)
+    series = [(name if len({m for m, _, _ in curves}) == 1 else f"{name} ({machine})", cum, acc, {"linewidth": 1.5})
+              for (machine, _, name), (_, acc, cum) in curves.items()]
+    ends = [cum[-1] for _, (_, _, cum) in curves.items() if cum]
+    for (machine, world), target in targets.items():
+        series.append((f"common target {100 * target:.1f}%", [0, max(ends)], [target] * 2,
+                       {"color": "0.4", "linestyle": ":"}))
+    if ends:
+        series.append((f"{PAPER_SOURCE}: all three reach 56%", [0, max(ends)], [PAPER_ACCURACY] * 2,
+                       {"color": "0.2", "paper": True}))
+    lines(axes[1], series, xlabel="training time (s)", ylabel="validation accuracy", legend_size=9, by_system=True)
+    axes[1].set_ylim(0, 1)
+    axes[1].set_title("(b) convergence " + ", ".join(f"on {w} GPU{'s' if w > 1 else ''} ({m})" for m, w in targets)
+                      if targets else "(b) convergence (no common target)", fontsize=10)
+    return finish(fig)
+
+
+PAPER_ACCURACY = 0.56           # section 6.9: the accuracy the three systems reach after 120 epochs
+
+
+def part_a(records, machine, verdicts: list[bool], headline: list[str], notes: list[str]) -> list[dict]:
     """(a): one table row per system on one GPU; XGNN-F against the fastest of the others."""
     out = []
-    for (machine, model, ds), systems in group(records, lambda r: (rep.machine(r), r["params"]["model"],
-                                                                   r["params"]["dataset"]),
-                                               lambda r: r["params"]["system"]).items():
+    for (mach, model, ds), systems in group(records, lambda r: (machine(r), r["params"]["model"],
+                                                                r["params"]["dataset"]),
+                                            lambda r: r["params"]["system"]).items():
         for system in (s for s in SYSTEMS_A if s in systems):
             rec = systems[system]
-            out.append({"Part": "(a) 1 GPU", "Machine": machine, "Model+DS": combo(model, ds),
+            out.append({"Part": "(a) 1 GPU", "Machine": mach, "Model+DS": combo(model, ds),
                         "System": SYSTEMS[system].label, "E2E s": fmt(cell(rec, "epoch_time")),
                         "S s": fmt(cell(rec, "sample_time")), "E s": fmt(cell(rec, "gather_time")),
                         "T s": fmt(cell(rec, "train_time")), "graph ratio %": percent(cell(rec, "graph_ratio")),
@@ -146,20 +184,21 @@ def part_a(rep, records, verdicts: list[bool], headline: list[str]) -> list[dict
         f, g = (cell(systems.get(s), "epoch_time") for s in ("xgnn_f", "xgnn_g"))
         if finite(f) and best_other is not None:
             verdicts.append(f < best_other)
-            headline.append(f"(a) XGNN-F {best_other / f:.2f}x faster than the best other system" if f < best_other
-                            else f"(a) XGNN-F not the fastest ({f:.3g} s vs {best_other:.3g} s)")
+            headline.append(f"(a) {mach}: XGNN-F {best_other / f:.2f}x faster than the best other system"
+                            if f < best_other else f"(a) {mach}: XGNN-F not the fastest ({f:.3g} s vs {best_other:.3g} s)")
         if finite(f) and finite(g):
-            rep.notes.append(f"(a) {machine}: XGNN-G / XGNN-F epoch time {g / f:.2f}x (paper: XGNN-F faster; XGNN-G "
-                             "no better than DGL-Host and Quiver)")
+            notes.append(f"(a) {mach}: XGNN-G / XGNN-F epoch time {g / f:.2f}x (paper: XGNN-F faster; XGNN-G "
+                         "no better than DGL-Host and Quiver)")
     return out
 
 
-def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[list[dict], dict]:
+def part_b(records, machine, verdicts: list[bool], headline: list[str], notes: list[str]) -> tuple[list[dict], dict, dict]:
     """(b): one table row per system with the time it needs to reach the accuracy every system
-    reaches; the accuracy curves {(machine, GPUs, system label): (epochs, accuracy, seconds)}."""
-    out, curves = [], {}
-    for (machine, world, model, ds), systems in group(
-            records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"]),
+    reaches; the accuracy curves {(machine, GPUs, system label): (epochs, accuracy, seconds)} and
+    the targets {(machine, GPUs): accuracy}."""
+    out, curves, targets = [], {}, {}
+    for (mach, world, model, ds), systems in group(
+            records, lambda r: (machine(r), r["world"], r["params"]["model"], r["params"]["dataset"]),
             lambda r: r["params"]["system"]).items():
         tracks = {system: track for system, rec in systems.items() if (track := accuracy_track(rec))}
         # the accuracy all of the paper's systems reach (real DGL's time to it is listed, not judged)
@@ -171,13 +210,15 @@ def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[lis
         chance = 1.0 / classes if classes else 0.0
         learned = target is not None and target > 1.5 * chance
         if target is not None and not learned:
-            rep.notes.append(f"(b) {machine}: the lowest best validation accuracy ({100 * target:.1f}%) is not above "
-                             f"chance ({100 * chance:.1f}%): no time to accuracy is compared (train longer or on more "
-                             "nodes)")
+            notes.append(f"(b) {mach}: the lowest best validation accuracy ({100 * target:.1f}%) is not above "
+                         f"chance ({100 * chance:.1f}%): no time to accuracy is compared (train longer or on more "
+                         "nodes)")
+        if learned:
+            targets[(mach, world)] = target
         reach = {}
         for system in (s for s in ALL_B if s in systems):
             rec = systems[system]
-            row = {"Part": f"(b) {world} GPU(s)", "Machine": machine, "Model+DS": combo(model, ds),
+            row = {"Part": f"(b) {world} GPU(s)", "Machine": mach, "Model+DS": combo(model, ds),
                    "System": SYSTEMS[system].label, "E2E s": fmt(cell(rec, "epoch_time"))}
             if system in tracks:
                 acc, cum = tracks[system]
@@ -187,18 +228,18 @@ def part_b(rep, records, verdicts: list[bool], headline: list[str]) -> tuple[lis
                             "epochs to target": hit + 1 if hit is not None else None,
                             "time to target s": fmt(reach[system]),
                             "final test acc": fmt(rec["metrics"].get("test_accuracy"))})
-                curves[(machine, world, SYSTEMS[system].label)] = (list(range(1, len(acc) + 1)), acc, cum)
+                curves[(mach, world, SYSTEMS[system].label)] = (list(range(1, len(acc) + 1)), acc, cum)
             out.append(row)
         for other, paper in PAPER_B.items():
             if (s := ratio(reach.get(other), reach.get("xgnn"))) is not None and learned:
                 verdicts.append(s > 1)
-                headline.append(f"(b) XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than {SYSTEMS[other].label} "
-                                f"(paper {paper}x)")
+                headline.append(f"(b) {mach}: XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than "
+                                f"{SYSTEMS[other].label} (paper {paper}x)")
         if (s := ratio(reach.get("dgl"), reach.get("xgnn"))) is not None and learned:
-            rep.notes.append(f"(b) {machine}: XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than "
-                             f"{SYSTEMS['dgl'].label} (real DGL 2.1, host sampling: not the paper's DGL configuration, "
-                             "so not compared with its 5.3x)")
-    return out, curves
+            notes.append(f"(b) {mach}: XGNN reaches {100 * target:.1f}% {s:.2f}x sooner than "
+                         f"{SYSTEMS['dgl'].label} (real DGL 2.1, host sampling: not the paper's DGL configuration, "
+                         "so not compared with its 5.3x)")
+    return out, curves, targets
 
 
 def accuracy_track(rec) -> tuple[list, list] | None:

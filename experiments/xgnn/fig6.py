@@ -16,10 +16,11 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, finish, lines, pivot
+from harness.reportkit import Report, figure, lines, machine_kind, newest_per_kind, pivot, span
 
 from ..wholegraph.table1 import PROBE_WORLDS, cold_reads_caption, selected_gpus
-from . import PAPER_HARDWARE
+from . import PAPER_HARDWARE, PAPER_SOURCE
+from .plots import log_axis
 
 GB = 1 << 30
 BW_IMPLS = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
@@ -31,10 +32,12 @@ LABELS = {"local": "local", "p2p_remote": "remote (P2P/UVA)", "um": "UM spread o
 @register_experiment
 class Fig6(Experiment):
     title = "Random-access bandwidth and pointer-chase latency, local vs remote vs size"
+    differs_from_paper = ("One H200 (no peer GPU yet: the remote rows await a multi-GPU run) probed from one process "
+                          "with peer access, where the paper probed V100s of a DGX-1 across processes, VMM included "
+                          "(not probed here).")
     interface = "probes"
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
     metric, unit, better = "random_read_bw", "GB/s", "higher"
-    paper_hardware = PAPER_HARDWARE
     worlds = PROBE_WORLDS
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = (
@@ -120,36 +123,96 @@ class Fig6(Experiment):
 
         rep = Report(self, rows, runs)
         long = pd.DataFrame.from_records([
-            {"run": rep.label(run_id), "probe": probe, "impl": LABELS.get(impl, impl), "size_gb": size,
-             "value": float(grp["value"].iloc[0]), "unit": grp["unit"].iloc[0]}
+            {"run_id": run_id, "run": rep.label(run_id), "kind": machine_kind(rep.label(run_id)), "probe": probe,
+             "impl": impl, "size_gb": size, "value": float(grp["value"].iloc[0]), "unit": grp["unit"].iloc[0]}
             for (run_id, probe, impl, size), grp in rep.ok.groupby(["run_id", "p_probe", "impl", "p_size_gb"])])
-        if long.empty:
-            table = pd.DataFrame({"note": ["no successful measurements"]})
-        else:
-            long["column"] = long["run"] + " " + long["impl"] + " (" + long["unit"] + ")"
-            table = pivot(long, ["probe", "size_gb"], "column").reset_index()
-            table.columns.name = None
-            table = table.rename(columns={"size_gb": "size (GB)"})
-        fig, axes = figure((11, 4.2), ncols=2)
-        for probe, ax, ylabel in (("random_read", axes[0], "random 8-byte read bandwidth (GB/s)"),
-                                  ("chase", axes[1], "pointer-chase latency (us)")):
-            part = long[long["probe"] == probe] if not long.empty else long
-            lines(ax, [(name.rsplit(" (", 1)[0], g.sort_values("size_gb")["size_gb"], g.sort_values("size_gb")["value"])
-                       for name, g in (part.groupby("column") if not part.empty else [])],
-                  xlabel="data size (GB)", ylabel=ylabel, grid=False, marker="o")
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].set_title("(a) random access bandwidth")
-        axes[1].set_title("(b) pointer chase")
+        shown = pd.DataFrame.from_records(list(newest_per_kind(
+            long.to_dict("records"), rep.labels, lambda r: (r["probe"], r["impl"], r["size_gb"]),
+            lambda r: r["run_id"]).values())) if not long.empty else long
+        kinds = sorted(set(shown["kind"])) if not shown.empty else []
+        run_ids = set(shown["run_id"]) if not shown.empty else set()
         caption = rep.caption("XGNN Fig. 6 re-measured: (a) random independent 8-byte reads by all threads of GPU 0 "
-                              "(useful bytes / time), (b) one-thread dependent chase.", cold_reads_caption(rep.ok),
+                              "(useful bytes / time), (b) one-thread dependent chase.",
+                              cold_reads_caption(rep.ok[rep.ok["run_id"].isin(run_ids)]),
                               "(a) reads one word of each line, a line no other read of the launch reads unless the "
                               f"region has fewer lines than the launch's reads. Paper: {PAPER_HARDWARE}; its Fig. 6 "
-                              "values are plotted only in the paper, so the comparison is with its stated findings "
-                              "(notes).")
+                              "values are plotted only in the paper: its stated limits are drawn dashed (notes). Each "
+                              "point is the newest run per machine kind; every run is in the history.", runs=run_ids)
         rep.notes += NOTES
-        return rep.artifact("XGNN Fig. 6: random access and pointer chase vs data size", caption, table, finish(fig))
+        return rep.artifact("XGNN Fig. 6: random access and pointer chase vs data size", caption,
+                            wide(shown, "kind", len(kinds) > 1), probe_figure(shown, kinds), headline=headline(shown),
+                            skips=rep.rows[rep.rows["run_id"].isin(run_ids)],
+                            history=wide(long, "run", True))
+
+
+def wide(long, by: str, named: bool):
+    """One row per probe and size, a column per implementation (and machine, ``named``) with its unit."""
+    import pandas as pd
+
+    if long.empty:
+        return pd.DataFrame({"note": ["no successful measurements"]})
+    long = long.assign(column=(long[by] + " " if named else "") + long["impl"].map(lambda i: LABELS.get(i, i))
+                       + " (" + long["unit"] + ")")
+    table = pivot(long, ["probe", "size_gb"], "column").reset_index()
+    table.columns.name = None
+    return table.rename(columns={"size_gb": "size (GB)"})
+
+
+def headline(shown) -> str:
+    """Each machine kind's span of every probe (GB/s, us)."""
+    parts = []
+    for (kind, probe, impl), g in (shown.groupby(["kind", "probe", "impl"]) if not shown.empty else []):
+        what = "chase" if probe == "chase" else "random reads"
+        parts.append(f"{kind} {LABELS.get(impl, impl)} {what} {span(g['value'], '.3g')} {g['unit'].iloc[0]}")
+    return "; ".join(parts) + ("; paper: remote random reads <= 4 GB/s, local ones degrade past the 8 GB TLB reach"
+                               if parts else "")
+
+
+def probe_figure(shown, kinds: list[str]):
+    """(a) random-read bandwidth and (b) chase latency against the data size, a line per
+    implementation (and machine kind, where several); the paper's stated limits dashed in (a)."""
+    named = len(kinds) > 1
+    from matplotlib.ticker import FuncFormatter
+
+    fig, axes = figure((10, 4.5), ncols=2)
+    for probe, ax, ylabel in (("random_read", axes[0], "random 8-byte read bandwidth (GB/s)"),
+                              ("chase", axes[1], "pointer-chase latency (us)")):
+        part = shown[shown["probe"] == probe] if not shown.empty else shown
+        series = []
+        for (kind, impl), g in (part.groupby(["kind", "impl"]) if not part.empty else []):
+            g = g.sort_values("size_gb")
+            series.append((LABELS.get(impl, impl) + (f" ({kind})" if named else ""), g["size_gb"], g["value"],
+                           dict(IMPL_STYLE.get(impl, {}))))
+        if probe == "random_read" and series:
+            sizes = sorted(set(part["size_gb"]))
+            series += [(f"{PAPER_SOURCE}: remote <= 4 GB/s", [sizes[0], sizes[-1]], [4.0, 4.0],
+                        {"color": "0.3", "paper": True}),
+                       (f"{PAPER_SOURCE}: TLB reach 8 GB", [8.0, 8.0], [part["value"].min(), part["value"].max()],
+                        {"color": "0.5", "paper": True, "linestyle": ":"})]
+        lines(ax, series, xlabel="data size (GB)", ylabel=ylabel, legend_size=None)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        if probe == "random_read":
+            log_axis(ax, "y")
+        else:
+            ax.set_ylim(0, max(part["value"].max() * 1.2, 1e-9) if not part.empty else 1)
+    where = "" if named or not kinds else f" ({kinds[0]})"
+    axes[0].set_title(f"(a) random access bandwidth{where}")
+    axes[1].set_title(f"(b) pointer chase{where}")
+    legend = {}                          # one entry per series of either panel, below both
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    if legend:
+        fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.05 + 0.05 * (len(legend) // 3), 1, 1))
+    return fig
+
+
+IMPL_STYLE = {"local": {"color": "#2ca02c", "marker": "o"}, "p2p_remote": {"color": "#1f77b4", "marker": "s"},
+              "um": {"color": "#9467bd", "marker": "^", "linestyle": "--"},
+              "um_remote": {"color": "#8c564b", "marker": "v", "linestyle": "--"},
+              "host_zero_copy": {"color": "#7f7f7f", "marker": "D"}}
 
 
 NOTES = [

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import bars, figure, finish, finite, group, pivot, ratio, span
+from harness.reportkit import figure, finite, group, ratio, span
 
-from . import PAPER_HARDWARE
-from .training import (DATASETS, MODEL_SHORT, MODELS, SHORT, SYSTEMS, TrainingReport, XGNNTraining, budget_gib, cell,
-                       combo, common_parameters, fmt, model_list, name_list, percent, system_list)
+from . import PAPER_HARDWARE, PAPER_SOURCE
+from .training import (DATASETS, MODEL_NAMES, MODEL_SHORT, MODELS, SHOWN, SHORT, SYSTEMS, TrainingReport, XGNNTraining,
+                       budget_gib, cell, combo, common_parameters, extrapolated, fmt, model_list, name_list, percent,
+                       system_list)
 
 TABLE4_SYSTEMS = ("dgl", "dgl_gpu", "quiver", "dgl_cache", "xgnn")
 # not in the paper's table, run on request: DGL+C with the topology in host memory (DGL's UVA mode),
@@ -95,6 +96,10 @@ def paper_cell(model, ds, system):
 @register_experiment
 class Table4(XGNNTraining):
     title = "XGNN Table 4: epoch breakdown (S, E, T, E2E), cache ratio and hit rate of DGL, Quiver, DGL+C, XGNN"
+    differs_from_paper = ("Every GPU of an H200 machine (4, all NVLink-connected) instead of a DGX-1's 8 V100s, "
+                          "stand-ins of TW, PA, UK and CF at 2-4% scale under the V100's memory scaled like the graph; "
+                          "the paper's DGL (GPU sampling), Quiver and DGL+C are re-implementations of their policies "
+                          "(real DGL 2.1 samples on the host).")
     paper_values = paper_values()
     parameters = common_parameters(
         datasets=Param(DATASETS, name_list, "datasets: TW, PA, UK, CF stand-ins (CPU --quick: TW, CF)"),
@@ -119,57 +124,139 @@ class Table4(XGNNTraining):
                     yield self.point(system, ds, model, world, cfg)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import pandas as pd
-
         rep = TrainingReport(self, rows, runs)
-        by_point = group(rep.records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"],
-                                                 str(r["params"].get("budget", PAPER_BUDGET))),
-                         lambda r: r["params"]["system"])
-        newest: dict = {}               # (GPUs, model, dataset, budget, system) -> the newest run of that cell
-        for (_, *point), systems in by_point.items():
-            for system, rec in systems.items():
-                newest[(*point, system)] = max(newest.get((*point, system), ""), rec["run_id"])
+        history, history_notes = history_table(rep)
+        shown: dict = {}                # (machine kind, model, dataset) -> {system: the newest run's record}
+        for (kind, model, ds, system), rec in rep.newest(
+                lambda r: (r["params"]["model"], r["params"]["dataset"], r["params"]["system"])).items():
+            shown.setdefault((kind, model, ds), {})[system] = rec
+        kinds = sorted({k for k, _, _ in shown}, key=lambda k: -max(
+            r["world"] for (kk, _, _), systems in shown.items() if kk == k for r in systems.values()))
+        order = {name: i for i, name in enumerate((*MODELS, *DATASETS))}
         tally, out = Tally(), []
-        for (machine, world, model, ds, rule), systems in by_point.items():
-            xg_e2e = cell(systems.get("xgnn"), "epoch_time")
-            if rule != PAPER_BUDGET:          # other budgets are listed, not compared with the paper
-                rep.notes.append(other_budget_note(machine, model, ds, rule, systems))
-                tally.other_budget(model, ds, rule, systems, xg_e2e)
-            for system in (s for s in ALL_SYSTEMS if s in systems):
-                rec = systems[system]
-                # a point skipped for a reason (not OOM) that a newer run of the same cell no longer had
-                # (it ran there, or failed for another reason) is that newer run's to show
-                if rec["status"] == "skipped" and cell(rec, "epoch_time") != OOM and \
-                        rec["run_id"] != newest[(world, model, ds, rule, system)]:
-                    continue
-                out.append({"Machine": machine, "GPUs": world, "Model": MODEL_SHORT[model],
-                            "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label, "Budget": rule,
-                            **cells_of(rec, model, ds, system, xg_e2e)})
-                tally.count(rec, model, ds, rule, system, xg_e2e)
-        table = rep.table(out, empty="no Table 4 rows", single=("Machine", "GPUs", "Budget"))
+        for model, ds in sorted({(m, d) for _, m, d in shown}, key=lambda c: (order.get(c[0], 99), order.get(c[1], 99), c)):
+            here = [(kind, shown[(kind, model, ds)]) for kind in kinds if (kind, model, ds) in shown]
+            for system in (s for s in ALL_SYSTEMS if any(s in systems for _, systems in here)):
+                for kind, systems in here:
+                    if (rec := systems.get(system)) is not None:
+                        xg_e2e = cell(systems.get("xgnn"), "epoch_time")
+                        out.append({**HEAD(model, ds, system, kind), **measured_cells(rec, system, xg_e2e)})
+                        tally.count(rec, model, ds, PAPER_BUDGET, system, xg_e2e)
+                if isinstance(paper_cell(model, ds, system), (tuple, str)):
+                    out.append({**HEAD(model, ds, system, PAPER_SOURCE), **paper_cells(model, ds, system)})
+        table = rep.table(out, empty="no Table 4 rows at the paper's budget rule", single=())
         headline, status = tally.judge() if out else ("", "measured")
-        rep.notes += tally.notes()
-        if pinsage := pinsage_note(by_point):
+        if headline:
+            headline = f"{', '.join(kinds)}: {headline}"
+        rep.notes += tally.notes() + history_notes
+        if pinsage := pinsage_note(shown):
             rep.notes.append(pinsage)
         if tally.mismatches:
             rep.notes.append("OOM cells that differ from the paper: " + "; ".join(dict.fromkeys(tally.mismatches))
                              + ". " + OOM_NOTE)
-        shown = {rec["params"]["system"] for rec in rep.records}
+        on_show = {system for systems in shown.values() for system in systems}
         rep.notes += [STAGES_NOTE, "Systems (training.py): "
-                      + rep.systems_note(s for s in ALL_SYSTEMS if s in TABLE4_SYSTEMS or s in shown) + ".", PAPER_NOTE]
-        fig, ax = figure((10, 4.2))
-        if "E2E s" in table:
-            e2e = pivot(table.assign(**{"E2E s": pd.to_numeric(table["E2E s"], errors="coerce")}),
-                        ["Model", "Dataset"], "System", "E2E s", [SYSTEMS[s].label for s in ALL_SYSTEMS])
-            if not e2e.dropna(how="all").empty:
-                bars(ax, e2e, logy=True, ylabel="E2E seconds per epoch (log)")
+                      + rep.systems_note(s for s in ALL_SYSTEMS if s in TABLE4_SYSTEMS or s in on_show) + ".", PAPER_NOTE]
+        records = [rec for systems in shown.values() for rec in systems.values()]
         caption = rep.caption(
             "One epoch's sampling (S), feature extraction (E), training (T) and end-to-end (E2E) seconds, feature "
-            "cache ratio R% and hit rate H%, per system, model and dataset, data-parallel over every GPU; the "
-            f"paper's Table 4 beside ({PAPER_HARDWARE}, 8 GPUs).")
+            "cache ratio R% and hit rate H%, and XGNN's E2E speedup over each system, per model, dataset and system, "
+            f"data-parallel over every GPU of the machine; the paper's Table 4 in the rows '{PAPER_SOURCE}' "
+            f"({PAPER_HARDWARE}, 8 GPUs). {SHOWN}", shown=records)
         return rep.artifact("XGNN Table 4: epoch breakdown, cache ratio and hit rate", caption, table,
-                            finish(fig, ax, "XGNN Table 4: epoch time per system (missing bars: OOM or not run)"),
-                            headline=headline, status=status)
+                            speedup_figure(shown, kinds[0] if kinds else None), headline=headline, status=status,
+                            history=history, skips=rep.shown_rows(records))
+
+
+def HEAD(model: str, ds: str, system: str, source: str) -> dict:
+    return {"Model": MODEL_SHORT[model], "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label,
+            "Source": source}
+
+
+def measured_cells(rec, system: str, xg_e2e) -> dict:
+    """A system's measured cells of a Table 4 row and XGNN's speedup over it."""
+    row = {f"{col} s": fmt(cell(rec, metric)) for metric, col in METRICS}
+    row.update({"R%": percent(cell(rec, "feat_ratio")), "H%": percent(cell(rec, "feature_hit_rate"))})
+    if system != "xgnn":
+        row["XGNN speedup"] = fmt(ratio(cell(rec, "epoch_time"), xg_e2e))
+    return row
+
+
+def paper_cells(model: str, ds: str, system: str) -> dict:
+    """The paper's cells of the same row ("OOM" / "x" in each where it printed so)."""
+    paper = paper_cell(model, ds, system)
+    values = paper if isinstance(paper, tuple) else (paper,) * 6
+    row = {f"{col} s": v for (_, col), v in zip(METRICS, values[:4])}
+    row["R%"], row["H%"] = values[4:6] if isinstance(paper, tuple) else (None, None)
+    if system != "xgnn":
+        row["XGNN speedup"] = fmt(paper_speedup(model, ds, system))
+    return row
+
+
+def history_table(rep) -> tuple:
+    """Every run's rows (cells skipped for a reason a newer run of the same cell no longer had are
+    left out) and the notes on the runs under other budget rules than the paper's."""
+    by_point = group(rep.records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"],
+                                             str(r["params"].get("budget", PAPER_BUDGET))),
+                     lambda r: r["params"]["system"])
+    newest: dict = {}               # (GPUs, model, dataset, budget, system) -> the newest run of that cell
+    for (_, *point), systems in by_point.items():
+        for system, rec in systems.items():
+            newest[(*point, system)] = max(newest.get((*point, system), ""), rec["run_id"])
+    tally, out, notes = Tally(), [], []
+    for (machine, world, model, ds, rule), systems in by_point.items():
+        xg_e2e = cell(systems.get("xgnn"), "epoch_time")
+        if rule != PAPER_BUDGET:          # other budgets are listed, not compared with the paper
+            notes.append(other_budget_note(machine, model, ds, rule, systems))
+            tally.other_budget(model, ds, rule, systems, xg_e2e)
+        for system in (s for s in ALL_SYSTEMS if s in systems):
+            rec = systems[system]
+            if rec["status"] == "skipped" and cell(rec, "epoch_time") != OOM and \
+                    rec["run_id"] != newest[(world, model, ds, rule, system)]:
+                continue
+            out.append({"Machine": machine, "GPUs": world, "Model": MODEL_SHORT[model],
+                        "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label, "Budget": rule,
+                        **cells_of(rec, model, ds, system, xg_e2e)})
+    table = rep.table(out, empty="no Table 4 rows", single=())
+    return table, notes + tally.notes()         # the other budgets' notes: no paper-budget speedups here
+
+
+def speedup_figure(shown: dict, kind: str | None):
+    """XGNN's E2E speedup over each system on the machine kind with the most GPUs, ours beside the
+    paper's, a panel per model, the datasets along x; OOM and "x" cells written where their bar
+    would be."""
+    from .plots import Bars, grouped_bars, legend_by_system
+
+    cells = {(m, d): systems for (k, m, d), systems in shown.items() if k == kind}
+    models = [m for m in MODELS if any(mm == m for mm, _ in cells)]
+    fig, axes = figure((10, 4.4), ncols=max(1, len(models)), sharey=True, squeeze=False)
+    drawn, hollow = {}, False
+    for ax, model in zip(axes[0], models):
+        datasets = [d for d in DATASETS if (model, d) in cells]
+        series = []
+        for system in (s for s in ALL_SYSTEMS if s != "xgnn" and any(s in cells[(model, d)] for d in datasets)):
+            label = SYSTEMS[system].label
+            drawn[label] = "black" if system == "dgl" and any("dgl_gpu" in c for c in cells.values()) else None
+            values, capped = [], []
+            for d in datasets:
+                rec, xg = cells[(model, d)].get(system), cells[(model, d)].get("xgnn")
+                e2e, xg_e2e = cell(rec, "epoch_time"), cell(xg, "epoch_time")
+                values.append(ratio(e2e, xg_e2e) or (e2e if isinstance(e2e, str) else
+                                                     f"XGNN {xg_e2e}" if isinstance(xg_e2e, str) else ""))
+                capped.append(extrapolated(rec) or extrapolated(xg))
+            series.append(Bars(label, values, colour=drawn[label], extrapolated=capped))
+            if SYSTEMS[system].paper != "":
+                series.append(Bars(label, [paper_speedup(model, d, system) or paper_cell(model, d, system) or ""
+                                           for d in datasets], colour=series[-1].colour, paper=True))
+        hollow |= grouped_bars(ax, [SHORT.get(d, d) for d in datasets], series, log=True, legend=False)
+        ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle=":")
+        ax.set_title(f"{MODEL_NAMES[model]} ({kind})")
+    if models:
+        axes[0][0].set_ylabel("XGNN E2E speedup over the system (x)")
+        legend_by_system(fig, list(drawn), paper=PAPER_SOURCE, hollow=hollow, colours=drawn, loc="lower center",
+                         ncol=len(drawn) + 1 + hollow, frameon=False)
+        fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
 
 
 PAPER_BUDGET = "v100"
@@ -273,15 +360,15 @@ PAPER_NOTE = (
     "training nodes, the batch of the caption. Compare ratios, not seconds.")
 
 
-def pinsage_note(by_point: dict) -> str:
+def pinsage_note(shown: dict) -> str:
     """PinSAGE samples by the same random walks on every system, so XGNN's gain is its feature
-    extraction: E and E2E of DGL+C and DGL over XGNN's per (run, dataset), and the E time XGNN saves
-    as a share of the other system's epoch, beside the paper's."""
+    extraction: E and E2E of DGL+C and DGL over XGNN's per (machine kind, dataset), and the E time
+    XGNN saves as a share of the other system's epoch, beside the paper's."""
     parts = []
-    for (machine, world, model, ds, rule), systems in by_point.items():
+    for (kind, model, ds), systems in shown.items():
         xg = systems.get("xgnn")
         paper_xg = paper_cell(model, ds, "xgnn")
-        if model != "pinsage" or rule != PAPER_BUDGET or xg is None or xg["status"] != "ok":
+        if model != "pinsage" or xg is None or xg["status"] != "ok":
             continue
         e = cell(xg, "gather_time")
         cells = []
@@ -296,7 +383,7 @@ def pinsage_note(by_point: dict) -> str:
                          f"E2E {ratio(e2e_sys, cell(xg, 'epoch_time')):.2f}x (paper {paper[3] / paper_xg[3]:.2f}x), "
                          f"E saved = {saved:.0f}% of its E2E (paper {paper_saved:.0f}%)")
         if cells:
-            parts.append(f"{machine} {SHORT.get(ds, ds)}: " + "; ".join(cells))
+            parts.append(f"{kind} {SHORT.get(ds, ds)}: " + "; ".join(cells))
     if not parts:
         return ""
     return ("PinSAGE samples by the same random walks on every system (impls/sampling/random_walk.py: 4 walks of "

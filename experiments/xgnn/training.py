@@ -63,11 +63,10 @@ from dataclasses import dataclass, field
 from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
 from harness.argtypes import dataset_names as name_list
 from harness.experiment import Measurement, Param, Point
-from harness.reportkit import Report, finite
+from harness.reportkit import Report, finite, machine_kind, newest_per_kind
 from harness.worlds import Worlds, world_sizes
 
 from ..kit import training as kit
-from . import PAPER_HARDWARE
 
 GIB = 1 << 30
 PAPER_GPU_GIB = 16.0                                # V100 SXM2 16 GB
@@ -288,7 +287,6 @@ class XGNNTraining(kit.TrainingExperiment):
     """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
 
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph", "dgl_host")
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
                      "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
                      "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
@@ -562,6 +560,20 @@ def combo(model: str, dataset: str) -> str:
     return f"{MODEL_SHORT.get(model, model)}+{SHORT.get(dataset, dataset)}"
 
 
+SHOWN = ("The table and figure show each cell's newest run per machine kind at the paper's settings (its budget "
+         "rule, on GPUs); every run is in the artifact's history (.history.md / .history.csv).")
+
+
+def run_number(rec) -> str:
+    """'#0093': the number of a record's run."""
+    return "#" + rec["run_id"].split("_", 1)[0]
+
+
+def extrapolated(rec) -> bool:
+    """True for a point whose epochs were capped and extrapolated to the full epoch."""
+    return bool(rec and rec["status"] == "ok" and rec["extra"].get("epoch_time", {}).get("extrapolated"))
+
+
 class TrainingReport(Report):
     """The report of an XGNN training experiment: its rows read back as one record per point
     (skipped and failed points too, ``systems`` only where given), captions ending with the
@@ -576,9 +588,34 @@ class TrainingReport(Report):
     def machine(self, rec) -> str:
         return self.label(rec["run_id"])
 
-    def caption(self, *parts: str) -> str:
-        return super().caption(*parts, f"GPU memory budget: {budget_caption(self.records)}. Datasets: "
-                                       f"{datasets_caption(self.records)}. Models: {settings_caption(self.records)}.")
+    def kind(self, rec) -> str:
+        """The machine kind of a record's run ('4xH200'), without its run number."""
+        return machine_kind(self.machine(rec))
+
+    def paper_budget(self, rec) -> bool:
+        """True for a record trained under the experiment's default budget rule (the paper's GPU)."""
+        return str(rec["params"].get("budget")) == str(self.exp.parameters["budget"].default)
+
+    def newest(self, cell, setting=None, records=None) -> dict:
+        """{(machine kind, *cell(rec)): rec}: each cell's record of the newest run per machine kind
+        among the records at the paper's setting (``setting(rec)``, default: the paper's budget
+        rule); on GPUs where any such record is, CPU ranks (a toy scale) only where none is."""
+        setting = setting or self.paper_budget
+        pool = [r for r in (self.records if records is None else records) if setting(r)]
+        gpus = [r for r in pool if r.get("device") == "cuda"]
+        return newest_per_kind(gpus or pool, self.labels, cell, lambda r: r["run_id"])
+
+    def shown_rows(self, records):
+        """The rows of the runs the records come from (their skipped points are the artifact's notes)."""
+        return self.rows[self.rows["run_id"].isin({r["run_id"] for r in records})]
+
+    def caption(self, *parts: str, shown=None) -> str:
+        """The caption, ending with the budget, datasets, models and hardware of the records
+        ``shown`` (default every record)."""
+        records = self.records if shown is None else list(shown)
+        return super().caption(*parts, f"GPU memory budget: {budget_caption(records)}. Datasets: "
+                                       f"{datasets_caption(records)}. Models: {settings_caption(records)}.",
+                               runs={r["run_id"] for r in records})
 
     def systems_note(self, systems) -> str:
         return "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}" for s in systems if SYSTEMS[s].note)

@@ -319,17 +319,23 @@ def _ogb_via_package(spec: DatasetSpec, directory: Path) -> tuple[dict, np.ndarr
     return read_node_dataset(spec.name, directory, spec.real.get("ogb_split"))
 
 
+def _ogb_graph_csr(graph: dict, sym, backend, report):
+    """(nodes, indptr, indices, node features or None) of an OGB graph dict (``edge_index``
+    converted in chunks)."""
+    n = int(graph["num_nodes"])
+    edge_index = graph["edge_index"]
+    chunks = ((edge_index[0, i:i + EDGE_CHUNK], edge_index[1, i:i + EDGE_CHUNK])
+              for i in range(0, edge_index.shape[1], EDGE_CHUNK))
+    indptr, indices = csr_from_edge_chunks(chunks, n, sym, backend, edge_index.shape[1], report)
+    return n, indptr, indices, graph.get("node_feat")
+
+
 def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[str, Any]:
     raw = directory / "raw"
     via_package = _ogb_via_package(spec, directory)
     if via_package is not None:
         graph, labels, split = via_package
-        n = int(graph["num_nodes"])
-        edge_index = graph["edge_index"]
-        chunks = ((edge_index[0, i:i + EDGE_CHUNK], edge_index[1, i:i + EDGE_CHUNK])
-                  for i in range(0, edge_index.shape[1], EDGE_CHUNK))
-        indptr, indices = csr_from_edge_chunks(chunks, n, sym, backend, edge_index.shape[1], report)
-        feats = graph.get("node_feat")
+        n, indptr, indices, feats = _ogb_graph_csr(graph, sym, backend, report)
     elif (raw / "data.npz").exists():
         data = raw / "data.npz"
         with reading(data):
@@ -395,12 +401,7 @@ def _convert_ogb(spec, directory: Path, writer, backend, sym, report) -> dict[st
         with reading(directory / "processed" / "data_processed"):
             loaded = torch.load(directory / "processed" / "data_processed", weights_only=False)
             graph, labels = loaded["graph"], loaded["labels"]
-        n = int(graph["num_nodes"])
-        edge_index = graph["edge_index"]
-        chunks = ((edge_index[0, i:i + EDGE_CHUNK], edge_index[1, i:i + EDGE_CHUNK])
-                  for i in range(0, edge_index.shape[1], EDGE_CHUNK))
-        indptr, indices = csr_from_edge_chunks(chunks, n, sym, backend, edge_index.shape[1], report)
-        feats = graph.get("node_feat")
+        n, indptr, indices, feats = _ogb_graph_csr(graph, sym, backend, report)
         split = _ogb_split(directory, spec.real.get("ogb_split", ""))
     if feats is not None:
         writer.add_array("features", np.asarray(feats, dtype=np.float32))

@@ -28,10 +28,10 @@ import numpy as np
 # NVLink 2.0 (V100): 25 GB/s per link and direction; NVLink 3.0 (A100): 25 GB/s per link, 12 links.
 V100_LINK_GBPS = 25.0
 A100_LINK_GBPS = 25.0
-# DESIGN.md section 5: the H200 machines show NV18 = 18 links x 26.56 GB/s between every pair.
+# docs/machines.md: the H200 machines show NV18 = 18 links x 26.56 GB/s between every pair.
 H200_LINK_GBPS = 26.56
 # Effective host-to-GPU bandwidths (pinned, large transfers); the raw x16 rates are 15.75 (Gen3),
-# 31.5 (Gen4) and 63 (Gen5) GB/s. Gen5 zero-copy reads reach about 30-35 GB/s (DESIGN.md 5).
+# 31.5 (Gen4) and 63 (Gen5) GB/s. Gen5 zero-copy reads reach about 30-35 GB/s (docs/machines.md).
 PCIE3_GBPS = 12.0
 PCIE4_GBPS = 24.0
 PCIE5_GBPS = 32.0
@@ -236,7 +236,7 @@ def dgx_a100(n: int = 8) -> Topology:
 
 
 def h200(n: int = 4) -> Topology:
-    """The lent H200 machines (DESIGN.md section 5): every pair NV18, PCIe Gen5."""
+    """The lent H200 machines (docs/machines.md): every pair NV18, PCIe Gen5."""
     return all_to_all(n, 18 * H200_LINK_GBPS, f"H200 {n}GPU", pcie_gbps=PCIE5_GBPS,
                       local_gbps=HBM_GBPS["H200"], description="H200, every pair NV18, PCIe Gen5")
 

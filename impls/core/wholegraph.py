@@ -16,6 +16,26 @@ LOCATIONS = {"device": "cuda", "host": "cpu"}        # ours -> the library's loc
 _STATE: dict = {}   # per process: {"key": (rank, world), "comm": WholeMemoryCommunicator}
 
 
+def release(comm, device, tensors=(), embedding=None) -> None:
+    """Collective: waits for this device's work and for every rank, then frees the library's
+    WholeMemory ``tensors`` (or the ``embedding`` that holds one)."""
+    torch.cuda.synchronize(device)
+    comm.barrier()
+    if embedding is not None:
+        from pylibwholegraph.torch.embedding import destroy_embedding
+
+        destroy_embedding(embedding)
+    from pylibwholegraph.torch.tensor import destroy_wholememory_tensor
+
+    for tensor in tensors:
+        destroy_wholememory_tensor(tensor)
+
+
+def memory_of(location: str) -> str:
+    """Where the library keeps a WholeMemory of ``location`` ("device" or "host")."""
+    return "GPU memory" if location == "device" else "pinned host memory"
+
+
 def library_version() -> str:
     import pylibwholegraph
 

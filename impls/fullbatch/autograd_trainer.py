@@ -10,6 +10,19 @@ class AutogradTrainer:
     train_labels = None
     _loss = None
 
+    def load_inputs(self, graph, model) -> None:
+        """The features, the labelled training rows and the layer widths, on ``self.device``."""
+        import numpy as np
+        import torch
+
+        self.X = torch.from_numpy(np.asarray(graph.features, dtype=np.float32)).to(self.device)
+        labels = np.asarray(graph.labels)
+        train = np.asarray(graph.train_idx)
+        train = train[labels[train] >= 0]
+        self.train_rows = torch.from_numpy(train.astype(np.int64)).to(self.device)
+        self.train_labels = torch.from_numpy(labels[train].astype(np.int64)).to(self.device)
+        self.dims = model.dims(graph.feature_dim, graph.num_classes)
+
     def forward(self):
         raise NotImplementedError
 

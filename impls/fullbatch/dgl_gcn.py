@@ -30,13 +30,7 @@ class DglGCN(AutogradTrainer):
         g = dgl.graph((torch.from_numpy(src.astype(np.int64)), torch.from_numpy(dst.astype(np.int64))),
                       num_nodes=graph.num_nodes)
         self.graph = g.to(self.device)
-        self.X = torch.from_numpy(np.asarray(graph.features, dtype=np.float32)).to(self.device)
-        labels = np.asarray(graph.labels)
-        train = np.asarray(graph.train_idx)
-        train = train[labels[train] >= 0]
-        self.train_rows = torch.from_numpy(train.astype(np.int64)).to(self.device)
-        self.train_labels = torch.from_numpy(labels[train].astype(np.int64)).to(self.device)
-        self.dims = model.dims(graph.feature_dim, graph.num_classes)
+        self.load_inputs(graph, model)
         self.convs = torch.nn.ModuleList()
         for w in init_weights(self.dims, seed):
             conv = GraphConv(w.shape[0], w.shape[1], norm="right", weight=True, bias=False,

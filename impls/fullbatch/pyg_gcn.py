@@ -38,13 +38,7 @@ class PygGCN(AutogradTrainer):
             targets, sources = forward_op.row_ids(), forward_op.indices.astype(np.int64)
             self.edge_index = torch.from_numpy(np.stack([sources, targets])).to(self.device)
             self.edge_weight = torch.from_numpy(forward_op.data).to(self.device)
-        self.X = torch.from_numpy(np.asarray(graph.features, dtype=np.float32)).to(self.device)
-        labels = np.asarray(graph.labels)
-        train = np.asarray(graph.train_idx)
-        train = train[labels[train] >= 0]
-        self.train_rows = torch.from_numpy(train.astype(np.int64)).to(self.device)
-        self.train_labels = torch.from_numpy(labels[train].astype(np.int64)).to(self.device)
-        self.dims = model.dims(graph.feature_dim, graph.num_classes)
+        self.load_inputs(graph, model)
         self.convs = torch.nn.ModuleList()
         for w in init_weights(self.dims, seed):
             conv = GCNConv(w.shape[0], w.shape[1], normalize=False, add_self_loops=False, bias=False)

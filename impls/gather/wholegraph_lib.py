@@ -34,7 +34,7 @@ from harness.errors import HarnessError, SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
 from impls.core.layout import RowPartition, TableSpec, check_ids, closed_form_rows
-from impls.core.wholegraph import check_mode_location, communicator, library_version
+from impls.core.wholegraph import check_mode_location, communicator, library_version, memory_of, release
 
 APIS = ("embedding", "tensor")
 FILL_CHUNK_BYTES = 64 << 20                          # bound on the closed-form scratch per step
@@ -137,7 +137,7 @@ class WholeGraphGather:
             return self._tensor.gather(ids)
 
     def describe(self) -> str:
-        where = "GPU memory" if self.location == "device" else "pinned host memory"
+        where = memory_of(self.location)
         if self.mode == "distributed":
             how = "the library's NCCL alltoallv gather"
         elif self.location == "device":
@@ -154,16 +154,7 @@ class WholeGraphGather:
         """Collective: waits for every rank's reads, then frees the table."""
         if self._tensor is None:
             return
-        torch.cuda.synchronize(self.device)
-        self.comm.barrier()
-        if self._emb is not None:
-            from pylibwholegraph.torch.embedding import destroy_embedding
-
-            destroy_embedding(self._emb)
-        else:
-            from pylibwholegraph.torch.tensor import destroy_wholememory_tensor
-
-            destroy_wholememory_tensor(self._tensor)
+        release(self.comm, self.device, () if self._emb is not None else (self._tensor,), self._emb)
         self._emb = self._tensor = None
 
 

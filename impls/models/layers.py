@@ -178,6 +178,21 @@ class GATConv(nn.Module):
         return out if self.bias is None else out + self.bias
 
 
+def pinsage_update(layer, x_dst: torch.Tensor, agg: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """PinSAGE's update of the destination nodes from ``agg``, their neighbours' messages summed
+    with the visit-count weights whose sums are ``total``: the weighted mean beside the node's own
+    features through ``layer.W``, then ReLU and L2 normalization where the layer has them (the
+    native and the PyG layer share it)."""
+    total = torch.where(total != 0, total, torch.ones_like(total))
+    z = layer.W(torch.cat([x_dst, agg / total.unsqueeze(-1)], dim=-1))
+    if layer.act:
+        z = F.relu(z)
+    if layer.normalize:
+        norm = z.norm(dim=-1, keepdim=True)
+        z = z / torch.where(norm > 0, norm, torch.ones_like(norm))
+    return z
+
+
 class PinSAGEConv(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, hidden: int | None = None, act: bool = True,
                  normalize: bool = True):
@@ -205,12 +220,4 @@ class PinSAGEConv(nn.Module):
             edge_weight = edge_weight.to(x.dtype)
             total = g.segment_sum(edge_weight)
             agg = gspmm(g, msg, edge_weight)
-        total = torch.where(total != 0, total, torch.ones_like(total))
-        n = agg / total.unsqueeze(-1)
-        z = self.W(torch.cat([x[:g.num_dst], n], dim=-1))
-        if self.act:
-            z = F.relu(z)
-        if self.normalize:
-            norm = z.norm(dim=-1, keepdim=True)
-            z = z / torch.where(norm > 0, norm, torch.ones_like(norm))
-        return z
+        return pinsage_update(self, x[:g.num_dst], agg, total)

@@ -27,7 +27,7 @@ from torch import nn
 
 from impls.core.blocks import edge_weight_of
 
-from .layers import gcn_coefficients
+from .layers import gcn_coefficients, pinsage_update
 from .nets import BlockGNN, default_activation, layer_dims
 from .ops import BlockGraph
 
@@ -61,14 +61,7 @@ def pinsage_conv_class():
             agg = self.propagate(edge_index, x=(msg, None), edge_weight=edge_weight,
                                  size=(x_src.shape[0], num_dst))
             total = scatter(edge_weight, edge_index[1], dim=0, dim_size=num_dst, reduce="sum")
-            total = torch.where(total != 0, total, torch.ones_like(total))
-            z = self.W(torch.cat([x_dst, agg / total.unsqueeze(-1)], dim=-1))
-            if self.act:
-                z = F.relu(z)
-            if self.normalize:
-                norm = z.norm(dim=-1, keepdim=True)
-                z = z / torch.where(norm > 0, norm, torch.ones_like(norm))
-            return z
+            return pinsage_update(self, x_dst, agg, total)
 
         def message(self, x_j, edge_weight):
             return edge_weight.unsqueeze(-1) * x_j

@@ -25,7 +25,7 @@ UNIFORM_PREFIX = "uniform:"
 @dataclass
 class UniformGraph:
     """A synthetic uniform random graph (not a paper's dataset): every node draws Poisson(degree)
-    neighbours uniformly from all nodes; every node is a training node. DESIGN section 5 timed
+    neighbours uniformly from all nodes; every node is a training node. docs/machines.md lists
     PyG's NeighborLoader on such a graph of 2M nodes; ``uniform:2000000:50`` rebuilds one."""
 
     name: str

@@ -36,7 +36,7 @@ import torch
 from harness.errors import HarnessError, SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.core.wholegraph import (check_mode_location, communicator, library_version)
+from impls.core.wholegraph import check_mode_location, communicator, library_version, memory_of, release
 
 
 def _fill_1d(wm_tensor, source: torch.Tensor, dtype: torch.dtype, device: torch.device) -> tuple[int, int]:
@@ -136,7 +136,7 @@ class WholeGraphSampler:
         return self._run(seeds, fanout, random_seed, check, True)
 
     def describe(self) -> str:
-        where = "GPU memory" if self.location == "device" else "pinned host memory"
+        where = memory_of(self.location)
         how = "mapped-memory kernel" if self.mode != "distributed" else "NCCL exchange inside the library"
         return (f"pylibwholegraph {library_version()} unweighted_sample_without_replacement on a CSR "
                 f"({self.num_nodes} nodes, {self.num_edges} edges, {str(self.col_dtype).split('.')[-1]} ids) "
@@ -146,12 +146,7 @@ class WholeGraphSampler:
         """Collective: waits for every rank, then frees the CSR."""
         if self._row is None:
             return
-        from pylibwholegraph.torch.tensor import destroy_wholememory_tensor
-
-        torch.cuda.synchronize(self.device)
-        self.comm.barrier()
-        destroy_wholememory_tensor(self._col)
-        destroy_wholememory_tensor(self._row)
+        release(self.comm, self.device, (self._col, self._row))
         self._row = self._col = None
 
 

@@ -75,3 +75,45 @@ def test_measured_columns_come_from_a_full_scale_cache(tmp_path, monkeypatch):
     assert reddit["measured_from"] == "real"
     assert reddit["#edges (measured)"] == "11.6M" and reddit["feat_size (measured)"] == "535MB"
     assert "#edges (measured)" not in rows[1]
+
+
+def _standin_rows(table_id: str, scale: float, max_degree: int) -> list[dict]:
+    """One run's rows of a dataset-table experiment: every dataset's stand-in at ``scale``."""
+    from tests.helpers import row
+
+    out = []
+    for name in dict.fromkeys(r["dataset"] for r in paper_table(table_id)):
+        params = {"dataset": name, "scale": scale}
+        extra = {"degree_max": max_degree, "degree_mean": 10.0, "tail_exponent": 2.5}
+        out += [row("standin", 1000, experiment=table_id, metric="nodes", unit="count", params=params, extra=extra),
+                row("standin", 0.01, experiment=table_id, metric="node_error", unit="%", params=params),
+                row("standin", 0.02, experiment=table_id, metric="edge_error", unit="%", params=params)]
+    return out
+
+
+@pytest.mark.parametrize("table_id", TABLES)
+def test_the_report_is_the_papers_table_with_the_registry_beside_and_the_newest_full_run(table_id):
+    import pandas as pd
+
+    from harness import figlint, registry
+    from harness.artifact import RunInfo
+
+    full = RunInfo("0001_cpu", "cpu", {"config": {"quick": False}})
+    quick = RunInfo("0002_cpu", "cpu", {"config": {"quick": True}})
+    frame = pd.DataFrame.from_records(
+        [{**r, "run_id": info.run_id, "hardware": "cpu"} for info, rows in
+         ((full, _standin_rows(table_id, 0.4, 900)), (quick, _standin_rows(table_id, 0.01, 50))) for r in rows])
+    art = registry.get_experiment(table_id).report(frame, [full, quick])
+    printed = pd.DataFrame(paper_table(table_id)).drop(columns=["dataset"])
+    assert list(art.table.columns[:len(printed.columns)]) == list(printed.columns)      # the paper's layout
+    assert art.table.iloc[:, :len(printed.columns)].equals(printed)
+    assert figlint.table_problems(art.table) == [] and len(art.table.columns) <= 12
+    registry_column = list(art.table["registry"])
+    if table_id == "mggcn.table1":
+        assert registry_column[list(printed["DATASET"]).index("PRODUCTS")] == "d(0) 100"
+        assert registry_column.count("as printed") == len(registry_column) - 1
+    else:
+        assert set(registry_column) == {"as printed"}
+    # the newest full run's stand-ins, not the newer --quick run's; both in the history
+    assert set(art.table["stand-in scale"]) == {0.4} and set(art.table["stand-in max deg"]) == {900.0}
+    assert "0002_cpu" not in art.caption and set(art.history["run"]) == {"0001", "0002"}

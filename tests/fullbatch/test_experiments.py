@@ -151,5 +151,5 @@ def test_an_implementation_that_cannot_run_here_is_a_skipped_row(data_root, monk
     exp = registry.get_experiment("mggcn.table3")
     cfg = _cfg("mggcn.table3", data_root, world=1)
     point = next(p for p in exp.points(cfg) if p.impl == "single_gpu" and p.world_size == 1)
-    rows = runner.run_one_point(exp, point, cfg, ctx)
+    rows = runner.run_one_point(exp, point, RunContext(cfg, ctx))
     assert [(r["status"], r["reason"]) for r in rows] == [("skipped", "this build cannot run here")]

@@ -12,10 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)", allow_module_level=True)
-pytest.importorskip("cupy")
+from tests.gpu import require_gpus
+
+torch = require_gpus()
 
 from harness.errors import HarnessError  # noqa: E402
 from harness.launcher import launch  # noqa: E402

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)", allow_module_level=True)
-pytest.importorskip("cupy")
+from tests.gpu import require_gpus
+
+torch = require_gpus()
 
 from harness.launcher import launch  # noqa: E402
 from tests.storage.targets import ranks_check_designs  # noqa: E402

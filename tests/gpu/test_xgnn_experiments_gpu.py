@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)", allow_module_level=True)
-pytest.importorskip("cupy")
-if torch.cuda.device_count() < 2:
-    pytest.skip("needs two GPUs", allow_module_level=True)
+from tests.gpu import require_gpus
+
+torch = require_gpus(2)
 
 from harness.config import RunConfig  # noqa: E402
 from harness.report import report_runs  # noqa: E402

@@ -98,7 +98,7 @@ def test_xgnn_fig13(data_root, tmp_path):
 def test_measured_ratios_are_flagged_when_fixed_costs_dwarf_the_modeled_transfer():
     import pandas as pd
 
-    from experiments.placement.common import measured_speedups
+    from experiments.placement.breakdown_report import measured_speedups
 
     def m(impl, measured_ms, modeled_ms):
         return {"run_id": "0001_x", "impl": impl, "p_topology": "2GPU", "p_buffer": "0.1N", "p_las": False,

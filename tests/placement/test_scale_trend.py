@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.placement.common import PAPER_LAYER_NODES, scale_trend_text
+from experiments.placement.breakdown_report import scale_trend_text
+from experiments.placement.common import PAPER_LAYER_NODES
 from harness import registry
 
 

@@ -67,7 +67,7 @@ def test_fig14_counts_remote_bytes(tmp_path):
 
 
 def test_uniform_graph_spec_and_loader_points(tmp_path):
-    """The synthetic uniform graph of DESIGN section 5's PyG measurement, and one loader target per
+    """The synthetic uniform graph of the PyG measurement of docs/machines.md, and one loader target per
     loader dataset with our side of it on one rank."""
     import numpy as np
     import pytest

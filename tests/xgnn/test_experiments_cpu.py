@@ -100,7 +100,9 @@ def test_table4_rows_oom_cells_and_report(tmp_path_factory, data_root, tmp_path)
     assert is_oom_reason(cells[("dgl_cache", "com-friendster", "pinsage", 2)]["reason"])  # as the paper's
     report_runs([run_dir], tmp_path)                        # the files, once
     text = (tmp_path / "xgnn" / "table4.md").read_text()
-    assert "| GSG " in text and "| PSG " in text and "OOM" in text and "paper E2E" in text and "XGNN speedup" in text
+    assert "| GSG " in text and "| PSG " in text and "OOM" in text and "| paper (8x V100) |" in text \
+        and "XGNN speedup" in text
+    assert (tmp_path / "xgnn" / "table4.history.csv").exists()           # every run, apart
     assert "top visited of 4 walks" in text
     assert "PinSAGE samples by the same random walks" in text and "DGL+C (re-impl.) E " in text  # E gain per cell
     assert "OOM cells as the paper's in 8/8" in report_text(run_dir, "xgnn.table4")
@@ -113,7 +115,7 @@ def test_table5_and_table1(tmp_path_factory, data_root):
     assert {k[0] for k in mem} == {"wholegraph", "xgnn"} and all(r["value"] > 0 for r in mem.values())
     assert all(r["params"]["budget"] == "none" for r in rows)
     text = report_text(run5, "xgnn.table5")
-    assert "WholeGraph" in text and "paper Mem GB" in text and "143" in text
+    assert "WholeGraph" in text and "paper (8x A100)" in text and "Mem GB" in text and "143" in text
 
     run1 = run("xgnn.table1", tmp_path_factory, data_root, gpus="2")            # the default systems
     cells = by_system(load_run(run1).rows)
