@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from harness.reportkit import PALETTE, caption_hardware, finite, machine_kind, newest_per_kind
+from harness.reportkit import PALETTE, finite, machine_kind, newest_per_kind
 
 from .training import HOST_PIPELINES, MODEL_NAMES, SHORT, TABLE5
 
@@ -114,11 +114,10 @@ def provenance(cell: str, impls: dict) -> str:
 
 def shown_caption(rep, records: list[dict], at_paper: bool, *parts: str) -> str:
     """The caption's sentences, what the headline shows, and the hardware of the runs shown."""
-    ids = {r["key"]["run_id"] for r in records}
     what = ("Shown: the newest run per machine kind at the paper's settings (every run: the history table)."
             if at_paper else "No run at the paper's settings (GPU ranks, default options): the newest run per "
                              "machine kind (every run: the history table).")
-    return " ".join(p for p in (*parts, what) if p) + " " + caption_hardware([r for r in rep.runs if r.run_id in ids])
+    return rep.caption(*parts, what, runs={r["key"]["run_id"] for r in records})
 
 
 def history(rep, rows: list[dict], empty: str = "no rows"):
