@@ -181,7 +181,7 @@ NOTES = [
     "gather. WG-lib: real pylibwholegraph storage, sampler and gather with the same model code.",
     "Capped host epochs: a loader with W worker processes builds W batches at once, so an epoch capped below whole "
     "waves of W times a whole wave for fewer batches and its per-batch extrapolation overstates the epoch "
-    f"({WAVE_CHECK}). Caps are now rounded up to whole waves; cells of earlier runs capped otherwise are marked "
+    f"({WAVE_CHECK}). The harness rounds caps up to whole waves; cells of runs capped otherwise are marked "
     "'(upper bound)' under 'capped' and left out of the speedup range",
 ]
 

@@ -105,7 +105,7 @@ def run_number(rec: dict) -> str:
 
 
 def provenance(cell: str, impls: dict) -> str:
-    """'<cell>: pyg_host #0057, wholegraph #0056 (ratios across runs)': which run each pipeline's
+    """'<cell>: pyg_host #0012, wholegraph #0011 (ratios across runs)': which run each pipeline's
     number of a shown cell comes from."""
     mixed = len({r["key"]["run_id"] for r in impls.values()}) > 1
     return (f"{cell}: " + ", ".join(f"{impl} {run_number(r)}" for impl, r in sorted(impls.items()))
