@@ -152,6 +152,15 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class Cheaper:
+    """A cheaper way to measure a point, for a run under a time budget (``Experiment.cheaper``)."""
+
+    point: Point                 # the point as measured at this level: its params say what changed
+    note: str                    # what is reduced, for rows and reports: "1 epoch; host pipelines 16 batches"
+    cfg: dict = field(default_factory=dict)   # RunConfig fields changed for this point: {"repeats": 1}
+
+
+@dataclass(frozen=True)
 class PaperValue:
     """A number transcribed from a paper, with where it came from."""
 
@@ -186,6 +195,9 @@ class Experiment:
     # experiments whose stored rows this one's report also reads (a view of another run's data,
     # e.g. a breakdown figure of the training runs of a table); its own rows are read too
     derives_from: tuple[str, ...] = ()
+    # parameters a point's time grows with linearly: harness.estimate scales a stored point's
+    # time by their ratio where the same point was measured at another size only
+    cost_scales: tuple[str, ...] = ("scale",)
 
     # --- configuration -----------------------------------------------------------
     def default_scale(self, cfg: "RunConfig") -> float:
@@ -214,6 +226,21 @@ class Experiment:
 
     def run_point(self, point: Point, cfg: "RunConfig") -> list[Measurement]:
         raise NotImplementedError
+
+    # --- time budget (harness.plan) ----------------------------------------------
+    def cheaper(self, point: Point, level: int, cfg: "RunConfig") -> Cheaper | None:
+        """``point`` measured at budget level ``level`` (1: a little cheaper; higher: cheaper still),
+        or None past the experiment's cheapest level. A run under ``--time-budget`` fills its table
+        at the levels that fit, then measures again at full fidelity while time remains; rows
+        measured at a level carry ``fidelity``. Default: one level, a single timed repeat."""
+        if level == 1 and (cfg.repeats is None or cfg.repeats > 1):
+            return Cheaper(point, "1 timed repeat", {"repeats": 1})
+        return None
+
+    def memory_need(self, point: Point, cfg: "RunConfig") -> dict[str, float] | None:
+        """Bytes ``point`` needs, where the experiment can tell without running it: {"gpu": per
+        GPU, "host": in host memory} (either may be absent); None where it cannot tell."""
+        return None
 
     # --- reporting ---------------------------------------------------------------
     def report(self, rows: "pd.DataFrame", runs: list["RunInfo"]) -> "ReportArtifact":

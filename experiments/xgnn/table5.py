@@ -99,6 +99,7 @@ class Table5(XGNNTraining):
                 for (_, col), v in zip(METRICS, pv[:4] if pv else (None,) * 4):
                     row[f"paper {col}"] = v
                 row["paper Mem GB"] = pv[4] if pv else None
+                row["reduced fidelity"] = rec.get("fidelity", {}).get("note")
                 out.append(row)
             wg, xg = systems.get("wholegraph"), systems.get("xgnn")
             if wg and xg:

@@ -62,7 +62,7 @@ import math
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
-from harness.experiment import Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
+from harness.experiment import Cheaper, Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
 from harness.experiment import dataset_names as name_list
 from harness.experiment import choice, device_setting
 from harness.timing import Stats
@@ -391,6 +391,15 @@ class XGNNTraining(Experiment):
     def run_point(self, point, cfg, rank):
         return train_system(self, point, cfg, rank)
 
+    def cheaper(self, point, level, cfg):
+        """Budget level 1 (harness.plan): the synchronized epochs (S, E, T) and one free-running
+        epoch (E2E), no more."""
+        least = setting(self, cfg, "synced_epochs") + 1
+        if level != 1 or point.params.get("epochs", 0) <= least:
+            return None
+        return Cheaper(Point(point.impl, {**point.params, "epochs": least}, point.world_size),
+                       f"{least} measured epochs")
+
 
 # ----------------------------------------------------------------------------- one training point
 
@@ -555,6 +564,8 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("sys
         if r["status"] != "ok":
             rec["status"], rec["reason"] = r["status"], r.get("reason")
             continue
+        if isinstance(r.get("fidelity"), dict):         # measured cheaper to fit a time budget
+            rec["fidelity"] = r["fidelity"]
         rec["metrics"][r["metric"]] = r["value"]
         extra = r.get("extra")
         if isinstance(extra, dict):

@@ -92,6 +92,16 @@ def scale_for_edges(name: str, max_edges: float) -> float:
     return min(1.0, max_edges / max(stored, 1))
 
 
+def stored_bytes(name: str, scale: float = 1.0) -> float:
+    """Bytes the stand-in of ``name`` at ``scale`` stores: CSR (int64 offsets, int32 ids) and
+    features; an estimate for planning, made without generating anything."""
+    spec = get(name)
+    nodes = spec.nodes * scale
+    edges = (spec.standin.stored_edges if spec.standin else spec.edges) * scale
+    itemsize = 2 if spec.feature_dtype in ("float16", "bfloat16") else 4
+    return 8 * nodes + 4 * edges + nodes * spec.feature_dim * itemsize
+
+
 def real_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
     """True when the real dataset is cached or present in a readable layout under the data root."""
     from . import loaders
