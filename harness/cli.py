@@ -195,6 +195,7 @@ def _interrupt(signum, frame):
 def cmd_run(args) -> int:
     import time
 
+    started = time.time()         # a time budget counts from here: the command, not the runner
     from . import runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
@@ -207,7 +208,7 @@ def cmd_run(args) -> int:
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
         data_root=args.data_root, launch_per_point=args.launch_per_point,
         time_budget_s=parse_duration(args.time_budget) if args.time_budget is not None else None,
-        started_at=_process_start() if args.time_budget is not None else None,
+        started_at=started if args.time_budget is not None else None,
     )
     if args.dry_run:
         print(render(runner.make_plan(args.ids, cfg), cfg), end="")
@@ -224,18 +225,6 @@ def cmd_run(args) -> int:
         print(f"time budget {args.time_budget}: took {took:.0f} s"
               + ("; it ended before every point was measured at full fidelity" if outcome.budget_ended else ""))
     return 1 if outcome.errors else 0
-
-
-def _process_start() -> float:
-    """When this process started (the time budget counts from the command, not from the runner)."""
-    import time
-
-    import psutil
-
-    try:
-        return min(time.time(), psutil.Process().create_time())
-    except psutil.Error:
-        return time.time()
 
 
 def _print_run_end(outcome, no_report: bool) -> None:

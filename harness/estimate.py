@@ -10,7 +10,8 @@ where the number comes from:
    of machine (``1xH200``, ``cpu``...): the median of its durations;
 2. the same point on the nearest other kind (same GPU model first, then the closest GPU count);
 3. a size model: the same point at another size (the experiment's ``cost_scales`` parameters,
-   ``scale`` by default), its time scaled linearly by the size ratio;
+   ``scale`` by default) or, where its work splits over its ranks (``cost_per_rank``), at another
+   rank count, its time scaled linearly by the ratio;
 4. otherwise unknown.
 """
 
@@ -23,6 +24,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -181,21 +183,26 @@ class Estimator:
     def __post_init__(self):
         self._by_key: dict[tuple, list[PointTime]] = {}
         for t in self.history:
-            self._by_key.setdefault(t.key, []).append(t)
+            exp_id, impl, _, settings = t.key
+            self._by_key.setdefault((exp_id, impl, settings), []).append(t)
 
     @classmethod
     def from_roots(cls, kind: str, roots: list[Path | str]) -> "Estimator":
         return cls(kind, load_history(roots))
 
     def estimate(self, experiment: str, impl: str, params: dict, world_size: int, settings: tuple,
-                 cost_scales: tuple[str, ...] = ("scale",)) -> Estimate:
-        candidates = self._by_key.get(point_key(experiment, impl, world_size, settings), [])
-        if not candidates:
-            return UNKNOWN
+                 cost_scales: tuple[str, ...] = ("scale",), per_rank: bool = False,
+                 size: Callable[[dict, int], float | None] | None = None) -> Estimate:
+        """The same point stored on this kind, else on the nearest kind; else the size model:
+        stored points that differ only in ``cost_scales`` parameters (and, with ``per_rank``, in
+        their rank count), ``size(params, ranks)`` their size (default: the product of the
+        ``cost_scales`` values)."""
+        candidates = self._by_key.get((experiment, impl, settings), [])
+        world = int(world_size or 1)
         wanted = params_json(params)
         exact: dict[str, list[float]] = {}
         for t in candidates:
-            if params_json(t.params) == wanted:
+            if t.key[2] == world and params_json(t.params) == wanted:
                 exact.setdefault(t.kind, []).append(t.seconds)
         kinds = self._nearest(exact)
         if kinds:
@@ -204,43 +211,77 @@ class Estimator:
             text = (f"{self.kind} history ({n})" if kinds[0] == self.kind
                     else f"estimate from {kinds[0]} runs ({n})")
             return Estimate(statistics.median(runs), text)
-        return self._scaled(candidates, params, cost_scales)
+        return self._scaled(candidates, params, world, cost_scales, per_rank,
+                            size or (lambda p, w: _product(p, cost_scales)))
 
     def _nearest(self, by_kind: dict) -> list[str]:
         ranked = [(d, k) for k in by_kind if (d := kind_distance(self.kind, k)) is not None]
         return [k for _, k in sorted(ranked)]
 
-    def _scaled(self, candidates: list[PointTime], params: dict, cost_scales: tuple[str, ...]) -> Estimate:
-        """The same point at another size: its time times the size ratio (linear model)."""
-        rest = {k: v for k, v in params.items() if k not in cost_scales}
-        best = None
-        for t in candidates:
-            distance = kind_distance(self.kind, t.kind)
-            if distance is None:
-                continue
-            if params_json({k: v for k, v in t.params.items() if k not in cost_scales}) != params_json(rest):
-                continue
-            factor = 1.0
-            for k in cost_scales:
-                new, old = params.get(k), t.params.get(k)
-                if new == old:
-                    continue
-                if not (_positive(new) and _positive(old)):
-                    factor = None
-                    break
-                factor *= float(new) / float(old)
-            if factor is None:
-                continue
-            rank = (distance, abs(math.log(factor)), factor > 1 and 0 or 1)
-            if best is None or rank < best[0]:
-                best = (rank, t, factor)
-        if best is None:
+    def _scaled(self, candidates: list[PointTime], params: dict, world: int, cost_scales: tuple[str, ...],
+                per_rank: bool, size: Callable[[dict, int], float | None]) -> Estimate:
+        """Stored points of the same family (equal but for their size) on the nearest kind that has
+        any: with two sizes or more, time = fixed + per-size-unit fitted to them (least squares);
+        with one, its time scaled in proportion to the size."""
+        target = size(params, world)
+        if not target or target <= 0:
             return UNKNOWN
-        _, t, factor = best
-        size = "a smaller size" if factor > 1 else "a larger size"
-        sizes = ", ".join(f"{k} {t.params.get(k)} -> {params.get(k)}" for k in cost_scales
-                          if t.params.get(k) != params.get(k))
-        return Estimate(t.seconds * factor, f"scaled from {size} ({sizes}; {t.kind} run {t.run_id.split('_')[0]})")
+        rest = params_json({k: v for k, v in params.items() if k not in cost_scales})
+        family: dict[str, list[tuple[float, PointTime]]] = {}
+        for t in candidates:
+            if (t.key[2] != world and not per_rank) or kind_distance(self.kind, t.kind) is None:
+                continue
+            if params_json({k: v for k, v in t.params.items() if k not in cost_scales}) != rest:
+                continue
+            stored = size(t.params, t.key[2])
+            if stored and stored > 0:
+                family.setdefault(t.kind, []).append((float(stored), t))
+        if not family:
+            return UNKNOWN
+        kind = self._nearest(family)[0]
+        points = family[kind]
+        if len({s for s, _ in points}) >= 2:
+            fixed, per_unit = _affine([s for s, _ in points], [t.seconds for _, t in points])
+            return Estimate(fixed + per_unit * target,
+                            f"size model fitted to {len(points)} {kind} points at {len({s for s, _ in points})} "
+                            f"sizes ({fixed:.0f} s fixed)")
+        stored, t = min(points, key=lambda p: (abs(math.log(p[0] / target)), p[1].run_id))
+        changed = ([f"{t.key[2]} -> {world} ranks"] if t.key[2] != world else []) + [
+            f"{k} {_show(t.params.get(k))} -> {_show(params.get(k))}" for k in cost_scales
+            if params_json({k: t.params.get(k)}) != params_json({k: params.get(k)})]
+        factor = target / stored
+        return Estimate(t.seconds * factor, f"scaled x{factor:.2g} from {', '.join(changed) or 'another size'} "
+                                            f"({kind} run {t.run_id.split('_')[0]})")
+
+
+def _affine(x: list[float], y: list[float]) -> tuple[float, float]:
+    """Least-squares ``y = fixed + per_unit * x`` with both >= 0."""
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((a - mx) ** 2 for a in x)
+    per_unit = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx if sxx else 0.0
+    fixed = my - per_unit * mx
+    if per_unit < 0:                      # noise: no growth seen, the mean time
+        return my, 0.0
+    if fixed < 0:                         # through the origin
+        return 0.0, sum(a * b for a, b in zip(x, y)) / sum(a * a for a in x)
+    return fixed, per_unit
+
+
+def _product(params: dict, names: tuple[str, ...]) -> float | None:
+    out = 1.0
+    for k in names:
+        v = params.get(k)
+        if v is None:
+            continue
+        if not _positive(v):
+            return None
+        out *= float(v)
+    return out
+
+
+def _show(value) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _positive(value) -> bool:

@@ -195,9 +195,10 @@ class Experiment:
     # experiments whose stored rows this one's report also reads (a view of another run's data,
     # e.g. a breakdown figure of the training runs of a table); its own rows are read too
     derives_from: tuple[str, ...] = ()
-    # parameters a point's time grows with linearly: harness.estimate scales a stored point's
-    # time by their ratio where the same point was measured at another size only
+    # the parameters that set a point's size (cost_size): harness.estimate estimates a point from
+    # stored points that differ from it in these alone (and, with cost_per_rank, in rank count)
     cost_scales: tuple[str, ...] = ("scale",)
+    cost_per_rank: bool = False
 
     # --- configuration -----------------------------------------------------------
     def default_scale(self, cfg: "RunConfig") -> float:
@@ -236,6 +237,17 @@ class Experiment:
         if level == 1 and (cfg.repeats is None or cfg.repeats > 1):
             return Cheaper(point, "1 timed repeat", {"repeats": 1})
         return None
+
+    def cost_size(self, point: Point, cfg: "RunConfig") -> float | None:
+        """A number the point's time grows with (linearly, plus a fixed part), for estimating it
+        from the same point stored at another size. Default: the product of its ``cost_scales``
+        values, divided by its rank count where ``cost_per_rank``."""
+        size = 1.0
+        for name in self.cost_scales:
+            value = point.params.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                size *= float(value)
+        return size / point.world_size if self.cost_per_rank else size
 
     def memory_need(self, point: Point, cfg: "RunConfig") -> dict[str, float] | None:
         """Bytes ``point`` needs, where the experiment can tell without running it: {"gpu": per

@@ -128,8 +128,8 @@ class RunPlan:
 
 def _source_kind(estimate: Estimate) -> str:
     text = estimate.source
-    if text.startswith("scaled"):
-        return "scaled from another size"
+    if text.startswith(("scaled", "size model")):
+        return "from a size model"
     if text.startswith("estimate from"):
         return text.split(" (")[0]
     return text.split(" (")[0]
@@ -172,10 +172,20 @@ def ladder(exp: "Experiment", point: "Point", cfg: "RunConfig") -> list[Level]:
 
 
 def estimate_level(estimator: Estimator, exp: "Experiment", level: Level, cfg: "RunConfig") -> Estimate:
+    from .experiment import Point
+
     changes = level.cfg_changes
     settings = settings_key(cfg.quick, changes.get("repeats", cfg.repeats), changes.get("warmup", cfg.warmup))
-    return estimator.estimate(exp.id, level.point.impl, level.point.params, level.point.world_size, settings,
-                              exp.cost_scales)
+    impl = level.point.impl
+
+    def size(params: dict, ranks: int) -> float | None:
+        try:
+            return exp.cost_size(Point(impl, params, ranks), cfg)
+        except Exception:        # a stored point the experiment no longer reads: no size
+            return None
+
+    return estimator.estimate(exp.id, impl, level.point.params, level.point.world_size, settings,
+                              exp.cost_scales, exp.cost_per_rank, size)
 
 
 def choose_levels(entries: list[PlannedPoint], budget_s: float) -> None:

@@ -236,26 +236,22 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         try:
             with BudgetClock(deadline):
                 for exp, entries in _by_experiment(run_plan.entries):
-                    _run_experiment(exp, entries, cfg, store, outcome, eta)
+                    _run_experiment(exp, entries, cfg, store, outcome, eta, cheapest_first=deadline is not None)
                 if deadline is not None:
                     _refine(run_plan, cfg, store, outcome, deadline)
         except BudgetEnded:
             outcome.budget_ended = True
-        unfinished = 0
-        if run_plan.budget_s is not None:
-            _consolidate(run_plan, store)
+        unfinished = _finish_rows(run_plan, cfg, store, budget_reason(cfg) if outcome.budget_ended else None)
         if outcome.budget_ended:
-            unfinished = _record_unfinished(run_plan, cfg, store, budget_reason(cfg))
             print(f"the time budget of {fmt_duration(cfg.time_budget_s)} ended: "
                   + (f"{unfinished} points not reached (skipped rows say so)" if unfinished
                      else "every point has its row"), file=sys.stderr)
-        status = "interrupted" if outcome.budget_ended and unfinished else (
-            "failed" if outcome.failed_launches else "complete")
+        status = "interrupted" if unfinished else ("failed" if outcome.failed_launches else "complete")
     except KeyboardInterrupt:
         # A time limit (timeout --signal=INT), Ctrl-C or SIGTERM: the rows already written stay, and
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
-        _record_unfinished(run_plan, cfg, store, INTERRUPTED_REASON)
+        _finish_rows(run_plan, cfg, store, INTERRUPTED_REASON)
         raise
     finally:
         counts = _status_counts(store)
@@ -263,6 +259,18 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         extra = {"budget": _budget_record(run_plan, store, outcome)} if run_plan.budget_s is not None else {}
         store.update_manifest(end=envinfo.now_iso(), status=status, counts=counts, **extra)
     return outcome
+
+
+def _finish_rows(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, unfinished_reason: str | None) -> int:
+    """The rows a run leaves: under a budget one measurement per point, in the plan's order; a
+    skipped row saying ``unfinished_reason`` for every point without a row. How many those were."""
+    budget = run_plan.budget_s is not None
+    if budget:
+        _consolidate(run_plan, store)
+    missing = _record_unfinished(run_plan, cfg, store, unfinished_reason) if unfinished_reason else 0
+    if budget and missing:
+        _consolidate(run_plan, store)
+    return missing
 
 
 def _by_experiment(entries: list[plan.PlannedPoint]) -> list[tuple[Experiment, list[plan.PlannedPoint]]]:
@@ -341,12 +349,15 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
 
 
 def _run_experiment(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunConfig, store: RunStore,
-                    outcome: RunOutcome, eta: Eta) -> None:
+                    outcome: RunOutcome, eta: Eta, cheapest_first: bool = False) -> None:
     skipped = [e for e in entries if not e.runnable]
     for e in skipped:
         store.append(make_row(exp, e.point, cfg, None, "skipped", e.skip))
+    runnable = [e for e in entries if e.runnable]
+    if cheapest_first:       # a budget that ends early leaves the dearest points unmeasured, not whole datasets
+        runnable.sort(key=lambda e: (e.cost(e.level) is None, e.cost(e.level) or 0.0))
     jobs = [Job(e.index, e.levels[e.level].point, e.levels[e.level].cfg_changes, e.fidelity(e.level))
-            for e in entries if e.runnable]
+            for e in runnable]
     if skipped:
         with PointProgress(exp.id, eta) as progress:
             for e in skipped:
@@ -507,28 +518,20 @@ def _best_levels(run_plan: plan.RunPlan, rows: list[dict]) -> dict[int, int]:
 
 
 def _consolidate(run_plan: plan.RunPlan, store: RunStore) -> None:
-    """One measurement per point: the rows of its finest level with an ok row, where the point's
-    first rows were (so the rows keep the plan's order); the rows of its other levels go (the
-    coarser measurement a finer one replaced, a refinement that failed). Also drops a last line
-    torn by a rank stopped at the deadline."""
+    """One measurement per point, in the plan's order: the rows of its finest level with an ok row
+    (the rows of its other levels go: the coarser measurement a finer one replaced, a refinement
+    that failed), or where it has none, the rows it has. Also drops a last line torn by a rank
+    stopped at the deadline."""
     rows = load_run(store.path).rows
     best = _best_levels(run_plan, rows)
-    owner: dict[int, int] = {}               # id(row) -> plan index, for rows of a point with a best level
-    kept: dict[int, list[dict]] = {}
-    for e in run_plan.runnable:
-        if e.index in best:
-            for k in range(len(e.levels)):
-                for r in _level_rows(rows, e, k):
-                    owner[id(r)] = e.index
-            kept[e.index] = _level_rows(rows, e, best[e.index])
-    out = []
-    for r in rows:
-        index = owner.get(id(r))
-        if index is None:
-            out.append(r)
-        elif index in kept:
-            out += kept.pop(index)
-    store.replace_rows(out)
+    placed: dict[int, tuple[int, int]] = {}          # id(row) -> (plan index, level)
+    for e in run_plan.entries:
+        for k in range(len(e.levels)):
+            for r in _level_rows(rows, e, k):
+                placed.setdefault(id(r), (e.index, k))
+    keep = [r for r in rows if id(r) not in placed or best.get(placed[id(r)][0], placed[id(r)][1]) == placed[id(r)][1]]
+    order = {id(r): placed.get(id(r), (len(run_plan.entries), 0))[0] for r in keep}
+    store.replace_rows(sorted(keep, key=lambda r: order[id(r)]))
 
 
 def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: RunOutcome,

@@ -234,6 +234,9 @@ class TrainingExperiment(Experiment):
                      "epoch may pay page-cache misses.")
     spawn_ranks = True
     parameters = common_parameters()
+    # a point's time grows with the mini-batches each rank trains (cost_size)
+    cost_scales = ("scale", "epochs", "max_batches")
+    cost_per_rank = True
 
     def world(self, cfg) -> int:
         from harness.launcher import default_world_size
@@ -317,6 +320,14 @@ class TrainingExperiment(Experiment):
                 params["max_batches"] = limit
                 notes.append(f"{who} epoch capped at {limit} mini-batches (extrapolated)")
         return Cheaper(Point(point.impl, params, point.world_size), "; ".join(notes))
+
+    def cost_size(self, point, cfg):
+        """Mini-batches each rank trains over the measured epochs (capped where the point caps them)."""
+        from harness import datasets
+
+        p = point.params
+        batches = datasets.epoch_batches(p["dataset"], p["scale"], p["batch_size"], point.world_size)
+        return p["epochs"] * min(batches, p.get("max_batches") or batches)
 
     def memory_need(self, point, cfg):
         """Graph and features as stored: spread over the GPUs for ours and pylibwholegraph, in host

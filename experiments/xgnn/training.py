@@ -319,6 +319,9 @@ class XGNNTraining(Experiment):
                      "the first); E2E is the median of later free-running epochs.")
     spawn_ranks = True
     parameters = common_parameters()
+    # a point's time grows with the mini-batches each rank trains (cost_size)
+    cost_scales = ("scale", "epochs", "max_batches")
+    cost_per_rank = True
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
     eval_every_epoch = True
 
@@ -390,6 +393,14 @@ class XGNNTraining(Experiment):
 
     def run_point(self, point, cfg, rank):
         return train_system(self, point, cfg, rank)
+
+    def cost_size(self, point, cfg):
+        """Mini-batches each rank trains over the measured epochs (capped where the point caps them)."""
+        from harness import datasets
+
+        p = point.params
+        batches = datasets.epoch_batches(p["dataset"], p["scale"], p["batch_size"], point.world_size)
+        return p["epochs"] * min(batches, p.get("max_batches") or batches)
 
     def cheaper(self, point, level, cfg):
         """Budget level 1 (harness.plan): the synchronized epochs (S, E, T) and one free-running

@@ -102,6 +102,14 @@ def stored_bytes(name: str, scale: float = 1.0) -> float:
     return 8 * nodes + 4 * edges + nodes * spec.feature_dim * itemsize
 
 
+def epoch_batches(name: str, scale: float, batch_size: int, ranks: int = 1) -> int:
+    """Mini-batches of ``batch_size`` seeds each rank trains per epoch when the training split of
+    ``name`` at ``scale`` is shared out over ``ranks``."""
+    spec = get(name)
+    train = spec.split.counts(max(1, int(round(spec.nodes * scale))), spec.nodes)[0]
+    return max(1, -(-train // (max(1, ranks) * max(1, batch_size))))
+
+
 def real_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
     """True when the real dataset is cached or present in a readable layout under the data root."""
     from . import loaders
