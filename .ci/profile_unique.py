@@ -40,10 +40,11 @@ def host_costs(dev) -> None:
     """Host microseconds of the pieces a call is made of, on an idle GPU."""
     import numpy as np
 
-    from impls.sampling import gpu
+    from impls.core import cuda
+    from impls.sampling.gpu import KERNELS
 
     x = torch.zeros(16, dtype=torch.int64, device=dev)
-    args = (gpu.ptr(x), np.int64(0), gpu.ptr(x), gpu.ptr(x), gpu.ptr(x), gpu.ptr(x))
+    args = (cuda.ptr(x), np.int64(0), cuda.ptr(x), cuda.ptr(x), cuda.ptr(x), cuda.ptr(x))
 
     def per_call(f, n=2000):
         for _ in range(50):
@@ -56,7 +57,7 @@ def host_costs(dev) -> None:
         torch.cuda.synchronize()
         return elapsed / n * 1e6
 
-    print(f"host: gpu.launch {per_call(lambda: gpu.launch(dev, 'unique_dense.cu', 'dm_lookup', 1, 256, args)):.1f} us, "
+    print(f"host: cuda.launch {per_call(lambda: KERNELS.launch(dev, 'unique_dense.cu', 'dm_lookup', 1, 256, args)):.1f} us, "
           f"torch.empty {per_call(lambda: torch.empty(1000, dtype=torch.int64, device=dev)):.1f} us, "
           f"torch.zeros {per_call(lambda: torch.zeros(1000, dtype=torch.int64, device=dev)):.1f} us, "
           f"2-word tolist {per_call(lambda: x[:2].tolist(), 500):.1f} us (with its sync)")

@@ -60,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_nonneg_int, default=None)
     p.add_argument("--repeats", type=_positive_int, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=Path("results"), help="root of run directories")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="root of run directories (default ./runs, left out of git; `harness promote RUN` "
+                        "adds a run to the committed references under results/)")
     p.add_argument("--label", help="run directory label (default: hardware and experiment ids)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
     p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
@@ -80,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", type=Path, help="run directories")
     p.add_argument("--all", action="store_true",
                    help="every run under --results, one report per experiment, and the reports index")
-    p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--out", type=Path, default=Path("reports"))
+    p.add_argument("--results", type=Path, default=Path("results"), help="the reference runs --all reads")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where to write (default: reports/ with --all; beside the runs otherwise: "
+                        "RUN/report for one run, report/ in their folder for several)")
     p.add_argument("--experiment", action="append", default=None, help="only these experiment ids")
 
     p = sub.add_parser("compare", help="compare two result sets; exit 1 on a regression or a lost point",
@@ -96,9 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-missing", action="store_true",
                    help="list points measured in A that B skipped, failed or lacks, without failing")
 
-    p = sub.add_parser("import", help="copy run directories made elsewhere into the result store")
-    p.add_argument("runs", nargs="+", type=Path, help="run directories (e.g. fetched from a GPU machine)")
-    p.add_argument("--out", type=Path, default=Path("results"))
+    p = sub.add_parser("promote", aliases=["import"],
+                       help="add runs (yours, or fetched from a GPU machine) to the reference runs under results/, "
+                            "renumbered")
+    p.add_argument("runs", nargs="+", type=Path, help="run directories")
+    p.add_argument("--out", type=Path, default=Path("results"), help="the reference store")
 
     p = sub.add_parser("withdraw", help="mark a stored run as withdrawn: kept, left out of reports")
     p.add_argument("run", type=Path, help="run directory under results/")
@@ -265,7 +271,8 @@ def _print_run_end(outcome, no_report: bool) -> None:
 def cmd_report(args) -> int:
     import json
 
-    from .report import ABANDONED_NOTE, report_all, report_runs
+    from .artifact import ABANDONED_NOTE
+    from .report import report_all, report_runs
     from .store import _RUN_DIR, run_status
 
     if args.all:
@@ -282,12 +289,20 @@ def cmd_report(args) -> int:
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")
-        written = report_all(args.results, args.out)
+        written = report_all(args.results, args.out or Path("reports"))
     else:
-        written = report_runs(args.runs, args.out, args.experiment)
+        written = report_runs(args.runs, args.out or default_report_dir(args.runs), args.experiment)
     for path in written:
         print(path)
     return 0
+
+
+def default_report_dir(runs: list[Path]) -> Path:
+    """Beside the runs: a user's report never lands in the repository's reports/ by accident."""
+    if len(runs) == 1:
+        return Path(runs[0]) / "report"
+    parents = {Path(r).resolve().parent for r in runs}
+    return (parents.pop() if len(parents) == 1 else Path.cwd()) / "report"
 
 
 def cmd_compare(args) -> int:
@@ -373,7 +388,8 @@ def cmd_env(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "env": cmd_env, "import": cmd_import, "bench": cmd_bench, "withdraw": cmd_withdraw}
+            "env": cmd_env, "promote": cmd_import, "import": cmd_import, "bench": cmd_bench,
+            "withdraw": cmd_withdraw}
 
 
 def main(argv: list[str] | None = None) -> int:

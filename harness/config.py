@@ -20,7 +20,7 @@ class RunConfig:
     impl_patterns: tuple[str, ...] = ()     # shell patterns on implementation names
     params: dict[str, str] = field(default_factory=dict)  # --param overrides, raw strings
     seed: int = 0
-    out_dir: Path = Path("results")
+    out_dir: Path = Path("runs")
     label: str | None = None
     timeout_s: float = 3600.0               # per launched rank group
     data_root: Path | None = None

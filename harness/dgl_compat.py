@@ -104,3 +104,23 @@ def status() -> str | None:
 
 def shim_active() -> bool:
     return "shim" in _STATE
+
+
+def layers_unavailable(device) -> str | None:
+    """Why DGL cannot run message passing on ``device`` here (a CPU build on a CUDA device), or None:
+    its layers, and its sampler on GPU tensors."""
+    import torch
+
+    device = torch.device(device)
+    try:
+        dgl = import_dgl()
+    except ImportError as exc:
+        return str(exc)
+    if device.type != "cuda":
+        return None
+    try:
+        dgl.graph((torch.tensor([0]), torch.tensor([0]))).to(device)
+    except Exception as exc:            # DGLError from a CPU build: "Device API cuda is not enabled"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+        return f"DGL {dgl.__version__} is a CPU build ({first})"
+    return None

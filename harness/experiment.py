@@ -11,14 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from .errors import HarnessError
+from .argtypes import BadValue
 from .timing import Stats
+from .worlds import Worlds, world_sizes
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .artifact import ReportArtifact, RunInfo
     from .config import RunConfig
-    from .report import ReportArtifact, RunInfo
+    from .launcher import RankContext
 
 
 @dataclass(frozen=True)
@@ -30,95 +32,12 @@ class Param:
     help: str
 
 
-def float_list(text: str) -> tuple[float, ...]:
+def parse_param(spec: Param, name: str, raw: str):
+    """``--param name=raw`` parsed; a parser's ValueError (e.g. ``float('x')``) is one clear error."""
     try:
-        values = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise HarnessError(f"expected comma-separated numbers, got '{text}'") from None
-    if not values:
-        raise HarnessError("expected at least one number")
-    return values
-
-
-def int_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise HarnessError(f"expected comma-separated integers, got '{text}'") from None
-    if not values:
-        raise HarnessError("expected at least one integer")
-    return values
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise HarnessError(f"expected an integer, got '{text}'") from None
-    if value <= 0:
-        raise HarnessError(f"expected a positive integer, got {value}")
-    return value
-
-
-def nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise HarnessError(f"expected an integer, got '{text}'") from None
-    if value < 0:
-        raise HarnessError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def dataset_names(text: str) -> tuple[str, ...]:
-    """'products,PA' -> the registry's names of those datasets (aliases resolved)."""
-    from harness import datasets
-
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not names:
-        raise HarnessError("expected at least one dataset name")
-    return tuple(datasets.get(n).name for n in names)
-
-
-def choice(*allowed):
-    """A parser accepting exactly one of ``allowed``."""
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise HarnessError(f"expected one of {', '.join(allowed)}, not '{text}'")
-        return text
-    return parse
-
-
-def device_setting(exp, cfg, name: str, defaults: dict[str, tuple]):
-    """``exp``'s parameter ``name``, or where it was not given (None), its default for this run from
-    ``defaults[name]`` = (CUDA, CUDA --quick, CPU, CPU --quick)."""
-    value = exp.param(cfg, name)
-    if value is not None or name not in defaults:
-        return value
-    cuda, cuda_quick, cpu, cpu_quick = defaults[name]
-    if cfg.device == "cuda":
-        return cuda_quick if cfg.quick else cuda
-    return cpu_quick if cfg.quick else cpu
-
-
-def names_of(what: str, *allowed: str):
-    """A parser of a comma-separated, non-empty list drawn from ``allowed`` ('gcn,sage')."""
-    def parse(text: str) -> tuple[str, ...]:
-        names = tuple(x.strip() for x in text.split(",") if x.strip())
-        if not names or any(n not in allowed for n in names):
-            raise HarnessError(f"{what} are {', '.join(allowed)}, not '{text}'")
-        return names
-    return parse
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise HarnessError(f"expected a number, got '{text}'") from None
-    if value <= 0:
-        raise HarnessError(f"expected a positive number, got {value}")
-    return value
+        return spec.parse(raw)
+    except (ValueError, TypeError) as exc:
+        raise BadValue(f"--param {name}={raw}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -173,12 +92,60 @@ class PaperValue:
     note: str = ""
 
 
+def device_setting(exp, cfg, name: str, defaults: dict[str, tuple]):
+    """``exp``'s parameter ``name``, or where it was not given (None), its default for this run from
+    ``defaults[name]`` = (CUDA, CUDA --quick, CPU, CPU --quick)."""
+    value = exp.param(cfg, name)
+    if value is not None or name not in defaults:
+        return value
+    cuda, cuda_quick, cpu, cpu_quick = defaults[name]
+    if cfg.device == "cuda":
+        return cuda_quick if cfg.quick else cuda
+    return cpu_quick if cfg.quick else cpu
+
+
+@dataclass
+class RunContext:
+    """What a point runs with: the run's configuration, this process's rank (None for an
+    experiment whose points run in the runner's process) and a cache that lives as long as this
+    process runs the experiment's points (a launch of ranks, or the runner's loop): what one
+    point builds and a later one reuses (a loaded graph, a placement) is kept there, never in a
+    module's globals."""
+
+    cfg: "RunConfig"
+    rank: "RankContext | None" = None
+    cache: dict = field(default_factory=dict)
+
+    def cached(self, key: tuple, build: Callable[[], Any], *, replaces: tuple[str, ...] = ()):
+        """``cache[key]`` (``key[0]`` names its kind), built by ``build()`` the first time.
+        Building drops the entries of the kinds in ``replaces`` first, closing those that have a
+        ``close``: one large object at a time (a graph of gigabytes, and what was built on it)."""
+        if key not in self.cache:
+            for old in [k for k in self.cache if k[0] in replaces]:
+                close = getattr(self.cache.pop(old), "close", None)
+                if callable(close):
+                    close()
+            self.cache[key] = build()
+        return self.cache[key]
+
+
+def module_id(module: str) -> str | None:
+    """'experiments.wholegraph.table1' -> 'wholegraph.table1': the id of the experiment that
+    module ``experiments/<paper>/<artifact>.py`` defines (None for a module elsewhere)."""
+    parts = module.split(".")
+    return ".".join(parts[1:]) if len(parts) == 3 and parts[0] == "experiments" else None
+
+
 class Experiment:
-    """Base class. Subclasses set the class attributes and implement the hooks."""
+    """Base class. Subclasses set the class attributes and implement the hooks.
+
+    One experiment per module ``experiments/<paper>/<artifact>.py``: its id is
+    ``"<paper>.<artifact>"``, set from the module path when it is registered (an experiment
+    defined elsewhere, e.g. in a test, names its ``id``); ``paper`` and ``artifact`` are the id's
+    two parts.
+    """
 
     id: str = ""
-    paper: str = ""
-    artifact: str = ""
     title: str = ""
     interface: str = ""          # the impls/ interface whose implementations are compared
     impls: tuple[str, ...] = ()
@@ -188,10 +155,14 @@ class Experiment:
     paper_hardware: str = ""
     # one line for the report caption: what a timed repeat finds warm and what it reads cold
     # (docs/measurement.md: what a fair repeat is)
+    # one line for the paper's page: what differs from the paper's setup (default: its hardware
+    # beside the machines of the committed runs)
+    differs_from_paper: str = ""
     warm_and_cold: str = ""
     parameters: dict[str, Param] = {}
     paper_values: tuple[PaperValue, ...] = ()
     spawn_ranks: bool = False    # True: points run in one process per rank (launcher)
+    worlds: Worlds = Worlds()    # the rank counts its points can use (harness.worlds)
     # experiments whose stored rows this one's report also reads (a view of another run's data,
     # e.g. a breakdown figure of the training runs of a table); its own rows are read too
     derives_from: tuple[str, ...] = ()
@@ -200,22 +171,37 @@ class Experiment:
     cost_scales: tuple[str, ...] = ("scale",)
     cost_per_rank: bool = False
 
+    @property
+    def paper(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def artifact(self) -> str:
+        return self.id.split(".", 1)[-1]
+
     # --- configuration -----------------------------------------------------------
-    def default_scale(self, cfg: "RunConfig") -> float:
+    def scale(self, cfg: "RunConfig", dataset: str | None = None) -> float:
+        """The size of ``dataset`` (or of the experiment's own sizes, for None) relative to the
+        paper's: ``--scale`` when given, else :meth:`default_scale`. The runner records it per
+        dataset in the manifest."""
+        return cfg.scale if cfg.scale is not None else self.default_scale(cfg, dataset)
+
+    def default_scale(self, cfg: "RunConfig", dataset: str | None = None) -> float:
         return 1.0
 
-    def scale(self, cfg: "RunConfig") -> float:
-        return cfg.scale if cfg.scale is not None else self.default_scale(cfg)
+    def world_sizes(self, cfg: "RunConfig") -> list[int]:
+        """The rank counts of this run's points (``worlds``, harness.worlds)."""
+        return world_sizes(cfg, self.worlds, self.id)
 
     def param(self, cfg: "RunConfig", name: str):
         spec = self.parameters[name]
         raw = cfg.params.get(name)
-        return spec.default if raw is None else spec.parse(raw)
+        return spec.default if raw is None else parse_param(spec, name, raw)
 
     def validate_params(self, cfg: "RunConfig") -> None:
         for name in cfg.params:
             if name in self.parameters:
-                self.parameters[name].parse(cfg.params[name])
+                parse_param(self.parameters[name], name, cfg.params[name])
 
     # --- grid and measurement ----------------------------------------------------
     def points(self, cfg: "RunConfig") -> Iterable[Point]:
@@ -225,7 +211,14 @@ class Experiment:
         """A reason beyond the implementation's needs why this point cannot run here."""
         return None
 
-    def run_point(self, point: Point, cfg: "RunConfig") -> list[Measurement]:
+    def on_ranks(self, point: Point) -> bool:
+        """True when the runner runs ``point`` on ranks it launches (one process per rank, the
+        point's ``world_size`` of them), False when it runs it in its own process."""
+        return self.spawn_ranks
+
+    def run_point(self, point: Point, ctx: RunContext) -> list[Measurement]:
+        """Measure one point: ``ctx.cfg`` is the run's configuration, ``ctx.rank`` this process's
+        rank where the experiment runs its points on ranks (``spawn_ranks``), else None."""
         raise NotImplementedError
 
     # --- time budget (harness.plan) ----------------------------------------------

@@ -104,20 +104,6 @@ def under_torchrun() -> bool:
         and "HARNESS_SPAWNED" not in os.environ
 
 
-def default_world_size(cfg) -> int:
-    """Ranks an experiment uses when --gpus/--ranks is not given: the torchrun world, else all
-    visible GPUs, else 2 CPU ranks (enough to exercise communication in CI)."""
-    if cfg.world_size:
-        return cfg.world_size
-    if under_torchrun():
-        return int(os.environ["WORLD_SIZE"])
-    if cfg.device == "cuda":
-        import torch
-
-        return torch.cuda.device_count()
-    return 2
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -12,13 +12,11 @@ import fnmatch
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from .errors import HarnessError
+from .experiment import Experiment, module_id
 from .needs import Needs
-
-if TYPE_CHECKING:
-    from .experiment import Experiment
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class ImplSpec:
 
 
 _IMPLS: dict[tuple[str, str], ImplSpec] = {}
-_EXPERIMENTS: dict[str, "Experiment"] = {}
+_EXPERIMENTS: dict[str, Experiment] = {}
 _DISCOVERED = False
 
 
@@ -66,7 +64,17 @@ def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary:
 
 
 def register_experiment(cls):
-    """Class decorator: instantiates the experiment once and registers it by id."""
+    """Class decorator: instantiates the experiment once and registers it by id. An experiment of
+    module ``experiments/<paper>/<artifact>.py`` takes its id from that path."""
+    derived = module_id(cls.__module__)
+    if derived is not None:
+        if cls.__dict__.get("id", derived) != derived:
+            raise RuntimeError(f"{cls.__module__}.{cls.__name__} names id {cls.id!r}; its module path "
+                               f"makes it {derived!r}")
+        cls.id = derived
+    if "." not in (cls.id or ""):
+        raise RuntimeError(f"{cls.__module__}.{cls.__name__}: an experiment's id is 'paper.artifact', "
+                           f"not {cls.id!r}")
     exp = cls()
     if exp.id in _EXPERIMENTS and type(_EXPERIMENTS[exp.id]) is not cls:
         raise RuntimeError(f"experiment {exp.id} registered twice")
@@ -135,12 +143,12 @@ def reimplementation_note(interface: str, names) -> str:
     return ("Re-implementations, not the systems' own code: " + "; ".join(parts) + ".") if parts else ""
 
 
-def experiments() -> list["Experiment"]:
+def experiments() -> list[Experiment]:
     discover()
     return sorted(_EXPERIMENTS.values(), key=lambda e: e.id)
 
 
-def get_experiment(exp_id: str) -> "Experiment":
+def get_experiment(exp_id: str) -> Experiment:
     discover()
     try:
         return _EXPERIMENTS[exp_id]
@@ -148,7 +156,7 @@ def get_experiment(exp_id: str) -> "Experiment":
         raise HarnessError(f"unknown experiment '{exp_id}' (see `python -m harness list`)") from None
 
 
-def resolve(ids: list[str]) -> list["Experiment"]:
+def resolve(ids: list[str]) -> list[Experiment]:
     """Turn user ids into experiments, in the order given, without duplicates.
 
     Accepted forms: ``paper.artifact`` (``wholegraph.table1``), a bare artifact

@@ -6,73 +6,12 @@ module writes it as Markdown, CSV, LaTeX, PNG and SVG.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import registry
+from .artifact import ReportArtifact, RunInfo
 from .errors import HarnessError
 from .store import StoredRun, load_run, run_status
-
-
-@dataclass
-class RunInfo:
-    run_id: str
-    hardware: str            # short tag, e.g. 2xH200
-    manifest: dict
-
-    @classmethod
-    def from_stored(cls, run: StoredRun) -> "RunInfo":
-        return cls(run.run_id, run.manifest.get("hardware", "unknown"), run.manifest)
-
-    @property
-    def status(self) -> str:
-        return run_status(self.manifest)
-
-    def describe(self) -> str:
-        """One sentence naming the hardware and software a run was measured on."""
-        m = self.manifest
-        gpus = m.get("gpus", {})
-        sw = m.get("software", {})
-        parts = []
-        if gpus.get("count"):
-            parts.append(f"{gpus['count']}x {gpus['devices'][0]['name']}")
-            topo = (gpus.get("topology") or {}).get("matrix")
-            if topo and len(topo) > 1:
-                links = sorted({c for i, row in enumerate(topo) for j, c in enumerate(row) if i != j})
-                parts.append("links " + "/".join(links))
-            if gpus.get("driver"):
-                parts.append(f"driver {gpus['driver']}")
-        else:
-            host = m.get("host", {})
-            parts.append(f"CPU only ({host.get('cpu_model', 'unknown CPU')}, {host.get('cpu_count')} cores)")
-        if sw.get("cuda"):
-            parts.append(f"CUDA {sw['cuda']}")
-        if sw.get("torch"):
-            parts.append(f"torch {sw['torch']}")
-        if sw.get("nccl"):
-            parts.append(f"NCCL {sw['nccl']}")
-        git = m.get("git", {})
-        commit = (git.get("commit") or "unknown")[:10]
-        dirty = " (dirty)" if git.get("dirty") else ""
-        text = f"{self.run_id}: " + ", ".join(parts) + f"; commit {commit}{dirty}"
-        if self.status == "abandoned":
-            text += f"; {ABANDONED_NOTE}"
-        return text
-
-
-ABANDONED_NOTE = "abandoned: its process ended without finishing the run (killed?), so its rows may stop short"
-
-
-@dataclass
-class ReportArtifact:
-    name: str                 # file stem, e.g. "table1"
-    title: str
-    caption: str
-    table: "object"           # pandas.DataFrame
-    notes: list[str] = field(default_factory=list)
-    figure: "object | None" = None   # matplotlib Figure
-    headline: str = ""        # one line for the reports index: paper vs measured
-    status: str = ""          # reproduced | partly | not reproduced | measured (default)
 
 
 def rows_frame(runs: list[StoredRun]):
@@ -140,6 +79,12 @@ def write_artifact(artifact: ReportArtifact, out_dir: Path, label: str) -> list[
     tex = stem.with_suffix(".tex")
     tex.write_text(to_latex(artifact.table, f"{artifact.title}. {artifact.caption}", label))
     written += [md, csv, tex]
+    if artifact.history is not None:
+        history = ReportArtifact(artifact.name, f"{artifact.title}: every run", "", artifact.history)
+        hist_md, hist_csv = out_dir / f"{artifact.name}.history.md", out_dir / f"{artifact.name}.history.csv"
+        hist_md.write_text(to_markdown(history))
+        artifact.history.to_csv(hist_csv, index=False)
+        written += [hist_md, hist_csv]
     if artifact.figure is not None:
         import matplotlib.pyplot as plt
 
@@ -160,6 +105,8 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
     import matplotlib
 
     matplotlib.use("Agg")
+    # SVG element ids are random unless salted: a fixed salt makes a regeneration byte-identical
+    matplotlib.rcParams["svg.hashsalt"] = "gnn-multigpu-harness"
     if not paths:
         raise HarnessError("name at least one run directory")
     runs = [load_run(p) for p in paths]
@@ -214,22 +161,20 @@ def derived_ids(present: set[str]) -> list[str]:
             if e.id not in present and set(e.derives_from) & set(present)]
 
 
-def report_all(results_root: Path, out_dir: Path) -> list[Path]:
-    """Every experiment of every run under ``results_root``, all its runs combined, plus
-    ``out_dir/README.md``: the index of every registered experiment and its status."""
+def runs_by_experiment(root: Path) -> tuple[dict[str, list[Path]], dict[str, str], set[str]]:
+    """The reference runs under ``root`` each experiment's report reads (its own, and those of the
+    experiments it derives from), the withdrawn runs with their reasons, and the abandoned ones."""
     from .store import _RUN_DIR, withdrawn_reason
 
-    root = Path(results_root)
     runs = sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "rows.jsonl").exists()) \
         if root.is_dir() else []
     if not runs:
         raise HarnessError(f"no run directories under {root}")
     reasons = {p.name: withdrawn_reason(p) for p in runs}
     withdrawn = {name: why for name, why in reasons.items() if why}
-    runs = [p for p in runs if p.name not in withdrawn]
     by_exp: dict[str, list[Path]] = {}
     abandoned = set()
-    for path in runs:
+    for path in (p for p in runs if p.name not in withdrawn):
         run = load_run(path)
         if run_status(run.manifest) == "abandoned":
             abandoned.add(path.name)
@@ -239,13 +184,22 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
         extra = [p for src in exp.derives_from for p in by_exp.get(src, [])]
         if extra:
             by_exp[exp.id] = sorted(set(by_exp.get(exp.id, [])) | set(extra))
+    return by_exp, withdrawn, abandoned
+
+
+def report_all(results_root: Path, out_dir: Path) -> list[Path]:
+    """Every experiment of every run under ``results_root``, all its runs combined, plus
+    ``out_dir/README.md``: the index of every registered experiment and its status."""
+    root = Path(results_root)
+    by_exp, withdrawn, abandoned = runs_by_experiment(root)
     artifacts: dict = {}
     written: list[Path] = []
     for exp_id, paths in sorted(by_exp.items()):
         written += report_runs(paths, out_dir, only=[exp_id], artifacts=artifacts)
     index = Path(out_dir) / "README.md"
     index.write_text(render_index(artifacts, Path(out_dir), withdrawn, abandoned))
-    return written + [index]
+    pages = write_paper_pages(artifacts, Path(out_dir))
+    return written + [index] + pages
 
 
 def artifact_status(artifact: ReportArtifact, rows) -> str:
@@ -255,6 +209,63 @@ def artifact_status(artifact: ReportArtifact, rows) -> str:
     return "measured" if ok else "not runnable here"
 
 
+def paper_title(paper: str) -> str:
+    """The paper package's ``PAPER_TITLE`` (experiments/<paper>/__init__.py), else its name."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(f"experiments.{paper}"), "PAPER_TITLE", paper)
+    except ImportError:
+        return paper
+
+
+def setup_line(exp, runs) -> str:
+    """One line on what differs from the paper's setup: the experiment's own words where it has
+    them, else the machines and data of its runs beside the paper's hardware."""
+    if exp.differs_from_paper:
+        return exp.differs_from_paper
+    machines = sorted({r.hardware for r in runs})
+    here = ", ".join(machines) if machines else "no committed run"
+    return f"Paper: {exp.paper_hardware or 'see the paper'}. Here: {here}."
+
+
+def write_paper_pages(artifacts: dict, out_dir: Path) -> list[Path]:
+    """reports/<paper>/README.md: every artifact of the paper with its figure inline, its verdict,
+    its headline and one line on what differs from the paper's setup."""
+    by_paper: dict[str, list] = {}
+    for exp in registry.experiments():
+        by_paper.setdefault(exp.paper, []).append(exp)
+    written = []
+    for paper, exps in sorted(by_paper.items()):
+        lines = [f"# {paper_title(paper)}", "",
+                 "Each artifact as this harness measured it beside the paper's numbers. Regenerate with "
+                 "`python -m harness report --all`; the index of every paper is [../README.md](../README.md).", ""]
+        for exp in exps:
+            entry = artifacts.get(exp.id)
+            lines += [f"## {exp.title} (`{exp.id}`)", ""]
+            if entry is None:
+                lines += ["No committed run.", ""]
+                continue
+            artifact, run_ids, rows = entry
+            runs = [RunInfo(r, _hardware_of(rows, r), {}) for r in run_ids]
+            lines.append(f"**{_status(artifact, rows)}**" + (f": {artifact.headline}" if artifact.headline else ""))
+            lines += ["", f"Setup: {setup_line(exp, runs)}", ""]
+            if artifact.figure is not None:
+                lines += [f"![{exp.id}]({artifact.name}.png)", ""]
+            lines += [f"[Table and notes]({artifact.name}.md)", ""]
+        lines += ["_Generated by `python -m harness report --all`; do not edit by hand._", ""]
+        page = Path(out_dir) / paper / "README.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("\n".join(lines))
+        written.append(page)
+    return written
+
+
+def _hardware_of(rows, run_id: str) -> str:
+    tags = rows.loc[rows["run_id"] == run_id, "hardware"] if "hardware" in rows else []
+    return str(tags.iloc[0]) if len(tags) else "unknown"
+
+
 def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
                  abandoned: set[str] | None = None) -> str:
     lines = ["# Reports index", "",
@@ -262,6 +273,9 @@ def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
              "`reproduced` (the paper's claim holds in our measurement), `partly` (some of it), "
              "`not reproduced`, `measured` (our own table, or a claim without a number to check), "
              "`no committed run`. Regenerate with `python -m harness report --all`.", "",
+             "A page per paper, each artifact's figure inline: "
+             + ", ".join(f"[{paper_title(p)}]({p}/README.md)"
+                         for p in sorted({e.paper for e in registry.experiments()})), "",
              "| experiment | title | status | runs | headline | files |", "|---|---|---|---|---|---|"]
     for exp in registry.experiments():
         entry = artifacts.get(exp.id)

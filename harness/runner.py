@@ -1,8 +1,9 @@
 """Runs experiments: expands grids, skips what cannot run here (as rows), measures, stores.
 
-Single-process experiments run their points in this process. Experiments that set
-``spawn_ranks`` run each group of points with one world size inside one launch of
-ranks (``RunConfig.launch_per_point``: one launch per point); rank 0 writes the rows.
+A point runs in this process, or on ranks when its experiment says so (``on_ranks``: every point
+of a ``spawn_ranks`` experiment): the points of one world size run inside one launch of ranks
+(``RunConfig.launch_per_point``: one launch per point), and rank 0 writes the rows. The runner is
+the only place ranks come from.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from . import envinfo, plan, registry
 from .config import RunConfig
 from .errors import HarnessError, LaunchError, SkipPoint
 from .estimate import Estimator, fmt_duration, machine_kind, params_json, run_point_times
-from .experiment import Experiment, Measurement, Point
+from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .needs import detect
 from .progress import Eta, PointProgress
 from .store import RunStore, load_run
+from .worlds import run_world
 
 
 @dataclass
@@ -78,11 +80,11 @@ def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | Non
     return reason or exp.skip_reason(point, cfg)
 
 
-def run_one_point(exp: Experiment, point: Point, cfg: RunConfig, rank: RankContext | None = None
-                  ) -> list[dict]:
+def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:
     """Measure a point and turn the outcome into rows (never raises for the point's own failure)."""
+    cfg = ctx.cfg
     try:
-        measurements = exp.run_point(point, cfg) if rank is None else exp.run_point(point, cfg, rank)
+        measurements = exp.run_point(point, ctx)
     except SkipPoint as skip:
         return [make_row(exp, point, cfg, None, "skipped", str(skip))]
     except HarnessError:
@@ -117,9 +119,12 @@ class Job:
     fidelity: dict | None = None
 
 
-def run_job(exp: Experiment, job: Job, cfg: RunConfig, rank: RankContext | None = None) -> list[dict]:
-    job_cfg = replace(cfg, **job.cfg_changes) if job.cfg_changes else cfg
-    rows = run_one_point(exp, job.point, job_cfg, rank)
+def run_job(exp: Experiment, job: Job, ctx: RunContext) -> list[dict]:
+    """Measure a job's point with its level's configuration (the process's cache shared) and mark
+    its rows with the level's fidelity."""
+    if job.cfg_changes:
+        ctx = replace(ctx, cfg=replace(ctx.cfg, **job.cfg_changes))
+    rows = run_one_point(exp, job.point, ctx)
     if job.fidelity:
         for row in rows:
             row["fidelity"] = job.fidelity
@@ -134,13 +139,14 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job],
     store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
     progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=ctx.is_main) if ctx.is_main else None
     finished = []
+    run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
         for job in jobs:
             ctx.set_activity(f"point {job.point.label()}")
             if progress:
                 progress.start_point(job.point.label())
             began = time.monotonic()
-            rows = run_job(exp, job, cfg, ctx)
+            rows = run_job(exp, job, run)
             if store:
                 for row in rows:
                     store.append(row)
@@ -171,8 +177,7 @@ def _points(ids: list[str], cfg: RunConfig) -> list[tuple[Experiment, list[Point
     caps = detect()
     if cfg.device == "cuda" and not caps.cuda:
         raise HarnessError("--device cuda was asked for, but no CUDA GPU is visible")
-    if cfg.device == "cuda" and cfg.world_size and cfg.world_size > caps.gpu_count:
-        raise HarnessError(f"asked for {cfg.world_size} GPUs, {caps.gpu_count} visible")
+    run_world(cfg)                       # a count this machine cannot give is an error before anything runs
 
     plans = []
     for exp in exps:
@@ -215,7 +220,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         "experiments": [e.id for e in exps],
         "config": {
             "device": cfg.device, "world_size": cfg.world_size, "quick": cfg.quick,
-            "scale": {e.id: e.scale(cfg) for e in exps}, "seed": cfg.seed,
+            "scale": {e.id: _scales(e, pts, cfg) for e, pts in points}, "seed": cfg.seed,
             "warmup": cfg.warmup, "repeats": cfg.repeats, "impls": list(cfg.impl_patterns),
             "params": cfg.params, "launch_per_point": cfg.launch_per_point,
             **({"time_budget_s": cfg.time_budget_s} if cfg.time_budget_s is not None else {}),
@@ -282,6 +287,12 @@ def _by_experiment(entries: list[plan.PlannedPoint]) -> list[tuple[Experiment, l
     return out
 
 
+def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):
+    """The experiment's scale per dataset of its points (its one scale where they name none)."""
+    names = sorted({str(p.params["dataset"]) for p in points if "dataset" in p.params})
+    return {name: exp.scale(cfg, name) for name in names} if names else exp.scale(cfg)
+
+
 def skip_summary(rows: list[dict], most: int = 4) -> str | None:
     """One line: how many rows were skipped, grouped by reason, most frequent first."""
     from collections import Counter
@@ -327,7 +338,7 @@ def _status_counts(store: RunStore) -> dict[str, int]:
 
 def torchrun_worker() -> bool:
     """Under torchrun every rank runs this CLI; only rank 0 stores rows and runs single-process
-    experiments, the others join the rank groups of ``spawn_ranks`` experiments."""
+    experiments, the others join the rank groups (the points an experiment runs ``on_ranks``)."""
     import os
 
     from .launcher import under_torchrun
@@ -337,9 +348,7 @@ def torchrun_worker() -> bool:
 
 def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
-        if not exp.spawn_ranks:
-            continue
-        runnable = [p for p in points if not impl_skip_reason(exp, p, cfg)]
+        runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
         group = [Job(i, p) for i, p in enumerate(runnable) if p.world_size == world]
         if group:
@@ -367,22 +376,24 @@ def _run_experiment(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunC
 
 def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore, outcome: RunOutcome,
               eta: Eta) -> None:
-    """Measure ``jobs`` of ``exp``: in this process, or in launches of ranks (one per world size,
-    or per point with ``launch_per_point``), rank 0 appending the rows."""
-    if not exp.spawn_ranks:
+    """Measure ``jobs`` of ``exp``: in this process, or those it runs ``on_ranks`` in launches of
+    ranks (one per world size, or per point with ``launch_per_point``), rank 0 appending the rows."""
+    local = [j for j in jobs if not exp.on_ranks(j.point)]
+    if local:
+        run = RunContext(cfg)            # one cache for the points run in this process
         with PointProgress(exp.id, eta) as progress:
-            for job in jobs:
+            for job in local:
                 progress.start_point(job.point.label())
                 began = time.monotonic()
-                rows = run_job(exp, job, cfg)
+                rows = run_job(exp, job, run)
                 for row in rows:
                     store.append(row)
                 progress.finish_point(job.point.label(), _outcome_text(rows), job.index, time.monotonic() - began)
-        return
 
     by_world: dict[int, list[Job]] = {}
     for job in jobs:
-        by_world.setdefault(job.point.world_size, []).append(job)
+        if exp.on_ranks(job.point):
+            by_world.setdefault(job.point.world_size, []).append(job)
     if _under_torchrun():
         import os
 

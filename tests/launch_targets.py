@@ -111,12 +111,47 @@ def reduce_floats(ctx):
     return ctx.all_reduce_floats(mine, "max"), ctx.all_reduce_floats(mine, "sum")
 
 
+def ranks_decide_together(ctx, prepare_dir):
+    """Every helper of harness.ranks on each rank: what it returns or raises, by name."""
+    from harness.errors import HarnessError, SkipPoint
+    from harness.ranks import agree, all_gather, broadcast, load_on_ranks, prepare_on_rank0
+
+    def outcome(fn):
+        try:
+            return ("ok", fn())
+        except SkipPoint as exc:
+            return ("skip", str(exc))
+        except Exception as exc:  # noqa: BLE001
+            return ("error", f"{type(exc).__name__}: {exc}")
+
+    marker = os.path.join(prepare_dir, "prepared")
+
+    def load():                                   # rank 0 writes what the others then read
+        if ctx.rank == 0:
+            with open(marker, "w") as fh:
+                fh.write("cache")
+        with open(marker) as fh:
+            return fh.read() + f"@{ctx.rank}"
+
+    def refuse():
+        raise HarnessError("scale too small for this graph")
+
+    def crash():
+        raise ValueError("bug on rank 0")
+
+    return {"agree_all": agree(ctx, True), "agree_one_no": agree(ctx, ctx.rank != 1),
+            "broadcast": broadcast(ctx, f"from {ctx.rank}"), "all_gather": all_gather(ctx, ctx.rank * 10),
+            "load": outcome(lambda: load_on_ranks(ctx, load)), "refuse": outcome(lambda: load_on_ranks(ctx, refuse)),
+            "crash": outcome(lambda: prepare_on_rank0(ctx, crash)),
+            "prepared": outcome(lambda: prepare_on_rank0(ctx, lambda: {"rank0": ctx.rank}))}
+
+
 def shared_store_then_fail_on_rank(ctx, bad_rank):
     """Every rank maps a chunked host store (files in shared memory); ``bad_rank`` then raises
     while the others wait in a collective, so nobody closes the store."""
     import torch.distributed as dist
 
-    from impls.storage.layout import TableSpec
+    from impls.core.layout import TableSpec
     from impls.storage.shards import ShardedTable
 
     ShardedTable(ctx, TableSpec(64, 4), "chunked")

@@ -10,7 +10,8 @@ import os
 import signal
 import time
 
-from harness.experiment import Experiment, Measurement, Param, Point, nonneg_int, positive_int
+from harness.argtypes import nonneg_int, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
 
@@ -27,8 +28,6 @@ def _text(value: str) -> str:
 @register_experiment
 class LifecycleSteps(Experiment):
     id = "zzlife.steps"
-    paper = "zzlife"
-    artifact = "steps"
     title = "rank lifecycle test"
     interface = "zzlife"
     impls = ("step",)
@@ -46,12 +45,14 @@ class LifecycleSteps(Experiment):
     }
 
     def points(self, cfg):
-        world = cfg.world_size or 2
+        (world,) = self.world_sizes(cfg)
         for i in range(self.param(cfg, "points")):
             yield Point("step", {"i": i}, world_size=world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         import torch.distributed as dist
+
+        cfg, rank = ctx.cfg, ctx.rank
 
         pid_dir = self.param(cfg, "pid_dir")
         if pid_dir:
@@ -59,7 +60,7 @@ class LifecycleSteps(Experiment):
                 fh.write(str(os.getpid()))
         store = None
         if self.param(cfg, "shm") == "on":
-            from impls.storage.layout import TableSpec
+            from impls.core.layout import TableSpec
             from impls.storage.shards import ShardedTable
 
             store = ShardedTable(rank, TableSpec(64, 4), "chunked")
@@ -77,8 +78,8 @@ class LifecycleSteps(Experiment):
         return [Measurement("time", "s", value=1.0 + point.params["i"])]
 
     def report(self, rows, runs):
-        from harness.report import ReportArtifact
-        from harness.tables import caption_hardware
+        from harness.artifact import ReportArtifact
+        from harness.reportkit import caption_hardware
 
         table = rows[["impl", "status", "value"]].copy()
         return ReportArtifact("steps", self.title, caption_hardware(runs), table)

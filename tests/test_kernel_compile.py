@@ -53,18 +53,19 @@ def test_compile_error_is_detected(nvcc, tmp_path):
 # The CuPy kernels are compiled by NVRTC at run time; nvcc catches their syntax and type
 # errors here, before a GPU run does (the sources are inlined the way the host code does).
 RUNTIME_KERNELS = [
-    ("impls.sampling.gpu", "sampling.cu", ("row_counts", "path_doubling_i32", "reservoir_i64", "khop_batched_i32")),
-    ("impls.sampling.gpu", "unique.cu", ("au_insert", "au_assign", "au_lookup")),
-    ("impls.sampling.gpu", "random_walk.cu", ("random_walk_topk_i32", "random_walk_topk_i64")),
-    ("impls.gather.kernel", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2")),
+    ("impls/sampling/kernels", "sampling.cu", ("row_counts", "path_doubling_i32", "reservoir_i64", "khop_batched_i32")),
+    ("impls/sampling/kernels", "unique.cu", ("au_insert", "au_assign", "au_lookup")),
+    ("impls/sampling/kernels", "random_walk.cu", ("random_walk_topk_i32", "random_walk_topk_i64")),
+    ("impls/storage/kernels", "tiers.cu", ("tier_physical", "tier_count")),
+    ("impls/core/kernels", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2")),
 ]
 
 
-@pytest.mark.parametrize("module,source,entries", RUNTIME_KERNELS, ids=[k[1] for k in RUNTIME_KERNELS])
-def test_runtime_kernels_compile(nvcc, tmp_path, module, source, entries):
-    import importlib
+@pytest.mark.parametrize("folder,source,entries", RUNTIME_KERNELS, ids=[k[1] for k in RUNTIME_KERNELS])
+def test_runtime_kernels_compile(nvcc, tmp_path, folder, source, entries):
+    from impls.core.cuda import KernelDir
 
-    text = importlib.import_module(module).source_text(source)
+    text = KernelDir(REPO_ROOT / folder).source_text(source)
     src = tmp_path / source
     src.write_text(text)
     ptx = tmp_path / (source + ".ptx")

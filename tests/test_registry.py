@@ -10,11 +10,13 @@ from harness.experiment import Experiment
 from harness.needs import Needs
 
 
-def _exp_class(paper: str, artifact: str):
-    return type(f"Fake_{paper}_{artifact}", (Experiment,), {
-        "id": f"{paper}.{artifact}", "paper": paper, "artifact": artifact,
-        "title": f"fake {artifact}", "interface": "zztest", "impls": ("a",),
-    })
+def _exp_class(paper: str, artifact: str, module: str | None = None):
+    attrs = {"title": f"fake {artifact}", "interface": "zztest", "impls": ("a",)}
+    if module is None:
+        attrs["id"] = f"{paper}.{artifact}"
+    else:
+        attrs["__module__"] = module
+    return type(f"Fake_{paper}_{artifact}", (Experiment,), attrs)
 
 
 @pytest.fixture
@@ -35,6 +37,33 @@ def test_real_experiment_is_discovered():
     exp = registry.get_experiment("wholegraph.table1")
     assert (exp.paper, exp.artifact, exp.interface) == ("wholegraph", "table1", "probes")
     assert "wholegraph.table1" in ids(registry.experiments())
+
+
+def test_every_experiment_takes_its_id_from_its_module_path():
+    for exp in registry.experiments():
+        module = type(exp).__module__
+        assert module == f"experiments.{exp.id}", (exp.id, module)
+        assert exp.id == f"{exp.paper}.{exp.artifact}"
+        assert "id" not in type(exp).__dict__ or type(exp).__dict__["id"] == exp.id
+
+
+def test_an_experiments_module_path_names_it_and_a_contrary_id_is_refused(registry_sandbox):
+    exp = registry_sandbox.experiment(_exp_class("zzpath", "fig3", module="experiments.zzpath.fig3"))
+    assert (exp.id, exp.paper, exp.artifact) == ("zzpath.fig3", "zzpath", "fig3")
+    wrong = _exp_class("zzpath", "fig4", module="experiments.zzpath.fig4")
+    wrong.id = "zzpath.fig5"
+    with pytest.raises(RuntimeError, match="module path makes it 'zzpath.fig4'"):
+        registry.register_experiment(wrong)
+    nameless = _exp_class("zzpath", "fig6", module="tests.somewhere")
+    with pytest.raises(RuntimeError, match="'paper.artifact'"):
+        registry.register_experiment(nameless)
+
+
+def test_a_second_experiment_in_one_module_is_refused(registry_sandbox):
+    registry_sandbox.experiment(_exp_class("zzone", "fig1", module="experiments.zzone.fig1"))
+    twin = type("Twin", (Experiment,), {"__module__": "experiments.zzone.fig1", "title": "twin"})
+    with pytest.raises(RuntimeError, match="registered twice"):
+        registry.register_experiment(twin)
 
 
 def test_full_id(fakes):

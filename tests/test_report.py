@@ -222,7 +222,7 @@ def test_report_of_an_unknown_experiment_is_one_error_line(tmp_path, capsys):
 def test_skip_notes_drop_reasons_a_later_run_on_the_same_machine_kind_superseded():
     import pandas as pd
 
-    from harness.tables import skip_notes
+    from harness.reportkit import skip_notes
 
     def r(run_id, impl, status, reason=None):
         return {"run_id": run_id, "experiment": "x.fig1", "impl": impl, "status": status, "reason": reason}

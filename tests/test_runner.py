@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harness import cli, runner
+from harness.argtypes import positive_int
 from harness.config import RunConfig, parse_param_assignments
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_int
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.store import load_run
 from harness.timing import Stats
@@ -28,7 +29,7 @@ class FakeExperiment(Experiment):
             for i in range(self.param(cfg, "n")):
                 yield Point(impl, {"i": i})
 
-    def run_point(self, point, cfg):
+    def run_point(self, point, ctx):
         if point.impl == "skipper":
             raise SkipPoint("too big for this machine")
         if point.impl == "broken":
@@ -129,7 +130,7 @@ def test_a_harness_error_inside_a_point_stops_the_run_and_marks_it_failed(regist
         id, paper = "zzstop.fig1", "zzstop"
         impls = ("fast",)
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             raise HarnessError("dataset missing")
 
     registry_sandbox.impl("zztest", "fast")
@@ -148,10 +149,10 @@ def test_an_interrupted_run_keeps_its_rows_and_names_the_points_it_never_measure
         impls = ("fast",)
         parameters = {"n": Param(3, positive_int, "points")}
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             if point.params["i"] == 1:
                 raise KeyboardInterrupt          # what `timeout --signal=INT` delivers
-            return super().run_point(point, cfg)
+            return super().run_point(point, ctx)
 
     registry_sandbox.impl("zztest", "fast")
     registry_sandbox.experiment(Interrupted)
@@ -201,6 +202,25 @@ def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, p
     outcome = runner.run(["xgnn.fig10"], cfg, ["test"])
     assert launched == ([["oga"], ["psa"]] if per_point else [["oga", "psa"]])
     assert load_run(outcome.store.path).manifest["config"]["launch_per_point"] is per_point
+
+
+def test_the_manifest_records_each_datasets_scale(registry_sandbox, tmp_path):
+    class PerDataset(FakeExperiment):
+        id = "zzscale.fig1"
+        impls = ("fast",)
+
+        def default_scale(self, cfg, dataset=None):
+            return {"small": 1.0, "big": 0.01}[dataset]
+
+        def points(self, cfg):
+            return [Point("fast", {"dataset": d, "scale": self.scale(cfg, d), "i": 0}) for d in ("small", "big")]
+
+    registry_sandbox.impl("zztest", "fast")
+    registry_sandbox.experiment(PerDataset)
+    outcome = runner.run(["zzscale.fig1"], RunConfig(device="cpu", out_dir=tmp_path), ["x"])
+    assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.01, "small": 1.0}}
+    outcome = runner.run(["zzscale.fig1"], RunConfig(device="cpu", scale=0.5, out_dir=tmp_path), ["x"])
+    assert load_run(outcome.store.path).manifest["config"]["scale"] == {"zzscale.fig1": {"big": 0.5, "small": 0.5}}
 
 
 def test_skip_summary_groups_and_counts_reasons_on_one_line():

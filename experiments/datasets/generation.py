@@ -12,12 +12,14 @@ import json
 import subprocess
 import sys
 
+from harness.argtypes import str_list
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.needs import Needs
 from harness.registry import register_experiment, register_impl
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report
+from harness.worlds import Worlds
 
 register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
               summary="harness.datasets stand-in generator (Chung-Lu with planted communities)")(
@@ -26,39 +28,35 @@ register_impl("datasets", "standin", needs=Needs(devices=("cpu", "cuda")),
 TARGETS = {("ogbn-products", "cpu"): (60.0, 6.0), ("ogbn-papers100M", "cuda"): (180.0, None)}
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
 @register_experiment
 class Generation(Experiment):
-    id = "datasets.generation"
-    paper = "datasets"
-    artifact = "generation"
     title = "Stand-in generation: seconds and peak memory to generate and cache"
     interface = "datasets"
     impls = ("standin",)
     metric, unit, better = "seconds", "s", "lower"
+    worlds = Worlds(fixed=(1,))
     warm_and_cold = ("Cold: one generation per point, in a fresh process, from nothing cached (the "
                      "time a user waits the first time).")
     parameters = {
-        "names": Param(("ogbn-products", "ogbn-papers100M"), _names, "datasets to generate"),
+        "names": Param(("ogbn-products", "ogbn-papers100M"), str_list, "datasets to generate"),
         "feature_sink": Param("auto", str, "cache | null | auto (null for papers100M on GPUs)"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.01 if cfg.quick else 1.0
 
     def points(self, cfg):
+        (world,) = self.world_sizes(cfg)
         for name in self.param(cfg, "names"):
-            yield Point("standin", {"dataset": name, "scale": self.scale(cfg), "backend": cfg.device})
+            yield Point("standin", {"dataset": name, "scale": self.scale(cfg, name), "backend": cfg.device}, world)
 
     def skip_reason(self, point, cfg):
-        if point.params["dataset"] == "ogbn-papers100M" and cfg.device != "cuda" and self.scale(cfg) > 0.05:
+        if point.params["dataset"] == "ogbn-papers100M" and cfg.device != "cuda" and point.params["scale"] > 0.05:
             return "the papers100M target is for one H200; on CPU use --scale <= 0.05"
         return None
 
-    def run_point(self, point, cfg):
+    def run_point(self, point, ctx):
+        cfg = ctx.cfg
         p = point.params
         sink = self.param(cfg, "feature_sink")
         if sink == "auto":
@@ -85,35 +83,32 @@ class Generation(Experiment):
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for (run_id, name, scale), grp in ok.groupby(["run_id", "p_dataset", "p_scale"]):
-            by = {m: float(v) for m, v in zip(grp["metric"], grp["value"])}
-            first = grp[grp["metric"] == "seconds"].iloc[0]
-            target = TARGETS.get((name, first["p_backend"]))
-            records.append({
-                "Machine": labels[run_id], "Dataset": name, "Scale": scale, "Backend": first["p_backend"],
-                "Nodes": int(first["p_nodes"]), "Edges (stored)": int(first["p_stored_edges"]),
-                "Edges (target)": int(first["p_target_edges"]), "Seconds": by.get("seconds"),
-                "Peak RSS (GiB)": by.get("peak_rss"), "GPU peak (GiB)": by.get("gpu_peak_memory"),
-                "Target": (f"< {target[0]:.0f} s" + (f", < {target[1]:.0f} GiB" if target[1] else ""))
-                if (target and scale == 1.0) else "-",
-                "Features": first["p_features"],
-            })
-        table = pd.DataFrame.from_records(records)
-        caption = ("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, features), "
-                   "in a fresh process; peak resident memory of that process. " + caption_hardware(runs))
+        rep = Report(self, rows, runs)
+        records = [generation_row(rep.label(run_id), name, scale, grp)
+                   for (run_id, name, scale), grp in rep.ok.groupby(["run_id", "p_dataset", "p_scale"])]
         met, parts = [], []
         for rec in records:
             target = TARGETS.get((rec["Dataset"], rec["Backend"]))
             if target and rec["Scale"] == 1.0:
-                ok_time = rec["Seconds"] < target[0]
-                ok_mem = target[1] is None or (rec["Peak RSS (GiB)"] or 0) < target[1]
-                met.append(ok_time and ok_mem)
+                rss = rec["Peak RSS (GiB)"] or 0
+                met.append(rec["Seconds"] < target[0] and (target[1] is None or rss < target[1]))
                 parts.append(f"{rec['Dataset']} x1.0 on {rec['Backend']}: {rec['Seconds']:.1f} s, "
                              f"{rec['Peak RSS (GiB)']:.2f} GiB RSS (target {rec['Target']})")
-        return ReportArtifact("generation", "Stand-in generation benchmark", caption, table,
-                              skip_notes(rows, labels), None, headline="; ".join(parts),
-                              status=("reproduced" if met and all(met) else "partly" if any(met) else "measured"))
+        caption = rep.caption("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, "
+                              "features), in a fresh process; peak resident memory of that process.")
+        return rep.artifact("Stand-in generation benchmark", caption, pd.DataFrame.from_records(records),
+                            headline="; ".join(parts),
+                            status=("reproduced" if met and all(met) else "partly" if any(met) else "measured"))
+
+
+def generation_row(machine: str, name: str, scale: float, grp) -> dict:
+    by = {m: float(v) for m, v in zip(grp["metric"], grp["value"])}
+    first = grp[grp["metric"] == "seconds"].iloc[0]
+    target = TARGETS.get((name, first["p_backend"]))
+    return {"Machine": machine, "Dataset": name, "Scale": scale, "Backend": first["p_backend"],
+            "Nodes": int(first["p_nodes"]), "Edges (stored)": int(first["p_stored_edges"]),
+            "Edges (target)": int(first["p_target_edges"]), "Seconds": by.get("seconds"),
+            "Peak RSS (GiB)": by.get("peak_rss"), "GPU peak (GiB)": by.get("gpu_peak_memory"),
+            "Target": (f"< {target[0]:.0f} s" + (f", < {target[1]:.0f} GiB" if target[1] else ""))
+            if (target and scale == 1.0) else "-",
+            "Features": first["p_features"]}

@@ -9,3 +9,5 @@ PAPER_HARDWARE_A100 = ("DGX-A100: 8x A100 80 GB, every pair over NVSwitch (12 NV
 PAPER_HARDWARE_V100 = ("DGX-1: 8x V100 32 GB (900 GB/s memory), 6 NVLinks per GPU in the hybrid "
                        "cube-mesh (asymmetric), 2x Xeon E5-2698; CUDA 11.4, NCCL 2.11.4")
 PAPER_HARDWARE = f"{PAPER_HARDWARE_A100}; and {PAPER_HARDWARE_V100}"
+
+PAPER_TITLE = "MG-GCN: a scalable multi-GPU GCN training framework"

@@ -7,8 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Param, int_list
+from harness.argtypes import BadValue, choice, int_list, str_list
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Param
+from harness.worlds import Worlds, world_sizes
+
+from . import PAPER_HARDWARE
 
 GiB = float(1 << 30)
 
@@ -45,17 +49,14 @@ def sweep_choice(factor: int) -> DatasetChoice:
 
 
 def name_list(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip().lower() for x in text.split(",") if x.strip())
-    if not names:
-        raise HarnessError("expected a comma-separated list of names")
-    return names
+    return tuple(name.lower() for name in str_list(text))
 
 
 def dataset_list(text: str) -> tuple[str, ...]:
     names = name_list(text)
     unknown = [n for n in names if n not in DATASETS]
     if unknown:
-        raise HarnessError(f"unknown dataset {', '.join(unknown)} (known: {', '.join(DATASETS)})")
+        raise BadValue(f"unknown dataset {', '.join(unknown)} (known: {', '.join(DATASETS)})")
     return names
 
 
@@ -71,7 +72,7 @@ def scale_map(text: str) -> dict[str, float]:
         except ValueError:
             scale = -1.0
         if not sep or scale <= 0:
-            raise HarnessError(f"scales take NAME=SCALE pairs, got '{item}'")
+            raise BadValue(f"scales take NAME=SCALE pairs, got '{item}'")
         out[name.strip().lower()] = scale
     return out
 
@@ -85,7 +86,7 @@ def model_list(text: str) -> tuple[str, ...]:
             try:
                 ModelConfig.parse(m)
             except ValueError as exc:
-                raise HarnessError(str(exc)) from None
+                raise BadValue(str(exc)) from None
     return out
 
 
@@ -95,16 +96,10 @@ def common_parameters() -> dict[str, Param]:
                                        "(default: paper size for Reddit/Products on GPUs)"),
         "gpus": Param(None, int_list, "world sizes to run (default 1, 2, 4, 8 up to --gpus/--ranks)"),
         "lr": Param(0.01, float, "Adam learning rate"),
-        "first_layer_backward": Param("exact", first_layer_choice,
+        "first_layer_backward": Param("exact", choice("exact", "identity"),
                                       "exact, or identity: drop the first layer's backward SpMM as "
                                       "MG-GCN's code does when that layer multiplies first (inexact dW)"),
     }
-
-
-def first_layer_choice(text: str) -> str:
-    if text not in ("exact", "identity"):
-        raise HarnessError(f"first_layer_backward must be exact or identity, not '{text}'")
-    return text
 
 
 def mggcn_params(exp, cfg) -> dict:
@@ -113,36 +108,40 @@ def mggcn_params(exp, cfg) -> dict:
     return {} if choice == "exact" else {"first_layer_backward": choice}
 
 
-def dataset_scale(choice: DatasetChoice, cfg, exp) -> float:
-    """--scale wins, then --param scales=..., then the dataset's default for this device."""
-    if cfg.scale is not None:
-        return float(cfg.scale)
-    explicit = exp.param(cfg, "scales") if "scales" in exp.parameters else {}
-    if choice.key in explicit:
-        return explicit[choice.key]
-    if cfg.device == "cuda":
-        return choice.gpu_scale
-    return choice.quick_scale if cfg.quick else choice.cpu_scale
+def choice_of(key: str) -> DatasetChoice:
+    """A dataset of the MG-GCN tables by its key, or a graph of the density sweep ('16x')."""
+    if key in DATASETS:
+        return DATASETS[key]
+    return sweep_choice(int(key.removesuffix("x")))
 
 
-def world_sizes(cfg, exp=None) -> list[int]:
-    from harness.needs import detect
+class MGGCNExperiment(Experiment):
+    """What every MG-GCN artifact shares: full-batch training on one rank per GPU, the datasets'
+    scales and the GPU counts of the scaling figures."""
 
-    if cfg.device == "cuda":
-        limit, ladder = cfg.world_size or max(1, detect().gpu_count), (1, 2, 4, 8)
-    else:
-        limit, ladder = cfg.world_size or 2, (1, 2, 4)
-    requested = exp.param(cfg, "gpus") if exp is not None and "gpus" in exp.parameters else None
-    if requested:
-        sizes = sorted({w for w in requested if 1 <= w <= limit})
-        if not sizes:
-            raise HarnessError(f"--param gpus={','.join(map(str, requested))}: none fits the "
-                               f"{limit} {'GPUs' if cfg.device == 'cuda' else 'ranks'} of this run")
-        return sizes
-    sizes = [w for w in ladder if w <= limit]
-    if limit not in sizes:
-        sizes.append(limit)
-    return sizes
+    interface = "fullbatch"
+    impls = ("mggcn",)
+    metric, unit, better = "epoch_time", "s", "lower"
+    paper_hardware = PAPER_HARDWARE
+    spawn_ranks = True
+    # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
+    worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
+
+    def default_scale(self, cfg, dataset=None) -> float:
+        """--param scales=..., else the dataset's default for this device."""
+        choice = choice_of(dataset)
+        explicit = self.param(cfg, "scales") if "scales" in self.parameters else {}
+        if choice.key in explicit:
+            return explicit[choice.key]
+        if cfg.device == "cuda":
+            return choice.gpu_scale
+        return choice.quick_scale if cfg.quick else choice.cpu_scale
+
+    def world_sizes(self, cfg) -> list[int]:
+        """``--param gpus`` (those above the run's count left out), else :attr:`worlds`."""
+        if "gpus" in self.parameters and self.param(cfg, "gpus"):
+            return world_sizes(cfg, Worlds(counts=self.param(cfg, "gpus")), self.id)
+        return super().world_sizes(cfg)
 
 
 def resolve_model(text: str, choice: DatasetChoice) -> str | None:
@@ -151,70 +150,42 @@ def resolve_model(text: str, choice: DatasetChoice) -> str | None:
 
 # --- inside the ranks ---------------------------------------------------------------------------
 
-_GRAPHS: dict = {}
-_SHARES: dict = {}
-
-
-def agree(ctx, ok: bool) -> bool:
-    """True when every rank says ok (one all-reduce), so all ranks skip a point together."""
-    if ctx is None or ctx.world_size == 1:
-        return ok
-    import torch
-    import torch.distributed as dist
-
-    flag = torch.tensor([0 if ok else 1], dtype=torch.int32, device=ctx.torch_device())
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return int(flag.item()) == 0
-
-
-def limit_threads(ctx) -> None:
+def limit_threads(rank) -> None:
     """CPU ranks: one core each, so a world of P ranks uses P cores and scaling is comparable.
 
     (OpenMP threads of several ranks competing for the same cores slow every rank down by an
     order of magnitude on a small machine.)
     """
-    if ctx.device == "cpu":
+    if rank.device == "cpu":
         import torch
 
         torch.set_num_threads(1)
 
 
-def load_graph(choice: DatasetChoice, scale: float, cfg, ctx):
-    """The dataset as a FullGraph; rank 0 generates/caches a stand-in first, the others wait."""
+def load_graph(choice: DatasetChoice, scale: float, ctx):
+    """The dataset as a FullGraph on every rank (rank 0 prepares a stand-in first); one graph at a
+    time is kept, with its shares, in the run's cache."""
     from harness import datasets
+    from harness.ranks import load_on_ranks
     from impls.fullbatch.problem import from_dataset
 
-    key = (choice.registry, scale, cfg.seed, str(cfg.data_root))
-    if key in _GRAPHS:
-        return _GRAPHS[key]
-    _GRAPHS.clear()
-    _SHARES.clear()
-    problem = failure = None
-    if ctx.rank == 0:
-        try:
-            datasets.load(choice.registry, scale=scale, seed=cfg.seed, data_root=cfg.data_root)
-        except HarnessError as exc:          # e.g. a scale too small for the graph: a skipped point
-            problem = str(exc)
-        except Exception as exc:             # anything else is an error row, on every rank alike
-            failure = f"{type(exc).__name__}: {exc}"
-    if not agree(ctx, problem is None and failure is None):
-        if problem:                          # only rank 0 knows why; only its rows are stored
-            raise SkipPoint(problem)
-        raise RuntimeError(failure or "rank 0 could not prepare the dataset")
-    graph = from_dataset(datasets.load(choice.registry, scale=scale, seed=cfg.seed,
-                                       data_root=cfg.data_root))
-    _GRAPHS[key] = graph
-    return graph
+    cfg = ctx.cfg
+
+    def load():
+        return from_dataset(datasets.load(choice.registry, scale=scale, seed=cfg.seed, data_root=cfg.data_root))
+
+    return ctx.cached(("graph", choice.registry, scale, cfg.seed, str(cfg.data_root)),
+                      lambda: load_on_ranks(ctx.rank, load), replaces=("graph", "share"))
 
 
 def rank_share(graph, ctx, permute: bool, seed: int):
+    """This rank's share of ``graph``; one at a time is kept (a big graph's tiles are gigabytes)."""
     from impls.fullbatch.problem import rank_share as build
 
-    key = (id(graph), ctx.world_size, ctx.rank, permute, seed)
-    if key not in _SHARES:
-        _SHARES.clear()      # one share at a time: a big graph's tiles are gigabytes
-        _SHARES[key] = build(graph, ctx.rank, ctx.world_size, permute=permute, seed=seed)
-    return _SHARES[key]
+    rank = ctx.rank
+    return ctx.cached(("share", id(graph), rank.world_size, rank.rank, permute, seed),
+                      lambda: build(graph, rank.rank, rank.world_size, permute=permute, seed=seed),
+                      replaces=("share",))
 
 
 def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
@@ -232,7 +203,7 @@ def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
     return tiles + share.features.nbytes + plan.total_bytes * (1 if reuse else 4) + loss + weights
 
 
-def build_trainer(exp, point, graph, cfg, ctx, **options):
+def build_trainer(exp, point, graph, ctx, **options):
     """Build ``point.impl`` for this point on this rank; SkipPoint on every rank if any runs out of memory.
 
     The point's params name the model, and for mggcn the vertex order (``permute``; by default on
@@ -244,27 +215,30 @@ def build_trainer(exp, point, graph, cfg, ctx, **options):
     from harness import registry
     from impls.fullbatch.model import ModelConfig
 
+    from harness.ranks import agree
+
+    cfg, rank = ctx.cfg, ctx.rank
     impl = point.impl
     model_text, lr = point.params["model"], exp.param(cfg, "lr")
-    permute = bool(point.params.get("permute", ctx.world_size > 1))
+    permute = bool(point.params.get("permute", rank.world_size > 1))
     if impl == "mggcn":
         options.setdefault("first_layer_backward", point.params.get("first_layer_backward", "exact"))
     else:
         options = {}
     model = ModelConfig.parse(model_text, lr=lr)
     factory = registry.get_impl("fullbatch", impl).factory
-    device = str(ctx.torch_device())
-    kwargs = dict(device=device, seed=cfg.seed, rank=ctx.rank, world=ctx.world_size)
+    device = str(rank.torch_device())
+    kwargs = dict(device=device, seed=cfg.seed, rank=rank.rank, world=rank.world_size)
     if impl == "mggcn":
         share = rank_share(graph, ctx, permute, cfg.seed)
         kwargs["share"] = share
-        if ctx.device == "cuda":
+        if rank.device == "cuda":
             need = estimate_mggcn_bytes(share, model.dims(graph.feature_dim, graph.num_classes),
                                         reuse=options.get("reuse_buffers", True))
-            free = torch.cuda.mem_get_info(ctx.local_rank)[0]
+            free = torch.cuda.mem_get_info(rank.local_rank)[0]
             # decided before anything is allocated, by every rank together: a rank that ran out
             # of memory in the middle of a collective would leave the others waiting
-            if not agree(ctx, need < 0.95 * free):
+            if not agree(rank, need < 0.95 * free):
                 raise SkipPoint(f"out of memory: MG-GCN needs about {need / GiB:.1f} GiB per GPU "
                                 f"here, {free / GiB:.1f} GiB free")
     trainer = skip = failure = None
@@ -278,7 +252,7 @@ def build_trainer(exp, point, graph, cfg, ctx, **options):
         skip = str(exc)
     except Exception as exc:                 # every rank must leave the point together
         failure = f"{type(exc).__name__}: {exc}"
-    if not agree(ctx, skip is None and failure is None):
+    if not agree(rank, skip is None and failure is None):
         release(trainer)
         if skip:
             raise SkipPoint(skip)
@@ -305,16 +279,16 @@ def epoch_counts(cfg) -> tuple[int, int]:
     return cfg.warmup_or(1, 1), cfg.repeats_or(5, 3)
 
 
-def time_epochs(trainer, cfg, ctx):
+def time_epochs(trainer, ctx):
     """Epoch times (the slowest rank's, per epoch) after warm-up, barriers around each epoch."""
     from harness.timing import measure_collective, timer_for
 
-    warmup, repeats = epoch_counts(cfg)
+    warmup, repeats = epoch_counts(ctx.cfg)
     try:
-        stats, _ = measure_collective(trainer.train_epoch, timer=timer_for(ctx.device),
+        stats, _ = measure_collective(trainer.train_epoch, timer=timer_for(ctx.rank.device),
                                       warmup=warmup, repeats=repeats)
     except Exception as exc:
-        if ctx.world_size == 1 and "out of memory" in str(exc).lower():
+        if ctx.rank.world_size == 1 and "out of memory" in str(exc).lower():
             raise SkipPoint(f"out of GPU memory while training: {str(exc).splitlines()[0][:160]}") from None
         raise
     if not math.isfinite(trainer.loss_value()):
@@ -322,24 +296,13 @@ def time_epochs(trainer, cfg, ctx):
     return stats
 
 
-def gather(ctx, obj):
-    """Every rank's ``obj``, in rank order (on every rank)."""
-    if ctx.world_size == 1:
-        return [obj]
-    import torch.distributed as dist
-
-    out = [None] * ctx.world_size
-    dist.all_gather_object(out, obj)
-    return out
-
-
-def measure_epoch_time(exp, point, graph, cfg, ctx) -> list:
+def measure_epoch_time(exp, point, graph, ctx) -> list:
     """The epoch-time measurement of one point (Table 3 and Fig. 9 share it)."""
     from harness.experiment import Measurement
 
-    trainer = build_trainer(exp, point, graph, cfg, ctx)
+    trainer = build_trainer(exp, point, graph, ctx)
     try:
-        stats = time_epochs(trainer, cfg, ctx)
+        stats = time_epochs(trainer, ctx)
         permuted = {"permuted": bool(trainer.share.permuted)} if point.impl == "mggcn" else {}
     finally:
         release(trainer)
@@ -352,13 +315,6 @@ def graph_params(graph) -> dict:
 
 
 # --- reports ------------------------------------------------------------------------------------
-
-def ok_rows(rows):
-    from harness.tables import expand_params
-
-    rows = expand_params(rows)
-    return rows, rows[rows["status"] == "ok"]
-
 
 def scale_note(rows) -> str:
     if "p_scale" not in rows or "p_dataset" not in rows:

@@ -10,31 +10,26 @@ stage broadcasts when P > 1), GeMM, activation (Eq. 7 and its derivative), loss 
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.artifact import ReportArtifact
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish, span
 from harness.timing import Stats
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
-                     dataset_scale, epoch_counts, graph_params, limit_threads, load_graph, ok_rows,
-                     release, scale_note, world_sizes)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_list,
+                     epoch_counts, graph_params, limit_threads, load_graph,
+                     release, scale_note)
 
 OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss": "loss layer",
              "allreduce": "all-reduce dW", "adam": "Adam"}
 
 
 @register_experiment
-class Fig5(Experiment):
-    id = "mggcn.fig5"
-    paper = "mggcn"
-    artifact = "fig5"
+class Fig5(MGGCNExperiment):
     title = "Runtime breakdown of a training epoch by operation (MG-GCN Fig. 5)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
     metric, unit, better = "op_time.spmm", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")
@@ -48,7 +43,6 @@ class Fig5(Experiment):
         PaperValue("Sec. 6.2 (Fig. 5)", "mggcn", {"dataset": "proteins,products,reddit", "op": "gemm"},
                    "share_max", 20.0, "%", "GeMM is second with 5%-20%"),
     )
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins", "arxiv", "cora"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -56,32 +50,30 @@ class Fig5(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
+    worlds = Worlds(default=1)           # the paper profiles one GPU (--gpus N, --param gpus for more)
 
     def points(self, cfg):
-        requested = self.param(cfg, "gpus")
-        worlds = world_sizes(cfg, self) if requested else [1]     # the paper profiles one GPU
+        worlds = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
-            scale = dataset_scale(DATASETS[ds], cfg, self)
+            scale = self.scale(cfg, ds)
             for world in worlds:
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch.distributed as dist
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx, profile_ops=True)
-        warmup, repeats = epoch_counts(cfg)
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        trainer = build_trainer(self, point, graph, ctx, profile_ops=True)
+        warmup, repeats = epoch_counts(ctx.cfg)
         per_epoch = []
         try:
             for _ in range(warmup):
                 trainer.train_epoch()
             trainer.collect_op_times()
             for _ in range(repeats):
-                if ctx.world_size > 1:
+                if ctx.rank.world_size > 1:
                     dist.barrier()
                 trainer.train_epoch()
                 per_epoch.append(trainer.collect_op_times())   # this rank's (rank 0 is stored)
@@ -99,33 +91,24 @@ class Fig5(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows, ok = ok_rows(rows)
-        labels = run_labels(rows, runs)
-        ops = ok[ok["metric"].str.startswith("op_time.")]
+        rep = Report(self, rows, runs)
+        ops = rep.ok[rep.ok["metric"].str.startswith("op_time.")]
         records = []
         for (run_id, ds, gpus), grp in ops.groupby(["run_id", "p_dataset", "p_gpus"], sort=False):
             total = grp["value"].sum()
-            rec = {"run": labels[run_id], "dataset": DATASETS[ds].label if ds in DATASETS else ds,
+            rec = {"run": rep.label(run_id), "dataset": DATASETS[ds].label if ds in DATASETS else ds,
                    "#G": int(gpus), "epoch (ms)": 1e3 * total}
             for kind, label in OP_LABELS.items():
                 hit = grp[grp["p_op"] == kind]["value"]
                 rec[f"{label} %"] = 100.0 * float(hit.iloc[0]) / total if (not hit.empty and total > 0) else None
             records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        notes = []
-        if not table.empty:
-            big = table[table["dataset"].isin(["PROTEIN", "PRODUCTS", "REDDIT"])]
-            for run in big["run"].unique() if not big.empty else []:
-                mine = big[big["run"] == run]
-                notes.append(f"{run}: SpMM {mine['SpMM %'].min():.0f}%-{mine['SpMM %'].max():.0f}% and GeMM "
-                             f"{mine['GeMM %'].min():.0f}%-{mine['GeMM %'].max():.0f}% of the epoch on "
-                             f"Proteins/Products/Reddit (paper: SpMM 60%-94%, GeMM 5%-20%)")
-        notes += skip_notes(rows, labels)
-
-        fig, ax = plt.subplots(figsize=(8, 0.5 * max(4, len(records)) + 1))
+        table = rep.table(records, single=(), drop_empty=False)
+        big = table[table["dataset"].isin(["PROTEIN", "PRODUCTS", "REDDIT"])] if "dataset" in table else table.iloc[0:0]
+        for run, mine in big.groupby("run", sort=False):
+            spmm, gemm = span(mine["SpMM %"], ".0f", "%-"), span(mine["GeMM %"], ".0f", "%-")
+            rep.notes.append(f"{run}: SpMM {spmm}% and GeMM {gemm}% of the epoch on Proteins/Products/Reddit "
+                             "(paper: SpMM 60%-94%, GeMM 5%-20%)")
+        fig, ax = figure((8, 0.5 * max(4, len(records)) + 1))
         names = [f"{r['run']} {r['dataset']} {r['#G']}G" for r in records]
         left = [0.0] * len(records)
         for label in OP_LABELS.values():
@@ -134,13 +117,11 @@ class Fig5(Experiment):
             left = [a + b for a, b in zip(left, widths)]
         ax.set_xlabel("share of the epoch (%)")
         ax.set_xlim(0, 100)
-        ax.set_title("Runtime breakdown by operation (MG-GCN Fig. 5)")
         ax.legend(fontsize=7, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.08))
-        fig.tight_layout()
         models = sorted(set(ops["p_model"])) if not ops.empty else []
-        caption = (f"Share of an epoch's time per operation, model {', '.join(models) or '-'}; each "
-                   "operation bracketed by CUDA events (perf_counter on CPU ranks), summed per epoch, "
-                   "median over epochs, rank 0. SpMM includes its stage broadcasts when P > 1. "
-                   f"Paper: {PAPER_HARDWARE}. " + scale_note(rows) + " " + caption_hardware(runs))
-        return ReportArtifact("fig5", "MG-GCN Fig. 5: runtime breakdown by operation", caption, table,
-                              notes, fig)
+        caption = rep.caption(f"Share of an epoch's time per operation, model {', '.join(models) or '-'}; each "
+                              "operation bracketed by CUDA events (perf_counter on CPU ranks), summed per epoch, "
+                              "median over epochs, rank 0. SpMM includes its stage broadcasts when P > 1. "
+                              f"Paper: {PAPER_HARDWARE}. " + scale_note(rep.rows))
+        return rep.artifact("MG-GCN Fig. 5: runtime breakdown by operation", caption, table,
+                            finish(fig, ax, "Runtime breakdown by operation (MG-GCN Fig. 5)"))

@@ -10,16 +10,18 @@ intervals are gathered to rank 0; each is stored as start and duration (median o
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.artifact import ReportArtifact
+from harness.experiment import Measurement, PaperValue, Param, Point
+from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure
 from harness.timing import Stats
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE_V100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters, dataset_scale,
-                     epoch_counts, gather, graph_params, limit_threads, load_graph, ok_rows,
-                     release, scale_note, time_epochs, world_sizes)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, build_trainer, common_parameters,
+                     epoch_counts, graph_params, limit_threads, load_graph,
+                     release, scale_note, time_epochs)
 
 
 def _dataset(text: str) -> str:
@@ -29,14 +31,8 @@ def _dataset(text: str) -> str:
 
 
 @register_experiment
-class Fig8(Experiment):
-    id = "mggcn.fig8"
-    paper = "mggcn"
-    artifact = "fig8"
+class Fig8(MGGCNExperiment):
     title = "SpMM stage timeline with and without communication overlap (MG-GCN Fig. 8)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE_V100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; untimed warm-up epochs first; graphs beyond the smallest are many "
@@ -47,46 +43,43 @@ class Fig8(Experiment):
         PaperValue("Sec. 6.4 (Fig. 8)", "mggcn", {"dataset": "products", "gpus": 4, "overlap": True},
                    "spmm_time", 30.0, "ms", "Products, 4 GPUs, permuted, with overlap"),
     )
-    spawn_ranks = True
     parameters = {
         "dataset": Param("products", _dataset, "dataset (paper: products)"),
         "model": Param(DGL_MODEL, str, "LAYERSxHIDDEN"),
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
+    worlds = Worlds()                    # the run's GPUs (--param gpus for a ladder)
 
     def points(self, cfg):
-        requested = self.param(cfg, "gpus")
-        worlds = world_sizes(cfg, self) if requested else [max(world_sizes(cfg, self))]
+        worlds = self.world_sizes(cfg)
         ds = self.param(cfg, "dataset")
-        scale = dataset_scale(DATASETS[ds], cfg, self)
+        scale = self.scale(cfg, ds)
         for world in worlds:
             for overlap in (False, True):
                 yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
                                       "gpus": world, "overlap": overlap, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch.distributed as dist
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        trainer = build_trainer(self, point, graph, cfg, ctx, overlap=point.params["overlap"])
-        _, repeats = epoch_counts(cfg)
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        trainer = build_trainer(self, point, graph, ctx, overlap=point.params["overlap"])
+        _, repeats = epoch_counts(ctx.cfg)
         epochs = []
         try:
-            epoch_stats = time_epochs(trainer, cfg, ctx)     # timeline off: clean epoch times
+            epoch_stats = time_epochs(trainer, ctx)     # timeline off: clean epoch times
             trainer.timeline.enabled = True
             for _ in range(repeats):
-                if ctx.world_size > 1:
+                if ctx.rank.world_size > 1:
                     dist.barrier()
                 trainer.train_epoch()
                 epochs.append([(i.spmm, i.stage, i.kind, i.start_s, i.end_s)
                                for i in trainer.collect_timeline()])
         finally:
             release(trainer)
-        by_rank = gather(ctx, epochs)           # [rank][epoch][interval]
+        by_rank = all_gather(ctx.rank, epochs)           # [rank][epoch][interval]
         extra = graph_params(graph)
         out = [Measurement("epoch_time", "s", epoch_stats, extra=extra)]
         spans: dict[str, list[float]] = {}
@@ -115,12 +108,9 @@ class Fig8(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows, ok = ok_rows(rows)
-        ok = ok.assign(kind_of_metric=ok["metric"].str.split(".").str[0])
-        labels = run_labels(rows, runs)
+        rep = Report(self, rows, runs)
+        ok = rep.ok.assign(kind_of_metric=rep.ok["metric"].str.split(".").str[0])
+        labels = rep.labels
         records = []
         for (run_id, gpus), grp in ok.groupby(["run_id", "p_gpus"], sort=False):
             spmm = grp[grp["kind_of_metric"] == "spmm_time"]
@@ -130,34 +120,31 @@ class Fig8(Experiment):
                     return float(sel["value"].iloc[0]) if not sel.empty else None
 
                 serial, overlapped = value(False), value(True)
-                records.append({"run": labels[run_id], "#G": int(gpus), "SpMM": _describe(tag),
+                records.append({"run": rep.label(run_id), "#G": int(gpus), "SpMM": _describe(tag),
                                 "no overlap (ms)": serial, "overlap (ms)": overlapped,
                                 "gain": serial / overlapped if serial and overlapped else None})
             epoch_serial = grp[(grp["metric"] == "epoch_time") & (grp["p_overlap"] == False)]["value"]  # noqa: E712
             epoch_overlap = grp[(grp["metric"] == "epoch_time") & (grp["p_overlap"] == True)]["value"]  # noqa: E712
             if not epoch_serial.empty and not epoch_overlap.empty:
                 a, b = 1e3 * float(epoch_serial.iloc[0]), 1e3 * float(epoch_overlap.iloc[0])
-                records.append({"run": labels[run_id], "#G": int(gpus), "SpMM": "whole epoch",
+                records.append({"run": rep.label(run_id), "#G": int(gpus), "SpMM": "whole epoch",
                                 "no overlap (ms)": a, "overlap (ms)": b, "gain": a / b})
-        table = pd.DataFrame.from_records(records)
-        notes = ["Paper (Sec. 6.4, Products, 4 V100s, permuted): one SpMM 38 ms without overlap, 30 ms "
-                 "with it (1.27x); overlapping slows both the broadcast and the multiply."]
-        notes += skip_notes(rows, labels)
-        fig = self._timeline_figure(ok, labels, plt)
-        caption = ("Wall time of each staged SpMM of an epoch (slowest rank's first-start to last-end, "
+        table = rep.table(records, single=(), drop_empty=False)
+        rep.notes.append("Paper (Sec. 6.4, Products, 4 V100s, permuted): one SpMM 38 ms without overlap, 30 ms "
+                         "with it (1.27x); overlapping slows both the broadcast and the multiply.")
+        caption = rep.caption("Wall time of each staged SpMM of an epoch (slowest rank's first-start to last-end, "
                    "median over epochs) and of the epoch, without and with the broadcast of stage j+1 "
                    "overlapping the multiply of stage j. The figure shows, per rank, the heaviest SpMM's "
                    "stages: multiplies without overlap, multiplies with overlap, broadcasts with overlap "
-                   f"(numbers = stage). Paper: {PAPER_HARDWARE_V100}. " + scale_note(rows) + " "
-                   + caption_hardware(runs))
-        return ReportArtifact("fig8", "MG-GCN Fig. 8: SpMM timeline with and without overlap", caption,
-                              table, notes, fig)
+                   f"(numbers = stage). Paper: {PAPER_HARDWARE_V100}. " + scale_note(rep.rows))
+        return rep.artifact("MG-GCN Fig. 8: SpMM timeline with and without overlap", caption, table,
+                            self._timeline_figure(ok, labels))
 
-    def _timeline_figure(self, ok, labels, plt):
+    def _timeline_figure(self, ok, labels):
         stages = ok[ok["kind_of_metric"].isin(["stage_start", "stage_duration"])]
         spmm = ok[(ok["kind_of_metric"] == "spmm_time") & (ok["p_overlap"] == False)]  # noqa: E712
         if stages.empty or spmm.empty:
-            fig, ax = plt.subplots(figsize=(6, 2))
+            fig, ax = figure((6, 2))
             ax.text(0.5, 0.5, "no timeline recorded", ha="center", va="center")
             ax.axis("off")
             return fig
@@ -169,7 +156,7 @@ class Fig8(Experiment):
                  ("compute", True, "compute, overlap", "tab:blue"),
                  ("comm", True, "broadcast, overlap", "gold")]
         ranks = sorted(set(mine["p_rank"].astype(int)))
-        fig, ax = plt.subplots(figsize=(9, 0.9 + 1.1 * len(ranks)))
+        fig, ax = figure((9, 0.9 + 1.1 * len(ranks)))
         yticks, ylabels = [], []
         for r in ranks:
             for k, (kind, overlap, lane, color) in enumerate(lanes):

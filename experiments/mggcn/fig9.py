@@ -10,26 +10,20 @@ model, so the first model (2 x 512) is the default.
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters, dataset_scale,
-                     limit_threads, load_graph, ok_rows, sweep_choice, world_sizes, measure_epoch_time)
+from .common import (MGGCNExperiment, mggcn_params, DGL_MODEL, SWEEP_FACTORS, common_parameters,
+                     limit_threads, load_graph, sweep_choice, measure_epoch_time)
 
 
 @register_experiment
-class Fig9(Experiment):
-    id = "mggcn.fig9"
-    paper = "mggcn"
-    artifact = "fig9"
+class Fig9(MGGCNExperiment):
     title = "Speedup vs average degree on the x1..x128 density sweep (MG-GCN Fig. 9)"
-    interface = "fullbatch"
-    impls = ("mggcn",)
-    metric, unit, better = "epoch_time", "s", "lower"
-    paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")
@@ -41,16 +35,12 @@ class Fig9(Experiment):
         PaperValue("Sec. 6.5 (Fig. 9)", "mggcn", {"gpus": 8}, "superlinear_from_factor", 64, "x",
                    "super-linear speedup with 8 GPUs after 64x"),
     )
-    spawn_ranks = True
     parameters = {
         "factors": Param(None, int_list, "density factors k of the sweep (1..128); default all on GPUs, "
                                          "1,2,4,8 on CPU (1,4,16 with --quick)"),
         "model": Param(DGL_MODEL, str, "LAYERSxHIDDEN (not stated by the paper)"),
         **common_parameters(),
     }
-
-    def scale(self, cfg):
-        return cfg.scale
 
     def factors(self, cfg) -> tuple[int, ...]:
         chosen = self.param(cfg, "factors")
@@ -68,27 +58,23 @@ class Fig9(Experiment):
     def points(self, cfg):
         for k in self.factors(cfg):
             choice = sweep_choice(k)
-            scale = dataset_scale(choice, cfg, self)
-            for world in world_sizes(cfg, self):
+            scale = self.scale(cfg, choice.key)
+            for world in self.world_sizes(cfg):
                 yield Point("mggcn", {"dataset": choice.key, "factor": k, "model": self.param(cfg, "model"),
                                       "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
-        limit_threads(ctx)
-        graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], cfg, ctx)
-        return measure_epoch_time(self, point, graph, cfg, ctx)
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        limit_threads(ctx.rank)
+        graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], ctx)
+        return measure_epoch_time(self, point, graph, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows, ok = ok_rows(rows)
-        labels = run_labels(rows, runs)
-        ok = ok[ok["metric"] == "epoch_time"]
+        rep = Report(self, rows, runs)
+        ok = rep.ok[rep.ok["metric"] == "epoch_time"]
         records = []
         for (run_id, k), grp in ok.groupby(["run_id", "p_factor"], sort=True):
             one = grp[grp["p_gpus"] == 1]["value"]
-            rec = {"run": labels[run_id], "density": f"{int(k)}x",
+            rec = {"run": rep.label(run_id), "density": f"{int(k)}x",
                    "avg degree": float(grp["p_edges"].iloc[0]) / float(grp["p_nodes"].iloc[0]),
                    "1 GPU (s)": float(one.iloc[0]) if not one.empty else None}
             for gpus in sorted(set(grp["p_gpus"].astype(int)) - {1}):
@@ -96,36 +82,29 @@ class Fig9(Experiment):
                 rec[f"speedup {gpus} GPUs"] = (float(one.iloc[0]) / float(t.iloc[0])
                                                if not one.empty and not t.empty else None)
             records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        notes = []
+        table = rep.table(records, single=(), drop_empty=False)
         paper_threshold = {2: 32, 4: 32, 8: 64}     # Sec. 6.5: super-linear beyond these factors
-        for run in table["run"].unique() if not table.empty else []:
-            mine = table[table["run"] == run]
-            for col in [c for c in mine.columns if c.startswith("speedup ") and mine[c].notna().any()]:
-                gpus = int(col.split()[1])
-                above = mine[mine[col] > gpus]["density"].tolist()
-                paper = (f" (paper: beyond {paper_threshold[gpus]}x)" if gpus in paper_threshold else "")
-                notes.append(f"{run}: super-linear with {gpus} GPUs at "
-                             f"{', '.join(above) if above else 'no measured density'}{paper}")
-        notes += skip_notes(rows, labels)
-
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for run in table["run"].unique() if not table.empty else []:
-            mine = table[table["run"] == run]
+        fig, ax = figure((7, 4.2))
+        for run, mine in (table.groupby("run", sort=False) if "run" in table else ()):
             factors = [int(d[:-1]) for d in mine["density"]]
             for col in [c for c in mine.columns if c.startswith("speedup ")]:
-                ax.plot(factors, mine[col], marker="o", label=f"{run} {col[8:]}")
                 gpus = int(col.split()[1])
+                if mine[col].notna().any():
+                    above = mine[mine[col] > gpus]["density"].tolist()
+                    rep.notes.append(f"{run}: super-linear with {gpus} GPUs at "
+                                     f"{', '.join(above) if above else 'no measured density'}"
+                                     + (f" (paper: beyond {paper_threshold[gpus]}x)" if gpus in paper_threshold else ""))
+                ax.plot(factors, mine[col], marker="o", label=f"{run} {col[8:]}")
                 ax.axhline(gpus, ls=":", lw=0.7, color="grey")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("edges x arxiv's (density factor)")
         ax.set_ylabel("speedup over 1 GPU")
-        ax.set_title("Speedup vs density (MG-GCN Fig. 9)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-        scales = sorted(set(rows["p_scale"])) if "p_scale" in rows else []
-        caption = ("Epoch time on one GPU over epoch time on P GPUs, for the stand-ins of MG-GCN's BTER "
-                   "density sweep (arxiv's degree profile, k x its edges, 512 features, 40 classes) at "
-                   f"scale {', '.join(f'{s:g}' for s in scales)} of arxiv's 169,343 vertices. Dotted: "
-                   f"linear speedup. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("fig9", "MG-GCN Fig. 9: speedup vs density", caption, table, notes, fig)
+        scales = sorted(set(rep.rows["p_scale"])) if "p_scale" in rep.rows else []
+        caption = rep.caption("Epoch time on one GPU over epoch time on P GPUs, for the stand-ins of MG-GCN's BTER "
+                              "density sweep (arxiv's degree profile, k x its edges, 512 features, 40 classes) at "
+                              f"scale {', '.join(f'{s:g}' for s in scales)} of arxiv's 169,343 vertices. Dotted: "
+                              f"linear speedup. Paper: {PAPER_HARDWARE}.")
+        return rep.artifact("MG-GCN Fig. 9: speedup vs density", caption, table,
+                            finish(fig, ax, "Speedup vs density (MG-GCN Fig. 9)", tight=False))

@@ -21,32 +21,27 @@ is what compares reuse with fresh allocation.
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, Param, Point
+from harness.artifact import ReportArtifact
+from harness.experiment import Measurement, Param, Point
+from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish
 
 from . import PAPER_HARDWARE
-from .common import (mggcn_params, DATASETS, GiB, build_trainer, common_parameters, dataset_list, dataset_scale,
-                     epoch_counts, gather, graph_params, limit_threads, load_graph, model_list, ok_rows,
-                     release, resolve_model, scale_note, world_sizes)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, GiB, build_trainer, common_parameters, dataset_list,
+                     epoch_counts, graph_params, limit_threads, load_graph, model_list,
+                     release, resolve_model, scale_note)
 
 BOUND_ROUNDING = 0.002
 VARIANTS = (("mggcn", "reuse"), ("mggcn", "fresh"), ("single_gpu", "autograd"))
 
 
 @register_experiment
-class Memory(Experiment):
-    id = "mggcn.memory"
-    paper = "mggcn"
-    artifact = "memory"
+class Memory(MGGCNExperiment):
     title = "Peak memory per GPU: L+3 shared buffers vs a naive implementation (MG-GCN Sec. 4.2)"
-    interface = "fullbatch"
     impls = ("mggcn", "single_gpu")
     metric, unit, better = "peak_memory", "GiB", "lower"
-    paper_hardware = PAPER_HARDWARE
     paper_values = ()     # Sec. 4.2 states the structure (L + 3 buffers; 4x-6x elsewhere), no sizes
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -54,19 +49,16 @@ class Memory(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale
-
     def points(self, cfg):
         measures = ("device_peak",) if cfg.device == "cuda" else ("device_peak", "engine")
         for ds in self.param(cfg, "datasets"):
             choice = DATASETS[ds]
-            scale = dataset_scale(choice, cfg, self)
+            scale = self.scale(cfg, choice.key)
             for model_text in self.param(cfg, "models"):
                 model = resolve_model(model_text, choice)
                 if model is None:
                     continue
-                for world in world_sizes(cfg, self):
+                for world in self.world_sizes(cfg):
                     for impl, buffers in VARIANTS:
                         if impl != "mggcn" and world != 1:
                             continue
@@ -83,19 +75,19 @@ class Memory(Experiment):
                     "see the engine-counted buffer_bytes rows")
         return None
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch
 
-        limit_threads(ctx)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], cfg, ctx)
-        on_gpu = ctx.device == "cuda"
+        limit_threads(ctx.rank)
+        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        on_gpu = ctx.rank.device == "cuda"
         if on_gpu:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             before = torch.cuda.memory_allocated()
         options = {"reuse_buffers": point.params["buffers"] == "reuse"} if point.impl == "mggcn" else {}
-        trainer = build_trainer(self, point, graph, cfg, ctx, **options)
-        warmup, _ = epoch_counts(cfg)
+        trainer = build_trainer(self, point, graph, ctx, **options)
+        warmup, _ = epoch_counts(ctx.cfg)
         try:
             for _ in range(max(2, warmup)):
                 trainer.train_epoch()
@@ -111,8 +103,8 @@ class Memory(Experiment):
         out = []
         if report is not None:
             # the largest rank decides whether a graph fits: report the maximum over ranks
-            engine_peak = max(gather(ctx, report.engine_peak_bytes))
-            bound = max(gather(ctx, report.static_bytes + report.planned_buffer_bytes
+            engine_peak = max(all_gather(ctx.rank, report.engine_peak_bytes))
+            bound = max(all_gather(ctx.rank, report.static_bytes + report.planned_buffer_bytes
                                + report.loss_workspace_bytes))
             out.append(Measurement("buffer_bytes", "GiB", value=engine_peak / GiB,
                                    extra={**extra, "buffer_count": report.buffer_count}))
@@ -120,73 +112,69 @@ class Memory(Experiment):
                 out.append(Measurement("memory_bound", "GiB", value=bound / GiB, extra=extra))
                 for library, size in workspaces.items():
                     out.append(Measurement(f"{library}_workspace", "GiB",
-                                           value=max(gather(ctx, size)) / GiB, extra=extra))
+                                           value=max(all_gather(ctx.rank, size)) / GiB, extra=extra))
         if on_gpu:
-            out.append(Measurement("peak_memory", "GiB", value=max(gather(ctx, peak)) / GiB, extra=extra))
+            out.append(Measurement("peak_memory", "GiB", value=max(all_gather(ctx.rank, peak)) / GiB, extra=extra))
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import numpy as np
-        import pandas as pd
+        rep = Report(self, rows, runs)
+        records = [memory_row(rep.label(run_id), ds, model, int(gpus), grp) for (run_id, ds, model, gpus), grp
+                   in rep.ok.groupby(["run_id", "p_dataset", "p_model", "p_gpus"], sort=False)]
+        table = rep.table(records, single=(), keep=())
+        rep.notes.append(
+            "Paper (Sec. 4.2): 'each layer only increases the memory use by a single buffer, compared to 4x or 6x in "
+            "other deep learning frameworks'; 'for L-layer GCN, the total number of buffers is L + 3' (L + 1 on one "
+            "GPU: nothing is broadcast). 'planned' = tiles of A and A^T, X, labels, W, dW, Adam state, the L + 3 "
+            "buffers and the loss workspace, counted from their shapes; the workspaces = the largest allocation of "
+            "one tile SpMM (cuSPARSE) and of one GEMM after dropping cuBLAS's cached workspace, probed alone after "
+            "training (runs without them predate the probe); bound = planned + workspaces; 'within bound': "
+            f"peak <= bound x {1 + BOUND_ROUNDING:g} (the allocator rounds every tensor up to 512 B).")
+        caption = rep.caption("Per-GPU peak memory (torch.cuda.max_memory_allocated, maximum over ranks) while "
+                              "building and training a few epochs; 'naive' runs the same kernels with a fresh "
+                              "allocation per intermediate, 'autograd' is single_gpu. 'buffers' columns count only "
+                              "the dense intermediates the engine holds at its peak (also on CPU ranks). "
+                              f"Paper: {PAPER_HARDWARE}. " + scale_note(rep.rows))
+        return rep.artifact("MG-GCN Sec. 4.2: peak memory per GPU", caption, table, memory_figure(table))
 
-        rows, ok = ok_rows(rows)
-        labels = run_labels(rows, runs)
-        records = []
-        for (run_id, ds, model, gpus), grp in ok.groupby(["run_id", "p_dataset", "p_model", "p_gpus"], sort=False):
-            def value(metric, buffers):
-                hit = grp[(grp["metric"] == metric) & (grp["p_buffers"] == buffers)]["value"]
-                return float(hit.iloc[0]) if not hit.empty else None
 
-            reuse, fresh = value("peak_memory", "reuse"), value("peak_memory", "fresh")
-            planned = value("memory_bound", "reuse")
-            cusparse, cublas = value("cusparse_workspace", "reuse"), value("cublas_workspace", "reuse")
-            bound = planned + (cusparse or 0.0) + (cublas or 0.0) if planned is not None else None
-            buf_reuse, buf_fresh = value("buffer_bytes", "reuse"), value("buffer_bytes", "fresh")
-            counts = grp[(grp["metric"] == "buffer_bytes") & (grp["p_buffers"] == "reuse")]
-            records.append({
-                "run": labels[run_id], "dataset": DATASETS[ds].label if ds in DATASETS else ds,
-                "model": model, "#G": int(gpus),
-                "buffers": int(counts["p_buffer_count"].iloc[0]) if not counts.empty else None,
-                "MG-GCN peak (GiB)": reuse, "planned (GiB)": planned,
-                "cuSPARSE workspace (GiB)": cusparse, "cuBLAS workspace (GiB)": cublas,
-                "bound (GiB)": bound,
-                "peak / bound": reuse / bound if (reuse is not None and bound) else None,
-                "within bound": (reuse <= bound * (1 + BOUND_ROUNDING)) if (reuse is not None and bound) else None,
-                "naive peak (GiB)": fresh, "autograd peak (GiB)": value("peak_memory", "autograd"),
-                "naive / MG-GCN": fresh / reuse if (reuse and fresh) else None,
-                "buffers reuse (GiB)": buf_reuse, "buffers fresh (GiB)": buf_fresh,
-                "buffer ratio": buf_fresh / buf_reuse if (buf_reuse and buf_fresh) else None,
-            })
-        table = pd.DataFrame.from_records(records)
-        table = table[[c for c in table.columns if table[c].notna().any()]] if not table.empty else table
-        notes = ["Paper (Sec. 4.2): 'each layer only increases the memory use by a single buffer, compared "
-                 "to 4x or 6x in other deep learning frameworks'; 'for L-layer GCN, the total number of "
-                 "buffers is L + 3' (L + 1 on one GPU: nothing is broadcast). 'planned' = tiles of A and A^T, X, "
-                 "labels, W, dW, Adam state, the L + 3 buffers and the loss workspace, counted from their shapes; "
-                 "the workspaces = the largest allocation of one tile SpMM (cuSPARSE) and of one GEMM after "
-                 "dropping cuBLAS's cached workspace, probed alone after training (runs without them predate "
-                 "the probe); bound = planned + workspaces; 'within bound': "
-                 f"peak <= bound x {1 + BOUND_ROUNDING:g} (the allocator rounds every tensor up to 512 B)."]
-        notes += skip_notes(rows, labels)
+def memory_row(machine: str, ds: str, model: str, gpus: int, grp) -> dict:
+    """One run's dataset, model and GPU count: peaks with shared and fresh buffers, the planned bound."""
+    def value(metric, buffers):
+        hit = grp[(grp["metric"] == metric) & (grp["p_buffers"] == buffers)]["value"]
+        return float(hit.iloc[0]) if not hit.empty else None
 
-        fig, ax = plt.subplots(figsize=(8, 4.2))
-        col_pairs = [("MG-GCN peak (GiB)", "naive peak (GiB)"), ("buffers reuse (GiB)", "buffers fresh (GiB)")]
-        pair = next((p for p in col_pairs if not table.empty and p[0] in table and table[p[0]].notna().any()), None)
-        if pair is not None:
-            names = [f"{r['dataset']} {r['model']} {r['#G']}G\n{r['run']}" for _, r in table.iterrows()]
-            x = np.arange(len(names))
-            ax.bar(x - 0.2, table[pair[0]], 0.4, label=pair[0].replace(" (GiB)", ""))
-            ax.bar(x + 0.2, table[pair[1]], 0.4, label=pair[1].replace(" (GiB)", ""))
-            ax.set_xticks(x)
-            ax.set_xticklabels(names, fontsize=6)
-            ax.legend(fontsize=7)
-        ax.set_ylabel("GiB per GPU (rank)")
-        ax.set_title("Memory: L+3 shared buffers vs fresh allocations")
-        fig.tight_layout()
-        caption = ("Per-GPU peak memory (torch.cuda.max_memory_allocated, maximum over ranks) while building "
-                   "and training a few epochs; 'naive' runs the same kernels with a fresh allocation per "
-                   "intermediate, 'autograd' is single_gpu. 'buffers' columns count only the dense "
-                   "intermediates the engine holds at its peak (also on CPU ranks). "
-                   f"Paper: {PAPER_HARDWARE}. " + scale_note(rows) + " " + caption_hardware(runs))
-        return ReportArtifact("memory", "MG-GCN Sec. 4.2: peak memory per GPU", caption, table, notes, fig)
+    reuse, fresh = value("peak_memory", "reuse"), value("peak_memory", "fresh")
+    planned = value("memory_bound", "reuse")
+    cusparse, cublas = value("cusparse_workspace", "reuse"), value("cublas_workspace", "reuse")
+    bound = planned + (cusparse or 0.0) + (cublas or 0.0) if planned is not None else None
+    buf_reuse, buf_fresh = value("buffer_bytes", "reuse"), value("buffer_bytes", "fresh")
+    counts = grp[(grp["metric"] == "buffer_bytes") & (grp["p_buffers"] == "reuse")]
+    return {"run": machine, "dataset": DATASETS[ds].label if ds in DATASETS else ds, "model": model, "#G": gpus,
+            "buffers": int(counts["p_buffer_count"].iloc[0]) if not counts.empty else None,
+            "MG-GCN peak (GiB)": reuse, "planned (GiB)": planned,
+            "cuSPARSE workspace (GiB)": cusparse, "cuBLAS workspace (GiB)": cublas, "bound (GiB)": bound,
+            "peak / bound": reuse / bound if (reuse is not None and bound) else None,
+            "within bound": (reuse <= bound * (1 + BOUND_ROUNDING)) if (reuse is not None and bound) else None,
+            "naive peak (GiB)": fresh, "autograd peak (GiB)": value("peak_memory", "autograd"),
+            "naive / MG-GCN": fresh / reuse if (reuse and fresh) else None,
+            "buffers reuse (GiB)": buf_reuse, "buffers fresh (GiB)": buf_fresh,
+            "buffer ratio": buf_fresh / buf_reuse if (buf_reuse and buf_fresh) else None}
+
+
+def memory_figure(table):
+    import numpy as np
+
+    fig, ax = figure((8, 4.2))
+    col_pairs = [("MG-GCN peak (GiB)", "naive peak (GiB)"), ("buffers reuse (GiB)", "buffers fresh (GiB)")]
+    pair = next((p for p in col_pairs if p[0] in table and table[p[0]].notna().any()), None)
+    if pair is not None:
+        names = [f"{r['dataset']} {r['model']} {r['#G']}G\n{r['run']}" for _, r in table.iterrows()]
+        x = np.arange(len(names))
+        ax.bar(x - 0.2, table[pair[0]], 0.4, label=pair[0].replace(" (GiB)", ""))
+        ax.bar(x + 0.2, table[pair[1]], 0.4, label=pair[1].replace(" (GiB)", ""))
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, fontsize=6)
+        ax.legend(fontsize=7)
+    ax.set_ylabel("GiB per GPU (rank)")
+    return finish(fig, ax, "Memory: L+3 shared buffers vs fresh allocations")

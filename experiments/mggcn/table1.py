@@ -6,8 +6,4 @@ from experiments.datasets.tables import DatasetTable
 
 @register_experiment
 class DatasetsTable(DatasetTable):
-    id = "mggcn.table1"
-    paper = "mggcn"
-    artifact = "table1"
-    table_id = "mggcn.table1"
     title = "MG-GCN Table 1: graph datasets (registry + stand-ins)"

@@ -9,15 +9,15 @@ Adam step over the whole graph.  ``mggcn`` runs at every world size; the one-dev
 
 from __future__ import annotations
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
+from harness.artifact import ReportArtifact
+from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish, lines
 
 from . import PAPER_HARDWARE_A100
-from .common import (mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list, dataset_scale,
-                     limit_threads, load_graph, model_list, ok_rows, resolve_model, scale_note,
-                     world_sizes, measure_epoch_time)
+from .common import (MGGCNExperiment, mggcn_params, DATASETS, DGL_MODEL, common_parameters, dataset_list,
+                     limit_threads, load_graph, model_list, resolve_model, scale_note,
+                     measure_epoch_time)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -48,20 +48,14 @@ def _paper_values():
 
 
 @register_experiment
-class Table3(Experiment):
-    id = "mggcn.table3"
-    paper = "mggcn"
-    artifact = "table3"
+class Table3(MGGCNExperiment):
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
-    interface = "fullbatch"
     impls = ("mggcn",) + BASELINES
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE_A100
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; 3 untimed warm-up epochs; graphs beyond the smallest are many times "
                      "the L2.")
     paper_values = _paper_values()
-    spawn_ranks = True
     parameters = {
         "datasets": Param(("reddit", "products", "proteins", "papers"), dataset_list,
                           "datasets (reddit, products, proteins, papers, arxiv, cora)"),
@@ -70,14 +64,11 @@ class Table3(Experiment):
         **common_parameters(),
     }
 
-    def scale(self, cfg):
-        return cfg.scale      # per dataset otherwise: see the rows' "scale"
-
     def points(self, cfg):
-        worlds = world_sizes(cfg, self)
+        worlds = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
             choice = DATASETS[ds]
-            scale = dataset_scale(choice, cfg, self)
+            scale = self.scale(cfg, choice.key)
             for model_text in self.param(cfg, "models"):
                 model = resolve_model(model_text, choice)
                 if model is None:
@@ -88,90 +79,62 @@ class Table3(Experiment):
                 for impl in BASELINES:
                     yield Point(impl, {**base, "gpus": 1}, 1)
 
-    def run_point(self, point: Point, cfg, ctx) -> list[Measurement]:
-        limit_threads(ctx)
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        limit_threads(ctx.rank)
         choice = DATASETS[point.params["dataset"]]
-        graph = load_graph(choice, point.params["scale"], cfg, ctx)
-        return measure_epoch_time(self, point, graph, cfg, ctx)
+        graph = load_graph(choice, point.params["scale"], ctx)
+        return measure_epoch_time(self, point, graph, ctx)
 
     # --- report --------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
+        rep = Report(self, rows, runs)
+        ok = rep.ok[rep.ok["metric"] == "epoch_time"]
 
-        rows, ok = ok_rows(rows)
-        labels = run_labels(rows, runs)
-        ok = ok[ok["metric"] == "epoch_time"]
-        records, notes = [], []
         def order(key):     # datasets in the paper's order, each dataset's Table 3 model first
             ds, model = key
             known = ds in DATASETS
             return (list(DATASETS).index(ds) if known else 99,
                     not (known and model == DATASETS[ds].paper_model), model)
 
-        keys = sorted({(d, m) for d, m in zip(rows["p_dataset"], rows["p_model"])}, key=order)
-        for ds, model in keys:
-            paper_model = DATASETS[ds].paper_model if ds in DATASETS else None
-            paper = TABLE3.get(ds, {}) if model == paper_model else {}
-            mine = ok[(ok["p_dataset"] == ds) & (ok["p_model"] == model)]
-            gpu_counts = sorted(set(mine["p_gpus"].astype(int)) | set(paper))
-            for impl in self.impls:
-                for gpus in gpu_counts:
-                    if impl != "mggcn" and gpus != 1:
-                        continue
-                    rec = {"dataset": DATASETS[ds].label if ds in DATASETS else ds, "model": model,
-                           "impl": impl, "#G": gpus,
-                           "paper A100 (s)": paper.get(gpus) if impl == "mggcn" else None}
-                    for run_id, label in labels.items():
-                        hit = mine[(mine["run_id"] == run_id) & (mine["impl"] == impl)
-                                   & (mine["p_gpus"].astype(int) == gpus)]["value"]
-                        one = mine[(mine["run_id"] == run_id) & (mine["impl"] == "mggcn")
-                                   & (mine["p_gpus"].astype(int) == 1)]["value"]
-                        value = float(hit.iloc[0]) if not hit.empty else None
-                        rec[f"{label} (s)"] = value
-                        rec[f"{label} speedup"] = (float(one.iloc[0]) / value
-                                                   if value and not one.empty and impl == "mggcn" else None)
-                    if impl == "mggcn" and paper.get(1) and paper.get(gpus):
-                        rec["paper speedup"] = paper[1] / paper[gpus]
-                    if any(rec.get(f"{label} (s)") is not None for label in labels.values()) \
-                            or rec["paper A100 (s)"] is not None:
-                        records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        notes += self._claims(ok, labels)
-        notes += skip_notes(rows, labels)
-        notes.append("Paper, Table 3: PAPERS runs out of memory below 8 GPUs ('-'); "
-                     "DistGNN's best (Table 2, CPU sockets): REDDIT 0.60 s, PAPERS 36.45 s, "
-                     "PRODUCTS 1.74 s, PROTEIN 2.63 s.")
+        keys = sorted({(d, m) for d, m in zip(rep.rows["p_dataset"], rep.rows["p_model"])}, key=order)
+        records = [rec for ds, model in keys for rec in self._rows(ok, ds, model, rep.labels)]
+        rep.notes += self._claims(ok, rep.labels) + rep.skip_notes()
+        rep.notes.append("Paper, Table 3: PAPERS runs out of memory below 8 GPUs ('-'); DistGNN's best (Table 2, CPU "
+                         "sockets): REDDIT 0.60 s, PAPERS 36.45 s, PRODUCTS 1.74 s, PROTEIN 2.63 s.")
+        caption = rep.caption("Seconds per full-batch training epoch (forward, loss, backward, all-reduce, Adam); "
+                              "median over epochs of the slowest rank. 'speedup' is over MG-GCN on one GPU of the "
+                              f"same run. Paper: {PAPER_HARDWARE_A100}. " + scale_note(rep.rows))
+        return rep.artifact("MG-GCN Table 3: epoch time (s) vs GPUs", caption,
+                            rep.table(records, single=(), drop_empty=False), epoch_figure(ok, keys, rep.labels),
+                            skips=False)
 
-        fig, ax = plt.subplots(figsize=(7.5, 4.6))
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        markers = "o^vD<>"
-        for i, (ds, model) in enumerate(keys):     # one color per dataset and model
-            color = colors[i % len(colors)]
-            grp = ok[(ok["impl"] == "mggcn") & (ok["p_dataset"] == ds) & (ok["p_model"] == model)]
-            for j, (run_id, label) in enumerate(labels.items()):
-                g = grp[grp["run_id"] == run_id].sort_values("p_gpus")
-                if not g.empty:
-                    ax.plot(g["p_gpus"], g["value"], marker=markers[j % len(markers)], color=color,
-                            label=f"{label} {ds} {model}")
-            paper = TABLE3.get(ds, {}) if ds in DATASETS and model == DATASETS[ds].paper_model else {}
-            if paper:
-                xs = sorted(paper)
-                ax.plot(xs, [paper[x] for x in xs], "--", marker="s", color=color, alpha=0.6,
-                        label=f"A100 (paper) {ds} {model}")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("GPUs (ranks)")
-        ax.set_ylabel("epoch time (s)")
-        ax.set_title("MG-GCN epoch time vs GPUs (Table 3)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
-        caption = ("Seconds per full-batch training epoch (forward, loss, backward, all-reduce, Adam); "
-                   "median over epochs of the slowest rank. 'speedup' is over MG-GCN on one GPU of the "
-                   f"same run. Paper: {PAPER_HARDWARE_A100}. " + scale_note(rows) + " "
-                   + caption_hardware(runs))
-        return ReportArtifact("table3", "MG-GCN Table 3: epoch time (s) vs GPUs", caption, table,
-                              notes, fig)
+    def _rows(self, ok, ds: str, model: str, labels: dict) -> list[dict]:
+        """The table's rows of one dataset and model: every implementation and GPU count, each run's
+        seconds and speedup over one GPU, the paper's."""
+        paper_model = DATASETS[ds].paper_model if ds in DATASETS else None
+        paper = TABLE3.get(ds, {}) if model == paper_model else {}
+        mine = ok[(ok["p_dataset"] == ds) & (ok["p_model"] == model)]
+        out = []
+        for impl in self.impls:
+            for gpus in sorted(set(mine["p_gpus"].astype(int)) | set(paper)):
+                if impl != "mggcn" and gpus != 1:
+                    continue
+                rec = {"dataset": DATASETS[ds].label if ds in DATASETS else ds, "model": model, "impl": impl,
+                       "#G": gpus, "paper A100 (s)": paper.get(gpus) if impl == "mggcn" else None}
+                for run_id, label in labels.items():
+                    hit = mine[(mine["run_id"] == run_id) & (mine["impl"] == impl)
+                               & (mine["p_gpus"].astype(int) == gpus)]["value"]
+                    one = mine[(mine["run_id"] == run_id) & (mine["impl"] == "mggcn")
+                               & (mine["p_gpus"].astype(int) == 1)]["value"]
+                    value = rec[f"{label} (s)"] = float(hit.iloc[0]) if not hit.empty else None
+                    rec[f"{label} speedup"] = (float(one.iloc[0]) / value
+                                               if value and not one.empty and impl == "mggcn" else None)
+                if impl == "mggcn" and paper.get(1) and paper.get(gpus):
+                    rec["paper speedup"] = paper[1] / paper[gpus]
+                if any(rec.get(f"{label} (s)") is not None for label in labels.values()) \
+                        or rec["paper A100 (s)"] is not None:
+                    out.append(rec)
+        return out
 
     def _claims(self, ok, labels) -> list[str]:
         """The issue's acceptance checks and the DGL-comparison speedups, as sentences."""
@@ -206,3 +169,32 @@ class Table3(Experiment):
                     if parts:
                         notes.append(f"{label}: MG-GCN over {base} on {ds} {DGL_MODEL}: " + ", ".join(parts))
         return notes
+
+
+def epoch_figure(ok, keys, labels):
+    """MG-GCN's epoch time vs GPUs per run, dataset and model, the paper's dashed beside."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = figure((7.5, 4.6))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    markers = "o^vD<>"
+    for i, (ds, model) in enumerate(keys):     # one color per dataset and model
+        color = colors[i % len(colors)]
+        grp = ok[(ok["impl"] == "mggcn") & (ok["p_dataset"] == ds) & (ok["p_model"] == model)]
+        for j, (run_id, label) in enumerate(labels.items()):
+            g = grp[grp["run_id"] == run_id].sort_values("p_gpus")
+            if not g.empty:
+                lines(ax, [(f"{label} {ds} {model}", g["p_gpus"], g["value"])], legend_size=None, grid=False,
+                      marker=markers[j % len(markers)], color=color)
+        paper = TABLE3.get(ds, {}) if ds in DATASETS and model == DATASETS[ds].paper_model else {}
+        if paper:
+            xs = sorted(paper)
+            lines(ax, [(f"A100 (paper) {ds} {model}", xs, [paper[x] for x in xs], {"paper": True})],
+                  legend_size=None, grid=False, marker="s", color=color)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("GPUs (ranks)")
+    ax.set_ylabel("epoch time (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    return finish(fig, ax, "MG-GCN epoch time vs GPUs (Table 3)", tight=False)

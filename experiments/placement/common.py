@@ -1,29 +1,32 @@
 """Shared machinery of the ICS'22 placement experiments and XGNN Fig. 13.
 
-- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, cached
-  in the process; the one place that talks to ``harness.datasets``.
-- :class:`Workbench`: hotness, policies and placements cached per graph, so a sweep over buffer
-  sizes and topologies computes METIS / PaGraph partitions once.
+- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, kept
+  in the run's cache; the one place that talks to ``harness.datasets``.
+- :class:`Workbench`: hotness, policies and placements kept per graph in the run's cache
+  (:func:`workbench`), so a sweep over buffer sizes and topologies computes METIS / PaGraph
+  partitions once per process.
 - :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
-  per topology, buffer size and policy), simulated by replaying sampled mini-batches; the
-  measured half gathers the same batches on real ranks (impls/placement/measure.py: GPUs, or CPU
-  ranks at toy scale), skipped where the machine lacks the topology's GPUs or NVLinks.
+  per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
+  runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
+  of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
+  (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
+  topology's GPUs or NVLinks.
 - paper-vs-measured comparison lines for the reports.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from harness.argtypes import choice, or_word, positive_float, positive_int, str_list, unit_float
+from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, choice, positive_float, positive_int
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.experiment import Experiment, Measurement, Param, Point
+from harness.reportkit import Report, bars, figure, pivot
 
 from . import PAPER_HARDWARE
 
@@ -36,10 +39,6 @@ LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
 PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
 QUICK_PAGRAPH_CAP_S = 5.0          # --quick: PaGraph's quadratic partitioning gets this long
 MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
-MEASURED_WHAT = ("measured: every rank (one per GPU of the topology) gathers the simulator's mini-batches "
-                 "through Placement.split_for_gather: local and peer rows from a p2p_shared store of BSIZE "
-                 "rows per GPU, the rest from host memory (impls/placement/measure.py)")
-
 
 def paper_alpha(topology: str) -> float:
     """ICS'22 Sec. 5.1: alpha = 0.2 on '(2+2)GPU' and '(2*4)GPU', 0 on '2GPU', '4GPU', '8GPU'."""
@@ -51,29 +50,7 @@ def scaled(value: float, scale: float, floor: int) -> int:
     return max(int(floor), int(round(value * scale)))
 
 
-def str_list(text: str) -> tuple[str, ...]:
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not items:
-        raise HarnessError("expected a comma-separated list")
-    return items
-
-
-def bool_flag(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise HarnessError(f"expected true or false, got '{text}'")
-
-
-def alpha_param(text: str) -> float | str:
-    if text.strip() == "auto":
-        return "auto"
-    value = float(text)
-    if not 0 <= value < 1:
-        raise HarnessError("alpha must be in [0, 1) or 'auto'")
-    return value
+alpha_param = or_word("auto", unit_float)
 
 
 # --- graphs ----------------------------------------------------------------------------------
@@ -111,16 +88,22 @@ class GraphData:
         return (self.name, self.scale, self.seed)
 
 
-@functools.lru_cache(maxsize=8)
-def load_graph(name: str, scale: float, seed: int = 0, data_root: str | None = None) -> GraphData:
-    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1)."""
+def load_graph(ctx, name: str, scale: float) -> GraphData:
+    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1),
+    kept in the run's cache."""
     from harness import datasets
 
-    g = datasets.load(name, scale=scale, seed=seed, data_root=data_root)
-    return GraphData(name, scale, seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
-                     np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
-                     np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
-                     g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
+    cfg = ctx.cfg
+    data_root = str(cfg.data_root) if cfg.data_root else None
+
+    def load() -> GraphData:
+        g = datasets.load(name, scale=scale, seed=cfg.seed, data_root=data_root)
+        return GraphData(name, scale, cfg.seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
+                         np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
+                         np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
+                         g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
+
+    return ctx.cached(("placement-graph", name, scale, cfg.seed, data_root), load)
 
 
 # --- cached placements -------------------------------------------------------------------------
@@ -166,7 +149,7 @@ class Workbench:
     def placement(self, graph: GraphData, policy: str, topology_name: str, buffer_size: int,
                   hotness: str = "lhop", seed: int = 0, **options):
         from impls.placement.policies import PlacementProblem
-        from impls.placement.topology import by_name
+        from impls.core.topology import by_name
 
         key = (graph.key, policy, topology_name, buffer_size, hotness, seed, tuple(sorted(options.items())))
         if key not in self._placements:
@@ -186,7 +169,9 @@ class Workbench:
         return self._boosts[key]
 
 
-WORKBENCH = Workbench()
+def workbench(ctx) -> Workbench:
+    """The run's workbench (one per process that runs the experiment's points)."""
+    return ctx.cached(("workbench",), Workbench)
 
 
 def timeout_skip(exc) -> SkipPoint:
@@ -212,7 +197,6 @@ class BreakdownExperiment(Experiment):
     charges Eq. 3 with C_gpu and C_cpu. 'Our+LAS' adds locality-aware sampling with s = MAXS.
     """
 
-    paper = "placement"
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
     paper_hardware = PAPER_HARDWARE
@@ -260,7 +244,7 @@ class BreakdownExperiment(Experiment):
                                      "ICS'22 3.2), 'split' = a p2p_shared gather, a host gather and two scatters"),
         }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return self.quick_scale if cfg.quick else self.full_scale
 
     # --- grid -----------------------------------------------------------------------------
@@ -294,46 +278,37 @@ class BreakdownExperiment(Experiment):
 
     def skip_reason(self, point, cfg):
         if point.params.get("mode") == "measured":
-            return measured_skip_reason(point.params["topology"], cfg)
+            return measured_skip_reason(self, point.params["topology"], cfg)
         return None
 
-    # --- one point --------------------------------------------------------------------------
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
-        if point.params.get("mode") == "measured":
-            return self.run_measured(point, cfg)
-        setup = self.setup(point, cfg)
-        topology = point.params["topology"]
-        keep = (not point.params["las"] and topology in self.param(cfg, "measured")
-                and measured_skip_reason(topology, cfg) is None)
-        return setup.measurements(self._replay(point, cfg, setup, keep))
+    def on_ranks(self, point: Point) -> bool:
+        return point.params.get("mode") == "measured"
 
-    def _replay(self, point: Point, cfg, setup, keep: bool):
-        """The point's replay. One kept for a measured point of the same configuration (same
-        batches by construction: same placement, sampler and seed) is handed over once, so the
-        measured group does not sample everything again (on a 55M-node stand-in a replay takes
-        minutes)."""
+    # --- one point --------------------------------------------------------------------------
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        if point.params.get("mode") == "measured":
+            return self.run_measured(point, ctx)
+        setup = self.setup(point, ctx)
+        return setup.measurements(self.replay(point, ctx, setup, keep_batches=False))
+
+    def replay(self, point: Point, ctx, setup, keep_batches: bool):
+        """The point's sampled mini-batches replayed over its placement (the same batches for the
+        same placement, sampler and seed)."""
         from impls.placement.simulate import replay
 
-        key = (id(cfg), self.id, point.impl,
-               tuple(sorted((k, str(v)) for k, v in point.params.items() if k != "mode")))
-        if key in _REPLAYS:
-            return _REPLAYS.pop(key)
-        sim = replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
-                     setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches, seed=cfg.seed,
-                     keep_batches=keep)
-        if keep and point.params.get("mode") != "measured":
-            _REPLAYS[key] = sim
-        return sim
+        return replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
+                      setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches,
+                      seed=ctx.cfg.seed, keep_batches=keep_batches)
 
-    def setup(self, point: Point, cfg) -> "PointSetup":
+    def setup(self, point: Point, ctx) -> "PointSetup":
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
-        from impls.placement.topology import by_name
+        from impls.core.topology import by_name
 
+        cfg, bench = ctx.cfg, workbench(ctx)
         prm = point.params
-        graph = load_graph(self.dataset, prm["scale"], cfg.seed,
-                           str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, self.dataset, prm["scale"])
         topology = by_name(prm["topology"])
         buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
         alpha = self.param(cfg, "alpha")
@@ -346,8 +321,8 @@ class BreakdownExperiment(Experiment):
         if fill != "default" and point.impl in ("naive", "random", "metis", "pagraph", "hash_modulo"):
             options["buffer_fill"] = fill
         try:
-            placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
-                                            seed=cfg.seed, **options)
+            placement = bench.placement(graph, point.impl, prm["topology"], buffer_size,
+                                        seed=cfg.seed, **options)
         except PlacementTimeout as exc:
             raise timeout_skip(exc) from None
         scale = prm["scale"]
@@ -360,7 +335,7 @@ class BreakdownExperiment(Experiment):
         def sampler_for(gpu):
             boost = None
             if prm["las"]:
-                boost = LocalityBoost(WORKBENCH.locality_sets(graph, placement, gpu, q_size), las_scale)
+                boost = LocalityBoost(bench.locality_sets(graph, placement, gpu, q_size), las_scale)
             return LayerWiseSampler(layer_nodes, NUM_LAYERS, boost)
 
         max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(self.param(cfg, "max_batches"), 8)
@@ -369,66 +344,112 @@ class BreakdownExperiment(Experiment):
                           cost, las_scale if prm["las"] else None)
 
     # --- measured points ------------------------------------------------------------------------
-    def run_measured(self, point: Point, cfg) -> list[Measurement]:
-        """Every policy of one (topology, buffer) is measured in ONE launch of ranks (the first of
-        its points launches it, the others take their results)."""
-        prm = point.params
-        key = (id(cfg), self.id, prm["topology"], prm["buffer"], prm["scale"])
-        if key not in _MEASURED:
-            _MEASURED.clear()                       # one group at a time: results hold batches
-            _MEASURED[key] = self._measure_group(point, cfg)
-        outcome = _MEASURED[key].get(point.impl)
-        if outcome is None:
-            raise HarnessError(f"{point.impl} was not measured with its group")
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+    def run_measured(self, point: Point, ctx) -> list[Measurement]:
+        """On every rank of the runner's launch (rank g = GPU g of the topology): rank 0 places and
+        replays the point's batches as the simulated point does, every rank gathers its own for
+        real, and the rows put the measured time beside the modeled one of the same batches."""
+        from harness.ranks import all_gather, prepare_on_rank0
+        from impls.gather.placement_loader import measure_placement
 
-    def _measure_group(self, point: Point, cfg) -> dict:
-        from harness.launcher import launch
-        from impls.placement.measure import MeasureJob, measure_jobs, portable
+        job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
+        result = measure_placement(ctx.rank, job)
+        return measured_rows(modeled, all_gather(ctx.rank, result))
 
-        outcomes: dict = {}
-        jobs, sims = [], {}
-        from harness import registry
-        from harness.needs import detect
+    def measure_job(self, point: Point, ctx):
+        """(what every rank gathers, what the simulator says of the same batches)."""
+        from impls.gather.placement_loader import MeasureJob, portable
 
-        for impl in self.impls:
-            if not cfg.wants_impl(impl) or registry.get_impl(self.interface, impl).needs.unmet(
-                    detect(), cfg.device, point.world_size):
-                continue
-            try:
-                this = Point(impl, point.params, point.world_size)
-                setup = self.setup(this, cfg)
-                sim = self._replay(this, cfg, setup, keep=True)
-            except Exception as exc:  # noqa: BLE001 - this policy's row says it; the group goes on
-                outcomes[impl] = exc
-                continue
-            sims[impl] = (setup, sim)
-            jobs.append(MeasureJob(impl, portable(setup.placement), sim.meta["input_batches"],
-                                   row_elems=max(1, setup.graph.row_bytes // 4),
-                                   check_batches=self.param(cfg, "check_batches"),
-                                   warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather")))
-        if not jobs:
-            return outcomes
-        try:
-            per_rank = launch(measure_jobs, (jobs,), world_size=point.world_size, device=cfg.device,
-                              timeout_s=cfg.timeout_s)
-        except Exception as exc:  # noqa: BLE001
-            return {**outcomes, **{impl: RuntimeError(f"measured run failed: {exc}") for impl in sims}}
-        for k, impl in enumerate(sims):
-            setup, sim = sims[impl]
-            results = [rank_results[k] for rank_results in per_rank]
-            outcomes[impl] = measured_rows(setup, sim, results, cfg)
-        return outcomes
+        cfg = ctx.cfg
+        setup = self.setup(point, ctx)
+        sim = self.replay(point, ctx, setup, keep_batches=True)
+        job = MeasureJob(point.impl, portable(setup.placement), sim.meta["input_batches"],
+                         row_elems=max(1, setup.graph.row_bytes // 4), check_batches=self.param(cfg, "check_batches"),
+                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"))
+        modeled = Modeled(setup.extra(sim), float(setup.per_batch_model(sim).max()) * 1e3,
+                          max(1, setup.graph.row_bytes // 4) * 4, [np.asarray(r) for r in sim.batch_reads],
+                          sim.fractions())
+        return job, modeled
 
     # --- report -------------------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
-        return breakdown_report(self, rows, runs)
+        rep = Report(self, rows, runs)
+        frame, measured = _metric_frame(rep.rows), _measured_frame(rep.rows)
+        order = {t: i for i, t in enumerate(self.topologies)}
+        records = sorted((self._record(r, frame, measured, rep) for _, r in frame.iterrows()),
+                         key=lambda rec: (rec["Run"], order.get(rec["Topology"], 99),
+                                          self.buffer_fraction(rec["Buffer"]), rec["Policy"]))
+        table = rep.table(records, empty="no simulated rows", single=("Run",), drop_empty=False)
+        headline = None
+        for run_id in (frame["run_id"].unique() if not frame.empty else []):
+            label = rep.label(run_id)
+            lines = compare_paper(self, frame, run_id) + check_claims(self, frame, run_id)
+            rep.notes += [f"[{label}] {line}" for line in lines]
+            if not measured.empty and (line := measured_speedups(measured, run_id)):
+                rep.notes.append(f"[{label}] {line}")
+                if "on GPU:" in line:          # the latest GPU measurement heads the index
+                    headline = f"[{label}] {line}"
+        if frame.empty:
+            rep.notes += compare_paper(self, frame)
+        if trend := scale_trend_text(self, frame):
+            rep.notes.append(trend)
+            if headline:
+                headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
+        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
+        caption = rep.caption(
+            f"{self.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's layer-wise sampler "
+            f"(3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(self.dataset, 512)}; here "
+            f"{batch_sizes_text(frame, rep.labels)}) on a {self.dataset} stand-in at scale "
+            f"{', '.join(f'{s:g}' for s in scales)}; " + SIMULATION_CAPTION + f" Paper: {PAPER_HARDWARE}.")
+        fig = None
+        if records:
+            tops = [t for t in self.topologies if t in set(table["Topology"])]
+            fig, axes = figure((3.2 * len(tops), 3.6), ncols=len(tops), sharey=True, squeeze=False)
+            first = table[table["Run"] == table["Run"].iloc[0]] if "Run" in table else table
+            for ax, topology in zip(axes[0], tops):
+                sub = first[first["Topology"] == topology]
+                bars(ax, pivot(sub, ["Buffer"], "Policy", "Modeled ms/batch", dict.fromkeys(first["Policy"]))
+                     .reindex(list(dict.fromkeys(sub["Buffer"]))), legend=ax is axes[0][0])
+                ax.set_title(topology, fontsize=9)
+            axes[0][0].set_ylabel("modeled loading time (ms / batch)")
+            fig.suptitle(f"ICS'22 {self.artifact}: simulated feature loading, {self.dataset} stand-in", fontsize=10)
+        return rep.artifact(self.title, caption, table, fig, **({"headline": headline} if headline else {}))
+
+    def _record(self, r, frame, measured, rep) -> dict:
+        """The table row of a simulated point, with its measured twin's cells where measured."""
+        base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
+        return {"Run": rep.label(r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
+                "Policy": policy_label(r["impl"], bool(r["p_las"])),
+                **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in
+                   (("Local", "local_fraction"), ("Peer", "peer_fraction"), ("Host", "host_fraction"),
+                    ("On GPUs", "p_cache_ratio"))},
+                "Modeled ms/batch": r.get("loading_time"), "Modeled s/epoch": r.get("epoch_loading_time"),
+                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
+                                          if base is not None and r.get("loading_time") else None),
+                **_measured_cells(measured, r)}
 
 
-_MEASURED: dict = {}
-_REPLAYS: dict = {}      # simulated points' replays kept for the measured group of their configuration
+SIMULATION_CAPTION = (
+    "each input node is read locally, from a peer GPU it has an NVLink to, or from the host (ICS'22 dev_num lookup), "
+    "and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over 150 GB/s NVSwitch and 12 GB/s PCIe 3.0; "
+    "--param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per NVLink group with the paper's alpha, '+LAS' adds "
+    "locality-aware sampling with s = MAXS = 8. The paper's bars are epoch times measured on GPUs; the "
+    "loading-ratio statements need those. 'Measured ms/batch': the same batches gathered for real by one rank per "
+    "GPU, barrier-bracketed, slowest GPU's mean, 'on' cuda or cpu (CPU ranks in host shared memory, toy scale: not "
+    "GPU numbers); 'Gather' says how: 'fused' = one kernel per batch reading each row where dev_num says (GPU "
+    "buffers over NVLink and the pinned host table zero-copy, in one pointer table), 'split' = a p2p_shared gather "
+    "of the GPU rows, a zero-copy host gather and two scatters into batch order (a row that names no gather was "
+    "gathered split).")
+
+
+@dataclass
+class Modeled:
+    """What the simulator says of a measured point's batches (rank 0 computes it for every rank)."""
+
+    extra: dict
+    modeled_ms: float           # Eq. 3, slowest GPU's mean per batch
+    row_bytes: int
+    batch_reads: list           # per GPU: reads per batch and tier, as the simulator counts them
+    fractions: dict
 
 
 @dataclass
@@ -474,33 +495,32 @@ class PointSetup:
         ]
 
 
-def measured_rows(setup: PointSetup, sim, results: list[dict], cfg) -> list[Measurement]:
+def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
     """Rows of one measured point: measured loading time beside the modeled one of the same batches."""
     from harness.timing import Stats
 
     for g, res in enumerate(results):
-        if not np.array_equal(res["batch_reads"], sim.batch_reads[g]):
+        if not np.array_equal(res["batch_reads"], modeled.batch_reads[g]):
             raise RuntimeError(f"GPU {g}: the measured gather read other tiers than the simulator counts "
                                f"for the same batches ({res['batch_reads'].sum(axis=0).tolist()} vs "
-                               f"{sim.batch_reads[g].sum(axis=0).tolist()})")
+                               f"{modeled.batch_reads[g].sum(axis=0).tolist()})")
     device = results[0]["device"]
     on = "cuda" if device == "cuda" else "cpu"
     step_ms = [t * 1e3 for t in results[0]["step_max_s"]]
     measured_ms = max(r["mean_s"] for r in results) * 1e3       # slowest GPU's mean, as the model
-    modeled_ms = float(setup.per_batch_model(sim).max()) * 1e3
-    extra = {**setup.extra(sim), "measured_on": on,
+    extra = {**modeled.extra, "measured_on": on,
              "measured_label": "GPU-measured" if on == "cuda" else "CPU-measured (toy scale, not GPU)",
-             "modeled_ms": modeled_ms, "row_bytes": max(1, setup.graph.row_bytes // 4) * 4,
+             "modeled_ms": modeled.modeled_ms, "row_bytes": modeled.row_bytes,
              "checked_batches": int(sum(r["checked"] for r in results)),
              "per_gpu_ms": [round(r["mean_s"] * 1e3, 6) for r in results],
              "store": results[0]["store"], "host": results[0]["host"], "counts_match_simulator": True,
              "measured_gather": results[0].get("gather", "split"),
              "flush_after_warmup_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3)}
     stats = Stats.from_samples(step_ms) if step_ms else None
-    frac = sim.fractions()
+    frac = modeled.fractions
     return [
         Measurement("loading_time", "ms/batch", stats=stats, value=measured_ms, extra=extra),
-        Measurement("modeled_loading_time", "ms/batch", value=modeled_ms),
+        Measurement("modeled_loading_time", "ms/batch", value=modeled.modeled_ms),
         Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
         Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
         Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),
@@ -540,25 +560,20 @@ def machine_nvlinks(count: int) -> tuple[np.ndarray, str]:
     return links, "peer access (torch; NVLink not confirmed)"
 
 
-def measured_skip_reason(topology_name: str, cfg) -> str | None:
+def measured_skip_reason(exp, topology_name: str, cfg) -> str | None:
     """Why a measured point cannot run here, or None. CPU ranks run it at toy scale; on CUDA the
-    machine needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
+    run needs the topology's GPUs, NVLink on every pair the topology links, and CuPy."""
     import importlib.util
 
-    from impls.placement.topology import by_name
+    from impls.core.topology import by_name
 
     topology = by_name(topology_name)
     n = topology.num_gpus
     if cfg.device != "cuda":
         return None
-    from harness.needs import detect
-
-    caps = detect()
-    if cfg.world_size and cfg.world_size < n:
-        return f"measuring {topology_name} needs {n} GPUs; this run is limited to --gpus {cfg.world_size}"
-    if caps.gpu_count < n:
-        return (f"measuring {topology_name} needs {n} GPUs (one rank per GPU of the topology), "
-                f"{caps.gpu_count} visible")
+    (gpus,) = exp.world_sizes(cfg)
+    if gpus < n:
+        return f"measuring {topology_name} needs {n} GPUs (one rank per GPU of the topology), this run has {gpus}"
     if importlib.util.find_spec("cupy") is None:
         return "measuring on GPUs needs CuPy (the p2p_shared and host_uva gather kernels)"
     links, how = machine_nvlinks(n)
@@ -568,7 +583,6 @@ def measured_skip_reason(topology_name: str, cfg) -> str | None:
         return (f"{topology_name} reads peers over NVLink between {pairs}, which this machine's GPUs 0-{n - 1} "
                 f"lack ({how}); measuring it here would time another link structure")
     return None
-
 
 
 def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):
@@ -587,10 +601,12 @@ def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_
 # --- reports --------------------------------------------------------------------------------------
 
 def _metric_frame(rows):
-    """Simulated ok rows, one line per point with one column per metric."""
+    """Simulated ok rows (``rows`` with their parameters expanded), one line per point with one
+    column per metric."""
     import pandas as pd
 
-    rows = expand_params(rows)
+    if rows.empty:
+        return pd.DataFrame()
     ok = rows[(rows["status"] == "ok") & (rows.get("p_mode", "simulated") == "simulated")]
     if ok.empty:
         return pd.DataFrame()
@@ -602,10 +618,11 @@ def _metric_frame(rows):
 
 
 def _measured_frame(rows):
-    """Measured ok loading-time rows: run, impl, topology, buffer, value, where measured."""
+    """Measured ok loading-time rows (of ``rows`` with their parameters expanded): run, impl,
+    topology, buffer, value, where measured and how gathered (a row that names no gather was
+    gathered split)."""
     import pandas as pd
 
-    rows = expand_params(rows)
     if "p_mode" not in rows:
         return pd.DataFrame()
     ok = rows[(rows["status"] == "ok") & (rows["p_mode"] == "measured") & (rows["metric"] == "loading_time")]
@@ -795,94 +812,3 @@ def scale_trend_text(exp: BreakdownExperiment, frame) -> str | None:
     parts = [f"{scale:g}: " + ", ".join(f"{t} {g:.2f}x" for t, g in gains.items()) for scale, gains in cells.items()]
     return (f"RAND / Our (modeled) at {buffer} with the paper's batch sizes, by stand-in scale (1 = the real "
             f"graph's size): " + "; ".join(parts))
-
-
-def breakdown_report(exp: BreakdownExperiment, rows, runs) -> ReportArtifact:
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    labels = run_labels(rows, runs)
-    frame = _metric_frame(rows)
-    measured = _measured_frame(rows)
-    records = []
-    if not frame.empty:
-        for _, r in frame.iterrows():
-            base = _find(frame[frame["run_id"] == r["run_id"]], "random", r["p_topology"], r["p_buffer"])
-            records.append({
-                "Run": labels.get(r["run_id"], r["run_id"]), "Topology": r["p_topology"], "Buffer": r["p_buffer"],
-                "Policy": policy_label(r["impl"], bool(r["p_las"])),
-                "Local %": 100 * r.get("local_fraction", float("nan")),
-                "Peer %": 100 * r.get("peer_fraction", float("nan")),
-                "Host %": 100 * r.get("host_fraction", float("nan")),
-                "On GPUs %": 100 * r.get("p_cache_ratio", float("nan")),
-                "Modeled ms/batch": r.get("loading_time"),
-                "Modeled s/epoch": r.get("epoch_loading_time"),
-                "RAND / this (modeled)": (base["loading_time"] / r["loading_time"]
-                                if base is not None and r.get("loading_time") else None),
-                **_measured_cells(measured, r)})
-    table = pd.DataFrame.from_records(records)
-    if not table.empty:
-        order = {t: i for i, t in enumerate(exp.topologies)}
-        table["_t"] = table["Topology"].map(lambda t: order.get(t, 99))
-        table["_b"] = table["Buffer"].map(exp.buffer_fraction)
-        table = table.sort_values(["Run", "_t", "_b", "Policy"]).drop(columns=["_t", "_b"])
-        if table["Run"].nunique() == 1:
-            table = table.drop(columns=["Run"])
-    notes, headline = [], None
-    for run_id in (frame["run_id"].unique() if not frame.empty else []):
-        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in compare_paper(exp, frame, run_id)]
-        notes += [f"[{labels.get(run_id, run_id)}] {line}" for line in check_claims(exp, frame, run_id)]
-        if not measured.empty:
-            line = measured_speedups(measured, run_id)
-            if line:
-                notes.append(f"[{labels.get(run_id, run_id)}] {line}")
-                if "on GPU:" in line:          # the latest GPU measurement heads the index
-                    headline = f"[{labels.get(run_id, run_id)}] {line}"
-    if frame.empty:
-        notes += compare_paper(exp, frame)
-    trend = scale_trend_text(exp, frame)
-    if trend:
-        notes.append(trend)
-        if headline:
-            headline += f"; modeled at the largest stand-in scale {trend.rsplit('; ', 1)[-1]}"
-    notes += skip_notes(rows, labels)
-    scales = sorted(set(expand_params(rows)["p_scale"].dropna())) if "params" in rows else []
-    sizes = batch_sizes_text(frame, labels)
-    caption = (f"{exp.figure_caption} Simulated: every GPU replays sampled mini-batches of ICS'22's "
-               f"layer-wise sampler (3 layers; paper: 8192 nodes per layer, batch {PAPER_BATCH.get(exp.dataset, 512)}; "
-               f"here {sizes}) on a {exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}; "
-               "each input node is read locally, from a peer GPU it has an NVLink to, or from the host "
-               "(ICS'22 dev_num lookup), and Eq. 3 charges C_gpu and C_cpu per node (defaults: row bytes over "
-               "150 GB/s NVSwitch and 12 GB/s PCIe 3.0; --param c_gpu_us/c_cpu_us). 'Our' is Algorithm 1 per "
-               "NVLink group with the paper's alpha, '+LAS' adds locality-aware sampling with s = MAXS = 8. "
-               "The paper's bars are epoch times measured on GPUs; the loading-ratio statements need those. "
-               "'Measured ms/batch': the same batches gathered for real by one rank per GPU, barrier-bracketed, "
-               "slowest GPU's mean, 'on' cuda or cpu (CPU ranks in host shared memory, toy scale: not GPU "
-               "numbers); 'Gather' says how: 'fused' = one kernel per batch reading each row where dev_num says "
-               "(GPU buffers over NVLink and the pinned host table zero-copy, in one pointer table), 'split' = a "
-               "p2p_shared gather of the GPU rows, a zero-copy host gather and two scatters into batch order "
-               f"(runs before 0123 are split). Paper: {PAPER_HARDWARE}. "
-               + caption_hardware(runs))
-
-    fig = None
-    if not table.empty:
-        tops = [t for t in exp.topologies if t in set(table["Topology"])]
-        fig, axes = plt.subplots(1, len(tops), figsize=(3.2 * len(tops), 3.6), sharey=True, squeeze=False)
-        first = table[table.get("Run", pd.Series(dtype=object)).eq(table["Run"].iloc[0])] if "Run" in table else table
-        policies = list(dict.fromkeys(first["Policy"]))
-        for ax, topology in zip(axes[0], tops):
-            sub = first[first["Topology"] == topology]
-            bufs = list(dict.fromkeys(sub["Buffer"]))
-            width = 0.8 / max(1, len(policies))
-            for k, pol in enumerate(policies):
-                vals = [sub[(sub["Buffer"] == b) & (sub["Policy"] == pol)]["Modeled ms/batch"] for b in bufs]
-                heights = [float(v.iloc[0]) if len(v) else 0.0 for v in vals]
-                ax.bar(np.arange(len(bufs)) + k * width, heights, width, label=pol)
-            ax.set_xticks(np.arange(len(bufs)) + 0.4 - width / 2)
-            ax.set_xticklabels(bufs)
-            ax.set_title(topology, fontsize=9)
-            ax.grid(True, axis="y", alpha=0.3)
-        axes[0][0].set_ylabel("modeled loading time (ms / batch)")
-        axes[0][-1].legend(fontsize=7)
-        fig.suptitle(f"ICS'22 {exp.artifact}: simulated feature loading, {exp.dataset} stand-in", fontsize=10)
-    return ReportArtifact(exp.artifact, exp.title, caption, table, notes, fig, **({"headline": headline} if headline else {}))

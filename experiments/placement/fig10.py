@@ -18,8 +18,6 @@ _S = "Sec. 5.3 (Fig. 10)"
 
 @register_experiment
 class Fig10(BreakdownExperiment):
-    id = "placement.fig10"
-    artifact = "fig10"
     title = "ICS'22 Fig. 10: feature loading on papers100M vs buffer size, policy and topology"
     dataset = "papers100M"
     impls = ("naive", "random", "clique_opt")

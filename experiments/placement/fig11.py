@@ -17,8 +17,6 @@ _S = "Sec. 5.3 (Fig. 11)"
 
 @register_experiment
 class Fig11(BreakdownExperiment):
-    id = "placement.fig11"
-    artifact = "fig11"
     title = "ICS'22 Fig. 11: feature loading on MAG240M vs buffer size, policy and topology"
     dataset = "mag240m"
     impls = ("naive", "random", "clique_opt")

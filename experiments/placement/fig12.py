@@ -15,8 +15,6 @@ from .training import LossExperiment
 
 @register_experiment
 class Fig12(LossExperiment):
-    id = "placement.fig12"
-    artifact = "fig12"
     title = "ICS'22 Fig. 12: training losses on mag240m with and without LAS"
     dataset = "mag240m"
     quick_scale, full_scale = 0.0005, 0.002

@@ -17,8 +17,6 @@ _S = "Sec. 5.2 (Fig. 4)"
 
 @register_experiment
 class Fig4(BreakdownExperiment):
-    id = "placement.fig4"
-    artifact = "fig4"
     title = "ICS'22 Fig. 4: feature loading on reddit vs buffer size, policy and topology"
     dataset = "reddit"
     impls = ("naive", "random", "metis", "pagraph", "clique_opt")

@@ -14,8 +14,6 @@ from .common import BreakdownExperiment
 
 @register_experiment
 class Fig5(BreakdownExperiment):
-    id = "placement.fig5"
-    artifact = "fig5"
     title = "ICS'22 Fig. 5: feature loading on yelp vs buffer size, policy and topology"
     dataset = "yelp"
     impls = ("naive", "random", "metis", "pagraph", "clique_opt")

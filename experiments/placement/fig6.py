@@ -14,8 +14,6 @@ from .common import BreakdownExperiment
 
 @register_experiment
 class Fig6(BreakdownExperiment):
-    id = "placement.fig6"
-    artifact = "fig6"
     title = "ICS'22 Fig. 6: feature loading on products vs buffer size, policy and topology"
     dataset = "products"
     impls = ("naive", "random", "metis", "pagraph", "clique_opt")

@@ -15,8 +15,6 @@ from .training import LossExperiment
 
 @register_experiment
 class Fig7(LossExperiment):
-    id = "placement.fig7"
-    artifact = "fig7"
     title = "ICS'22 Fig. 7: training losses on reddit with and without LAS"
     dataset = "reddit"
     quick_scale, full_scale = 0.02, 0.1

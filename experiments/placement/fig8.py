@@ -15,8 +15,6 @@ from .training import LossExperiment
 
 @register_experiment
 class Fig8(LossExperiment):
-    id = "placement.fig8"
-    artifact = "fig8"
     title = "ICS'22 Fig. 8: training losses on yelp with and without LAS"
     dataset = "yelp"
     quick_scale, full_scale = 0.01, 0.05

@@ -15,8 +15,6 @@ from .training import LossExperiment
 
 @register_experiment
 class Fig9(LossExperiment):
-    id = "placement.fig9"
-    artifact = "fig9"
     title = "ICS'22 Fig. 9: training losses on products with and without LAS"
     dataset = "products"
     quick_scale, full_scale = 0.004, 0.02

@@ -6,8 +6,4 @@ from experiments.datasets.tables import DatasetTable
 
 @register_experiment
 class DatasetsTable(DatasetTable):
-    id = "placement.table1"
-    paper = "placement"
-    artifact = "table1"
-    table_id = "placement.table1"
     title = "ICS22 Table 1: graph datasets (registry + stand-ins)"

@@ -13,15 +13,17 @@ from __future__ import annotations
 import math
 import re
 
+from harness.argtypes import positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, group
 from harness.timing import measure
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph, str_list
+from .common import NUM_LAYERS, QUICK_PAGRAPH_CAP_S, load_graph
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
@@ -31,13 +33,11 @@ LABELS = {"pagraph": "PaGraph (re-impl.)", "metis": "METIS", "clique_opt": "Our"
 
 @register_experiment
 class Table2(Experiment):
-    id = "placement.table2"
-    paper = "placement"
-    artifact = "table2"
     title = "ICS'22 Table 2: data preprocessing time (s) of the partitioning methods"
     interface = "placement"
     impls = ("pagraph", "metis", "clique_opt")
     metric, unit, better = "preprocess_time", "s", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Partitioning time on the CPU after one untimed warm-up run (compilation); the same graph "
                      "each repeat, far larger than the CPU's caches.")
@@ -49,23 +49,25 @@ class Table2(Experiment):
         "pagraph_cap_s": Param(300.0, positive_float, "PaGraph time cap (s); a timeout row beyond it"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.01 if cfg.quick else 0.1
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for impl in self.impls:
                 yield Point(impl, {"dataset": dataset, "scale": scale, "parts": self.param(cfg, "parts")})
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.placement import ics22
         from impls.placement.hotness import lhop_hotness
         from impls.placement.pagraph import PlacementTimeout, pagraph_partition
         from impls.placement.policies import metis_index_arrays, metis_membership
 
+        cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(prm["dataset"], prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, prm["dataset"], prm["scale"])
         parts = prm["parts"]
         extra = {"nodes": graph.num_nodes, "edges": int(len(graph.indices)), "standin": graph.is_standin}
         if point.impl == "pagraph":
@@ -91,77 +93,54 @@ class Table2(Experiment):
         return [Measurement("preprocess_time", "s", stats, extra={**extra, "repeats": stats.repeats})]
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        datasets = list(dict.fromkeys(rows["p_dataset"]))
+        rep = Report(self, rows, runs)
+        datasets = list(dict.fromkeys(rep.rows["p_dataset"]))
+        cells = group(rep.rows.itertuples(index=False), lambda r: (r.run_id, r.impl, r.p_dataset))
         records = []
         for impl in self.impls:
-            paper = {"Method": LABELS[impl], "Machine": "V100 workstation (paper)"}
-            paper.update({ds: _fmt(_TABLE2[impl].get(ds)) for ds in datasets})
-            records.append(paper)
-            for run_id, label in labels.items():
-                rec = {"Method": LABELS[impl], "Machine": label}
-                for ds in datasets:
-                    hit = rows[(rows["run_id"] == run_id) & (rows["impl"] == impl) & (rows["p_dataset"] == ds)]
-                    rec[ds] = _fmt(_cell(hit))
-                records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        notes = []
-        for run_id, label in labels.items():
-            mine = rows[(rows["run_id"] == run_id) & (rows["status"] == "ok")]
-            for ds in datasets:
-                ours = mine[(mine["impl"] == "clique_opt") & (mine["p_dataset"] == ds)]["value"]
-                if ours.empty:
-                    continue
-                for other in ("metis", "pagraph"):
-                    theirs = mine[(mine["impl"] == other) & (mine["p_dataset"] == ds)]["value"]
+            records.append({"Method": LABELS[impl], "Machine": "V100 workstation (paper)",
+                            **{ds: _fmt(_TABLE2[impl].get(ds)) for ds in datasets}})
+            records += [{"Method": LABELS[impl], "Machine": label,
+                         **{ds: _fmt(_cell(cells.get((run_id, impl, ds), []))) for ds in datasets}}
+                        for run_id, label in rep.labels.items()]
+        table = rep.table(records, single=(), drop_empty=False)
+        for run_id, label in rep.labels.items():
+            mine = {(r.impl, r.p_dataset): r.value for r in rep.ok[rep.ok["run_id"] == run_id].itertuples(index=False)}
+            for ds in (ds for ds in datasets if ("clique_opt", ds) in mine):
+                for other in (o for o in ("metis", "pagraph") if (o, ds) in mine):
                     paper = _TABLE2[other][ds] / _TABLE2["clique_opt"][ds] if ds in _TABLE2[other] else None
-                    if not theirs.empty:
-                        notes.append(f"{label} {ds}: Our is {float(theirs.iloc[0]) / float(ours.iloc[0]):.0f}x "
-                                     f"faster than {LABELS[other]}" + (f" (paper {paper:.0f}x)" if paper else ""))
-        notes += skip_notes(rows, labels)
-        scales = sorted(set(rows["p_scale"]))
-        sizes = "; ".join(f"{ds}: {int(n):,} nodes, {int(e):,} stored edges"
-                          for ds, n, e in rows[rows["status"] == "ok"].drop_duplicates("p_dataset")[
-                              ["p_dataset", "p_nodes", "p_edges"]].itertuples(index=False)) \
-            if "p_nodes" in rows else ""
-        caption = (f"Seconds to divide each graph into {int(rows['p_parts'].iloc[0])} parts (median of repeats). "
-                   f"'Our' = ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; "
-                   f"METIS = pymetis k-way (given the CSR in its index type, converted before the timing); "
-                   f"PaGraph = its O(N^2) training-node partitioning under a time cap "
-                   f"('>' marks a timeout, with the projected total). Graphs: stand-ins at scale "
-                   f"{', '.join(f'{s:g}' for s in scales)} of the paper's ({sizes}). Paper: {PAPER_HARDWARE}. "
-                   + caption_hardware(runs))
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        width = 0.8 / max(1, len(table))
-        for k, (_, rec) in enumerate(table.iterrows()):
-            vals = [_number(rec[ds]) for ds in datasets]
-            ax.bar([i + k * width for i in range(len(datasets))], [v or 0 for v in vals], width,
-                   label=f"{rec['Method']} ({rec['Machine']})")
-        ax.set_yscale("log")
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(datasets))])
-        ax.set_xticklabels(datasets)
-        ax.set_ylabel("preprocessing time (s)")
+                    rep.notes.append(f"{label} {ds}: Our is {mine[(other, ds)] / mine[('clique_opt', ds)]:.0f}x faster "
+                                     f"than {LABELS[other]}" + (f" (paper {paper:.0f}x)" if paper else ""))
+        sizes = "; ".join(f"{ds}: {int(n):,} nodes, {int(e):,} stored edges" for ds, n, e in rep.ok.drop_duplicates(
+            "p_dataset")[["p_dataset", "p_nodes", "p_edges"]].itertuples(index=False)) if "p_nodes" in rep.rows else ""
+        scales = ", ".join(f"{s:g}" for s in sorted(set(rep.rows["p_scale"])))
+        caption = rep.caption(
+            f"Seconds to divide each graph into {int(rep.rows['p_parts'].iloc[0])} parts (median of repeats). 'Our' = "
+            "ICS'22 L-hop reach estimate of p (3 sparse matrix-vector products) + Algorithm 1; METIS = pymetis k-way "
+            "(given the CSR in its index type, converted before the timing); PaGraph = its O(N^2) training-node "
+            "partitioning under a time cap ('>' marks a timeout, with the projected total). Graphs: stand-ins at scale "
+            f"{scales} of the paper's ({sizes}). Paper: {PAPER_HARDWARE}.")
+        fig, ax = figure((6, 3.6))
+        plot = table.set_index(table["Method"] + " (" + table["Machine"] + ")")[datasets].T.map(_number)
+        bars(ax, plot, logy=True, ylabel="preprocessing time (s)")
         ax.legend(fontsize=6)
-        ax.set_title("ICS'22 Table 2: preprocessing time")
-        return ReportArtifact("table2", self.title, caption, table, notes, fig)
+        fig = finish(fig, ax, "ICS'22 Table 2: preprocessing time", tight=False)
+        return rep.artifact(self.title, caption, table, fig)
 
 
-def _cell(hit):
-    if hit.empty:
+def _cell(rows: list):
+    """A run's cell: the first of its rows, its seconds or why it has none."""
+    if not rows:
         return None
-    row = hit.iloc[0]
-    if row["status"] == "ok":
-        return float(row["value"])
-    reason = str(row.get("reason") or "")
+    row = rows[0]
+    if row.status == "ok":
+        return float(row.value)
+    reason = str(getattr(row, "reason", None) or "")
     cap = re.search(r"time cap of ([0-9.]+) s", reason)
     projected = re.search(r"projected total ([0-9,]+) s", reason)
     if cap:
         return f"> {cap.group(1)}" + (f" (~{projected.group(1)})" if projected else "")
-    return row["status"]
+    return row.status
 
 
 def _fmt(value):

@@ -24,23 +24,27 @@ import time
 
 import numpy as np
 
-from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, positive_float, positive_int
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.argtypes import BadValue, or_word, positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point
+from harness.reportkit import Report, figure
+from harness.worlds import Worlds
 
+from ..kit import training as kit
 from . import PAPER_HARDWARE
 from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE,
-                     QUICK_PAGRAPH_CAP_S, WORKBENCH, cost_model, load_graph, paper_alpha, scaled, str_list)
+                     QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
 
 
-def las_scale_param(text: str):
-    if text.strip() == "adaptive":
-        return "adaptive"
-    value = float(text)
+def las_factor(text: str) -> float:
+    value = positive_float(text)
     if value < 1:
-        raise HarnessError("las_scale must be >= 1 or 'adaptive'")
+        raise BadValue("las_scale must be >= 1 or 'adaptive'")
     return value
+
+
+las_scale_param = or_word("adaptive", las_factor)
 
 
 @contextlib.contextmanager
@@ -88,10 +92,10 @@ def build_model(in_dim: int, hidden: int, classes: int, layers: int, seed: int):
 class LossExperiment(Experiment):
     """Training loss per epoch, Our placement with and without LAS (and PaGraph's local shuffling)."""
 
-    paper = "placement"
     interface = "placement"
     impls = ("clique_opt", "pagraph")
     metric, unit, better = "train_loss", "", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     dataset = ""
     quick_scale = 0.02
@@ -116,10 +120,11 @@ class LossExperiment(Experiment):
             "pagraph_cap_s": Param(120.0, positive_float, "PaGraph partitioning time cap (s)"),
         }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return self.quick_scale if cfg.quick else self.full_scale
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,
@@ -129,103 +134,173 @@ class LossExperiment(Experiment):
             if not cfg.quick:
                 yield Point("pagraph", {**base, "las": False})
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
-        with one_torch_thread():
-            return self._run_point(point, cfg)
-
-    def _run_point(self, point: Point, cfg) -> list[Measurement]:
-        import torch
-
-        from impls.placement.pagraph import PlacementTimeout
-        from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
-        from impls.placement.simulate import gpu_batches
-        from impls.placement.topology import by_name
-
-        prm = point.params
-        graph = load_graph(self.dataset, prm["scale"], cfg.seed, str(cfg.data_root) if cfg.data_root else None)
-        if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
-            raise SkipPoint(f"{self.dataset}: needs node features and single-label classes")
-        topology = by_name(prm["topology"])
-        buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
-        options = {"alpha": paper_alpha(prm["topology"])} if point.impl == "clique_opt" else \
-            {"time_cap_s": min(self.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
-             else self.param(cfg, "pagraph_cap_s")}
-        try:
-            placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size, seed=cfg.seed, **options)
-        except PlacementTimeout as exc:
-            raise SkipPoint(f"timeout: {exc}") from None
-
-        n = topology.num_gpus
-        scale = prm["scale"]
-        layer_nodes = scaled(PAPER_LAYER_NODES, scale, 64)
-        batch = self.param(cfg, "batch_size") or scaled(512 if self.dataset in ("reddit", "products") else 2048,
-                                                        scale, 32)
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        cfg = ctx.cfg
+        trainer = LossTrainer(self, point, ctx)
         epochs = self.param(cfg, "epochs") if not cfg.quick else min(self.param(cfg, "epochs"), 3)
-        las_setting = self.param(cfg, "las_scale")
-        controller = ScaleController(LAS_LT, LAS_UT, LAS_MAXS)
-        scale_now = (1.0 if las_setting == "adaptive" else float(las_setting)) if prm["las"] else 1.0
-        boosts = [LocalityBoost(WORKBENCH.locality_sets(graph, placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
-                                scale_now) if prm["las"] else None for g in range(n)]
-        samplers = [LayerWiseSampler(layer_nodes, NUM_LAYERS, boosts[g]) for g in range(n)]
-        lookups = [placement.lookup(g).dev_num for g in range(n)]
-        cost = cost_model(graph, topology)
-
-        x = torch.from_numpy(np.asarray(graph.features, dtype=np.float32))
-        y = torch.from_numpy(np.asarray(graph.labels, dtype=np.int64))
-        train = graph.train_idx[graph.labels[graph.train_idx] >= 0]
-        classes = int(graph.labels.max()) + 1
-        model = build_model(x.shape[1], self.param(cfg, "hidden"), classes, NUM_LAYERS, cfg.seed)
-        opt = torch.optim.Adam(model.parameters(), lr=self.param(cfg, "lr_per_gpu") * n)   # ICS'22: 0.01 n
-        rng = np.random.default_rng(cfg.seed)
-        history = {"loss": [], "host_fraction": [], "loading_s": [], "load_ratio": [], "las_scale": []}
-        for epoch in range(1, epochs + 1):
-            per_gpu = gpu_batches(train, placement, batch, rng)
-            steps = max(len(b) for b in per_gpu)
-            cap = self.param(cfg, "max_steps") or (20 if cfg.quick else None)
-            steps = min(steps, cap) if cap else steps
-            losses, reads, compute_s = [], np.zeros(3), 0.0
-            for step in range(steps):
-                started = time.perf_counter()
-                opt.zero_grad()
-                total, count = 0.0, 0
-                for g in range(n):
-                    if step >= len(per_gpu[g]):
-                        continue
-                    seeds = per_gpu[g][step]
-                    sample = samplers[g].sample(graph.indptr, graph.indices, seeds, rng)
-                    src = lookups[g][sample.input_nodes]
-                    reads += [np.count_nonzero(src == g), np.count_nonzero((src >= 0) & (src != g)),
-                              np.count_nonzero(src < 0)]
-                    logits = model(x[torch.from_numpy(sample.input_nodes)], sample.blocks)
-                    loss = torch.nn.functional.cross_entropy(logits, y[torch.from_numpy(seeds)])
-                    total = total + loss
-                    count += 1
-                (total / count).backward()                           # = averaging the GPUs' gradients
-                opt.step()
-                losses.append(float(total.detach()) / count)
-                compute_s += time.perf_counter() - started
-            load_s = float(cost.read_cost(*reads)) / n                  # modeled, per GPU on average
-            ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
-            history["loss"].append(float(np.mean(losses)))
-            history["host_fraction"].append(float(reads[2] / max(reads.sum(), 1)))
-            history["loading_s"].append(load_s)
-            history["load_ratio"].append(ratio)
-            history["las_scale"].append(scale_now if prm["las"] else 1.0)
-            if prm["las"] and las_setting == "adaptive":
-                scale_now = controller.update(ratio)
-                for boost in boosts:
-                    boost.scale = scale_now
-        acc = evaluate(model, graph, x, y, layer_nodes, self.param(cfg, "eval_nodes"), cfg.seed)
+        with one_torch_thread():
+            trained = kit.run_epochs(trainer, None, point.label(), epochs, evaluate="never", lifetime=kit.no_lifetime(),
+                                     finish=lambda t: t.test_accuracy(self.param(cfg, "eval_nodes")))
+        history = {key: [st.extra[key] for st in trained.stats]
+                   for key in ("host_fraction", "loading_s", "load_ratio", "las_scale")}
+        history = {"loss": [st.loss for st in trained.stats], **history}
         # one row per metric and point; the per-epoch curves travel in the rows' extra
         curves = {f"{k}_per_epoch": v for k, v in history.items()}
         return [Measurement("train_loss", "", value=history["loss"][-1],
-                            extra={**curves, "epochs": epochs, "batch_size": batch, "layer_nodes": layer_nodes}),
+                            extra={**curves, "epochs": epochs, "batch_size": trainer.batch,
+                                   "layer_nodes": trainer.layer_nodes}),
                 Measurement("host_fraction", "fraction", value=float(np.mean(history["host_fraction"]))),
                 Measurement("loading_time", "s/epoch", value=float(np.mean(history["loading_s"]))),
-                Measurement("test_accuracy", "", value=acc, better="higher")]
+                Measurement("test_accuracy", "", value=trained.final, better="higher")]
 
     def report(self, rows, runs) -> ReportArtifact:
-        return loss_report(self, rows, runs)
+        rep = Report(self, rows, runs)
+        records, curves = [], []
+        for (run_id, impl, topology, las), grp in rep.ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
+            by_metric = grp.drop_duplicates("metric").set_index("metric")
+            losses = by_metric.get("p_loss_per_epoch", {}).get("train_loss")
+            losses = list(losses) if isinstance(losses, (list, tuple)) else []
+            scales = by_metric.get("p_las_scale_per_epoch", {}).get("train_loss")
+            scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
+            value = by_metric["value"].get
+            name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
+            records.append({"Run": rep.label(run_id), "Topology": topology, "Method": name,
+                            "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
+                            "Loss epoch 1": losses[0] if losses else None,
+                            "Final loss": losses[-1] if losses else value("train_loss"),
+                            "Host reads %": 100 * float(value("host_fraction")) if "host_fraction" in by_metric.index
+                            else None,
+                            "Modeled load s/epoch": float(value("loading_time")) if "loading_time" in by_metric.index
+                            else None,
+                            "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None})
+            curves.append((f"{name} {topology}", list(range(1, len(losses) + 1)), losses))
+        table = rep.table(records, empty="no rows", single=("Run",), drop_empty=False)
+        ours = {(r["Run"], r["Topology"]): r for r in reversed(records) if r["Method"] == "Our"}   # the first of each
+        for rec in reversed(records):                 # the latest run first: it heads the index
+            base = ours.get((rec["Run"], rec["Topology"]))
+            if rec["Method"] == "Our+LAS" and base and base["Final loss"] and rec["Final loss"] is not None:
+                change = rec["Final loss"] / base["Final loss"] - 1
+                rep.notes.append(f"{rec['Run']} {rec['Topology']}: final loss with LAS {rec['Final loss']:.4f} vs "
+                                 f"{base['Final loss']:.4f} without ({change:+.1%}); host reads "
+                                 f"{rec['Host reads %']:.0f}% vs {base['Host reads %']:.0f}%. Paper: 'the two lines "
+                                 "almost overlap' / 'almost the same convergence speed'")
+        rep.notes += [f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset (a stand-in's "
+                      "accuracy is not comparable)" for pv in self.paper_values]
+        scales = sorted(set(rep.rows["p_scale"].dropna())) if "p_scale" in rep.rows else []
+        caption = rep.caption(
+            f"{self.figure_caption} Training loss per epoch of a 3-layer GraphSAGE-mean (CPU, torch) trained "
+            "data-parallel over the simulated GPUs with ICS'22's layer-wise sampler, Our placement (Algorithm 1, paper "
+            f"alpha) without and with LAS (lt {LAS_LT}, ut {LAS_UT}, MAXS {LAS_MAXS:g}, |Q'| = 8192 scaled) and "
+            f"PaGraph (local shuffling) where its partitioning finishes in the time cap; {self.dataset} stand-in at "
+            f"scale {', '.join(f'{s:g}' for s in scales)}. Host reads and modeled loading time (Eq. 3) show what LAS "
+            f"buys. Paper: {PAPER_HARDWARE}.")
+        fig, ax = figure((6, 3.8))
+        for label, epochs, values in curves:
+            ax.plot(epochs, values, "-" if "LAS" in label else "--", marker=".", label=label)
+        ax.set(xlabel="epoch", ylabel="training loss")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(self.title, fontsize=9)
+        return rep.artifact(self.title, caption, table, fig)
+
+
+class LossTrainer:
+    """ICS'22's data-parallel training over the simulated GPUs of one point, as a pipeline the
+    epoch driver runs: every step each GPU samples its own mini-batch (LAS boosting the nodes it
+    reads from GPU buffers), the per-GPU losses are averaged and one optimizer step follows."""
+
+    def __init__(self, exp: LossExperiment, point: Point, ctx):
+        self.exp, self.point, self.ctx = exp, point, ctx
+
+    def setup(self) -> None:
+        import torch
+
+        from impls.core.topology import by_name
+        from impls.placement.pagraph import PlacementTimeout
+        from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
+
+        exp, prm, cfg, bench = self.exp, self.point.params, self.ctx.cfg, workbench(self.ctx)
+        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"])
+        if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
+            raise SkipPoint(f"{exp.dataset}: needs node features and single-label classes")
+        topology = by_name(prm["topology"])
+        buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
+        options = {"alpha": paper_alpha(prm["topology"])} if self.point.impl == "clique_opt" else \
+            {"time_cap_s": min(exp.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
+             else exp.param(cfg, "pagraph_cap_s")}
+        try:
+            self.placement = bench.placement(graph, self.point.impl, prm["topology"], buffer_size, seed=cfg.seed,
+                                             **options)
+        except PlacementTimeout as exc:
+            raise SkipPoint(f"timeout: {exc}") from None
+        n = self.n = topology.num_gpus
+        scale = prm["scale"]
+        self.layer_nodes = scaled(PAPER_LAYER_NODES, scale, 64)
+        self.batch = exp.param(cfg, "batch_size") or scaled(512 if exp.dataset in ("reddit", "products") else 2048,
+                                                            scale, 32)
+        self.las_setting = exp.param(cfg, "las_scale")
+        self.controller = ScaleController(LAS_LT, LAS_UT, LAS_MAXS)
+        self.scale_now = (1.0 if self.las_setting == "adaptive" else float(self.las_setting)) if prm["las"] else 1.0
+        self.boosts = [LocalityBoost(bench.locality_sets(graph, self.placement, g, scaled(PAPER_Q_SIZE, scale, 64)),
+                                     self.scale_now) if prm["las"] else None for g in range(n)]
+        self.samplers = [LayerWiseSampler(self.layer_nodes, NUM_LAYERS, self.boosts[g]) for g in range(n)]
+        self.lookups = [self.placement.lookup(g).dev_num for g in range(n)]
+        self.cost = cost_model(graph, topology)
+        self.x = torch.from_numpy(np.asarray(graph.features, dtype=np.float32))
+        self.y = torch.from_numpy(np.asarray(graph.labels, dtype=np.int64))
+        self.train = graph.train_idx[graph.labels[graph.train_idx] >= 0]
+        classes = int(graph.labels.max()) + 1
+        self.model = build_model(self.x.shape[1], exp.param(cfg, "hidden"), classes, NUM_LAYERS, cfg.seed)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=exp.param(cfg, "lr_per_gpu") * n)  # ICS'22: 0.01 n
+        self.rng = np.random.default_rng(cfg.seed)
+
+    def train_epoch(self, epoch: int, breakdown: bool = False, max_batches: int | None = None):
+        """One epoch: its mean loss, and in its extra the share of host reads, the modeled loading
+        seconds (Eq. 3, per GPU on average), their share of the epoch and the LAS scale s used."""
+        import torch
+
+        from impls.pipelines.base import EpochStats
+        from impls.placement.simulate import gpu_batches
+
+        cfg, graph, n, rng = self.ctx.cfg, self.graph, self.n, self.rng
+        per_gpu = gpu_batches(self.train, self.placement, self.batch, rng)
+        steps = full = max(len(b) for b in per_gpu)
+        cap = self.exp.param(cfg, "max_steps") or (20 if cfg.quick else None)
+        steps = min(steps, cap) if cap else steps
+        losses, reads, compute_s = [], np.zeros(3), 0.0
+        for step in range(steps):
+            started = time.perf_counter()
+            self.opt.zero_grad()
+            total, count = 0.0, 0
+            for g in range(n):
+                if step >= len(per_gpu[g]):
+                    continue
+                seeds = per_gpu[g][step]
+                sample = self.samplers[g].sample(graph.indptr, graph.indices, seeds, rng)
+                src = self.lookups[g][sample.input_nodes]
+                reads += [np.count_nonzero(src == g), np.count_nonzero((src >= 0) & (src != g)),
+                          np.count_nonzero(src < 0)]
+                logits = self.model(self.x[torch.from_numpy(sample.input_nodes)], sample.blocks)
+                loss = torch.nn.functional.cross_entropy(logits, self.y[torch.from_numpy(seeds)])
+                total = total + loss
+                count += 1
+            (total / count).backward()                           # = averaging the GPUs' gradients
+            self.opt.step()
+            losses.append(float(total.detach()) / count)
+            compute_s += time.perf_counter() - started
+        load_s = float(self.cost.read_cost(*reads)) / n                  # modeled, per GPU on average
+        ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
+        las = self.point.params["las"]
+        extra = {"host_fraction": float(reads[2] / max(reads.sum(), 1)), "loading_s": load_s, "load_ratio": ratio,
+                 "las_scale": self.scale_now if las else 1.0}
+        if las and self.las_setting == "adaptive":
+            self.scale_now = self.controller.update(ratio)
+            for boost in self.boosts:
+                boost.scale = self.scale_now
+        return EpochStats(epoch, compute_s, None, None, None, steps, full, float(np.mean(losses)), 0, 0, False, extra)
+
+    def test_accuracy(self, max_nodes: int) -> float:
+        return evaluate(self.model, self.graph, self.x, self.y, self.layer_nodes, max_nodes, self.ctx.cfg.seed)
 
 
 def evaluate(model, graph, x, y, layer_nodes: int, max_nodes: int, seed: int) -> float:
@@ -245,67 +320,3 @@ def evaluate(model, graph, x, y, layer_nodes: int, max_nodes: int, seed: int) ->
             pred = model(x[torch.from_numpy(sample.input_nodes)], sample.blocks).argmax(dim=1)
             correct += int((pred == y[torch.from_numpy(seeds)]).sum())
     return correct / max(1, len(test))
-
-
-def loss_report(exp: LossExperiment, rows, runs) -> ReportArtifact:
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
-    rows = expand_params(rows)
-    labels = run_labels(rows, runs)
-    ok = rows[rows["status"] == "ok"]
-    records = []
-    curves = []
-    for (run_id, impl, topology, las), grp in ok.groupby(["run_id", "impl", "p_topology", "p_las"], sort=False):
-        def one(metric, column="value"):
-            hit = grp[grp["metric"] == metric]
-            return hit.iloc[0][column] if not hit.empty and column in hit else None
-
-        losses = one("train_loss", "p_loss_per_epoch")
-        losses = list(losses) if isinstance(losses, (list, tuple)) else []
-        scales = one("train_loss", "p_las_scale_per_epoch")
-        scales = sorted(set(scales)) if isinstance(scales, (list, tuple)) else []
-        name = {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
-        host, load, acc = one("host_fraction"), one("loading_time"), one("test_accuracy")
-        records.append({"Run": labels.get(run_id, run_id), "Topology": topology, "Method": name,
-                        "s": "/".join(f"{s:g}" for s in scales) if las else "-",
-                        "Epochs": len(losses),
-                        "Loss epoch 1": losses[0] if losses else None,
-                        "Final loss": losses[-1] if losses else one("train_loss"),
-                        "Host reads %": 100 * float(host) if host is not None else None,
-                        "Modeled load s/epoch": float(load) if load is not None else None,
-                        "Test acc": float(acc) if acc is not None else None})
-        curves.append((labels.get(run_id, run_id), topology, name, list(range(1, len(losses) + 1)), losses))
-    table = pd.DataFrame.from_records(records)
-    if not table.empty and table["Run"].nunique() == 1:
-        table = table.drop(columns=["Run"])
-    notes = []
-    for rec in reversed(records):                 # the latest run first: it heads the index
-        if rec["Method"] == "Our+LAS":
-            base = next((r for r in records if r["Run"] == rec["Run"] and r["Topology"] == rec["Topology"]
-                         and r["Method"] == "Our"), None)
-            if base and base["Final loss"] and rec["Final loss"] is not None:
-                notes.append(f"{rec['Run']} {rec['Topology']}: final loss with LAS {rec['Final loss']:.4f} vs "
-                             f"{base['Final loss']:.4f} without ({rec['Final loss'] / base['Final loss'] - 1:+.1%}); "
-                             f"host reads {rec['Host reads %']:.0f}% vs {base['Host reads %']:.0f}%. Paper: "
-                             "'the two lines almost overlap' / 'almost the same convergence speed'")
-    for pv in exp.paper_values:
-        notes.append(f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset "
-                     "(a stand-in's accuracy is not comparable)")
-    notes += skip_notes(rows, labels)
-    scales = sorted(set(rows["p_scale"].dropna()))
-    caption = (f"{exp.figure_caption} Training loss per epoch of a 3-layer GraphSAGE-mean (CPU, torch) trained "
-               f"data-parallel over the simulated GPUs with ICS'22's layer-wise sampler, Our placement "
-               f"(Algorithm 1, paper alpha) without and with LAS (lt {LAS_LT}, ut {LAS_UT}, MAXS {LAS_MAXS:g}, "
-               f"|Q'| = 8192 scaled) and PaGraph (local shuffling) where its partitioning finishes in the time cap; "
-               f"{exp.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}. Host reads and modeled "
-               f"loading time (Eq. 3) show what LAS buys. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for run, topology, name, epochs, values in curves:
-        ax.plot(epochs, values, "-" if "LAS" in name else "--", marker=".", label=f"{name} {topology}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("training loss")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(exp.title, fontsize=9)
-    return ReportArtifact(exp.artifact, exp.title, caption, table, notes, fig)

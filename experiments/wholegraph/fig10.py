@@ -19,23 +19,19 @@ import torch
 import torch.distributed as dist
 
 from harness import registry
-from harness.experiment import Experiment, Measurement, Param, Point, int_list, positive_float, positive_int
+from harness.argtypes import int_list, positive_float, positive_int, str_list
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, span
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from impls.core.layout import TableSpec, closed_form_rows
 from impls.sampling.minibatch import sample_blocks
-from impls.storage.layout import TableSpec, closed_form_rows
 
 from . import PAPER_HARDWARE
-from .gather_bench import world_for
 
 DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
 VARIANTS = (("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"))
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, ...]) -> torch.Tensor:
@@ -46,9 +42,6 @@ def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, 
 
 @register_experiment
 class Fig10(Experiment):
-    id = "wholegraph.fig10"
-    paper = "wholegraph"
-    artifact = "fig10"
     title = "Per-mini-batch feature gather: NCCL alltoallv vs shared-memory gather"
     interface = "gather"
     impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
@@ -59,7 +52,7 @@ class Fig10(Experiment):
                      "shared within and across batches hit the L2 as in training.")
     spawn_ranks = True
     parameters = {
-        "datasets": Param(DATASETS, _names, "WholeGraph Table II datasets"),
+        "datasets": Param(DATASETS, str_list, "WholeGraph Table II datasets"),
         "fanouts": Param((30, 30, 30), int_list, "fanout per hop"),
         "batch_size": Param(512, positive_int, "seeds per mini-batch"),
         "batches": Param(8, positive_int, "mini-batches per rank"),
@@ -67,25 +60,33 @@ class Fig10(Experiment):
         "sampler": Param("path_doubling", str, "impls/sampling sampler whose mini-batches give the ids"),
     }
 
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores at most ``max_edges`` edges (2e6 on CPU or --quick)."""
+        from harness import datasets
+
+        cap = 2e6 if (cfg.quick or cfg.device == "cpu") and "max_edges" not in cfg.params \
+            else self.param(cfg, "max_edges")
+        spec = datasets.get(dataset)
+        stored = spec.standin.stored_edges if spec.standin else spec.edges
+        return float(f"{min(1.0, cap / stored):.2g}")
+
     def points(self, cfg):
         from harness import datasets
 
-        world = world_for(cfg)
-        cap = 2e6 if (cfg.quick or cfg.device == "cpu") and "max_edges" not in cfg.params \
-            else self.param(cfg, "max_edges")
+        (world,) = self.world_sizes(cfg)
         for name in self.param(cfg, "datasets"):
             spec = datasets.get(name)
-            stored = spec.standin.stored_edges if spec.standin else spec.edges
-            scale = cfg.scale if cfg.scale is not None else float(f"{min(1.0, cap / stored):.2g}")
+            scale = self.scale(cfg, spec.name)
             for impl, mode in VARIANTS:
                 params = {"dataset": spec.name, "scale": scale, "feature_dim": spec.feature_dim}
                 if mode:
                     params["mode"] = mode
                 yield Point(impl, params, world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         from harness import datasets
 
+        cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         device = rank.torch_device()
         if rank.rank == 0:  # one rank builds the cache, the others read it
@@ -148,53 +149,48 @@ class Fig10(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for (run_id, ds), grp in ok.groupby(["run_id", "p_dataset"]):
-            def val(impl, metric, mode=None):
-                sel = grp[(grp["impl"] == impl) & (grp["metric"] == metric)]
-                if mode:
-                    sel = sel[sel["p_mode"] == mode]
-                return float(sel["value"].iloc[0]) if not sel.empty else None
-            nccl_t, p2p_t = val("nccl_alltoallv", "time_per_batch"), val("p2p_shared", "time_per_batch", "chunked")
-            wg_t = val("wholegraph_lib", "time_per_batch", "continuous")
-            first = grp.iloc[0]
-            records.append({
-                "Machine": labels[run_id], "Dataset": ds, "Scale": first["p_scale"],
-                "ids / batch": int(grp["p_ids_per_batch"].dropna().iloc[0]) if "p_ids_per_batch" in grp else None,
-                "NCCL ms": nccl_t, "shared ms": p2p_t, "WholeGraph ms": wg_t,
-                "speedup NCCL/shared": nccl_t / p2p_t if (nccl_t and p2p_t) else None,
-                "NCCL alltoallv GB/s": val("nccl_alltoallv", "alltoallv_bw"),
-                "shared GB/s": val("p2p_shared", "algbw", "chunked"),
-            })
-        table = pd.DataFrame.from_records(records)
+        rep = Report(self, rows, runs)
+        ok = rep.ok
+        table = pd.DataFrame.from_records([gather_row(rep.label(run_id), ds, grp)
+                                           for (run_id, ds), grp in ok.groupby(["run_id", "p_dataset"])])
         speedups = [s for s in table.get("speedup NCCL/shared", []) if s]
-        sources = "; ".join(f"{labels[r]}: {', '.join(sorted(set(g['p_sampler'].dropna())))}"
+        sources = "; ".join(f"{rep.label(r)}: {', '.join(sorted(set(g['p_sampler'].dropna())))}"
                             for r, g in ok.groupby("run_id") if "p_sampler" in g)
-        caption = ("Feature gather per mini-batch (512 seeds, fanouts 30,30,30; the ids are the de-duplicated input "
-                   "nodes of each run's sampler, in append-unique order, or sorted where the run used the simple "
-                   f"'uniform with replacement' sampler of the first sessions: {sources}), each rank "
-                   "gathering its own batches concurrently from features spread over all ranks (closed-form "
-                   "float32 rows of the dataset's width over a stand-in graph at the scale shown). NCCL "
-                   "bandwidth counts the final alltoallv only, as the paper does. Paper (WholeGraph Fig. 10, "
-                   f"{PAPER_HARDWARE}): speedups above 2x on every dataset. " + caption_hardware(runs))
-        fig, ax = plt.subplots(figsize=(7, 4))
+        caption = rep.caption("Feature gather per mini-batch (512 seeds, fanouts 30,30,30; the ids are the "
+                              "de-duplicated input nodes of each run's sampler, in append-unique order, or sorted where "
+                              "the run used the simple 'uniform with replacement' sampler of the first sessions: "
+                              f"{sources}), each rank gathering its own batches concurrently from features spread over "
+                              "all ranks (closed-form float32 rows of the dataset's width over a stand-in graph at the "
+                              "scale shown). NCCL bandwidth counts the final alltoallv only, as the paper does. Paper "
+                              f"(WholeGraph Fig. 10, {PAPER_HARDWARE}): speedups above 2x on every dataset.")
+        fig, ax = figure((7, 4))
         if not table.empty:
-            table.set_index(["Machine", "Dataset"])[["NCCL ms", "shared ms"]].plot.bar(ax=ax)
-            ax.set_ylabel("ms per mini-batch")
-        ax.set_title("WholeGraph Fig. 10: gather per mini-batch")
-        fig.tight_layout()
+            bars(ax, table.set_index(["Machine", "Dataset"])[["NCCL ms", "shared ms"]], ylabel="ms per mini-batch")
         # judged on the latest run (older ones used other id streams; they stay in the table)
-        latest = labels[max(ok["run_id"])] if not ok.empty else None
+        latest = rep.label(max(ok["run_id"])) if not ok.empty else None
         current = [s for m, s in zip(table.get("Machine", []), table.get("speedup NCCL/shared", [])) if m == latest and s]
         status = ("reproduced" if current and min(current) >= 2 else "partly" if current and max(current) >= 2
                   else "not reproduced" if current else "measured")
-        headline = (f"{latest}: speedup NCCL/shared {min(current):.2f}x-{max(current):.2f}x (paper: > 2x); "
-                    f"all runs {min(speedups):.2f}x-{max(speedups):.2f}x" if current else "")
-        return ReportArtifact("fig10", "WholeGraph Fig. 10: NCCL vs shared-memory gather per mini-batch",
-                              caption, table, skip_notes(rows, labels), fig, headline=headline, status=status)
+        headline = (f"{latest}: speedup NCCL/shared {span(current, '.2f', 'x-')}x (paper: > 2x); "
+                    f"all runs {span(speedups, '.2f', 'x-')}x" if current else "")
+        return rep.artifact("WholeGraph Fig. 10: NCCL vs shared-memory gather per mini-batch", caption, table,
+                            finish(fig, ax, "WholeGraph Fig. 10: gather per mini-batch"), headline=headline,
+                            status=status)
+
+
+def gather_row(machine: str, ds: str, grp) -> dict:
+    """One run's dataset: time per batch of each gather, their ratio, bandwidths."""
+    def val(impl, metric, mode=None):
+        sel = grp[(grp["impl"] == impl) & (grp["metric"] == metric)]
+        if mode:
+            sel = sel[sel["p_mode"] == mode]
+        return float(sel["value"].iloc[0]) if not sel.empty else None
+
+    nccl_t, p2p_t = val("nccl_alltoallv", "time_per_batch"), val("p2p_shared", "time_per_batch", "chunked")
+    return {"Machine": machine, "Dataset": ds, "Scale": grp.iloc[0]["p_scale"],
+            "ids / batch": int(grp["p_ids_per_batch"].dropna().iloc[0]) if "p_ids_per_batch" in grp else None,
+            "NCCL ms": nccl_t, "shared ms": p2p_t, "WholeGraph ms": val("wholegraph_lib", "time_per_batch", "continuous"),
+            "speedup NCCL/shared": nccl_t / p2p_t if (nccl_t and p2p_t) else None,
+            "NCCL alltoallv GB/s": val("nccl_alltoallv", "alltoallv_bw"), "shared GB/s": val("p2p_shared", "algbw", "chunked")}

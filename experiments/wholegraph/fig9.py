@@ -10,14 +10,13 @@ seen"), for WholeGraph training takes most of it.
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import Report, bars, figure, finish, span
 
-from . import PAPER_HARDWARE
 from .table5 import default_backend, partial_wave
 from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption, machine_labels, settings_caption)
+                       records_caption)
 
 STAGES = (("sample_time", "sample s"), ("gather_time", "gather s"), ("train_time", "train s"))
 
@@ -48,73 +47,53 @@ def breakdown_records(records, labels, only_default=True):
 
 
 def stacked_bars(table, title):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 4.2))
+    fig, ax = figure((9, 4.2))
     if not table.empty:
         plot = table.set_index(["Dataset", "Model", "Pipeline"])[[c for _, c in STAGES]]
         plot.index = [" / ".join(map(str, i)) for i in plot.index]
-        plot.plot.barh(ax=ax, stacked=True)
-        ax.set_xlabel("seconds per epoch")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+        bars(ax, plot, stacked=True, horizontal=True, xlabel="seconds per epoch")
+    return finish(fig, ax, title)
 
 
 @register_experiment
 class Fig9(TrainingExperiment):
-    id = "wholegraph.fig9"
-    artifact = "fig9"
     title = "WholeGraph Fig. 9: epoch time breakdown (sampling, gathering, training)"
     impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products", "ogbn-papers100M"))
 
     def report(self, rows, runs) -> ReportArtifact:
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
+        rep = Report(self, rows, runs, expand=False)
         records = [r for r in collect(rows, prefer=self.id)
                    if r["key"]["dataset"] in ("ogbn-products", "ogbn-papers100M")] or collect(rows, prefer=self.id)
-        table = pd.DataFrame.from_records(breakdown_records(records, labels))
-        notes = []
-        headline = ""
-        if not table.empty:
-            if table["Machine"].nunique() == 1:
-                table = table.drop(columns=["Machine"])
+        table = rep.table(breakdown_records(records, rep.labels), drop_empty=False,
+                          empty="no breakdown rows (train with timing=both or synced)")
+        headline, status = "", "measured"
+        if "Pipeline" in table:
             table = table.drop(columns=["Layers"])
-            for pipe in table["Pipeline"].unique():
-                sel = table[table["Pipeline"] == pipe]
-                notes.append(f"{pipe}: sampling + gathering {sel['sample+gather %'].min():.0f}-"
-                             f"{sel['sample+gather %'].max():.0f}% of the synced epoch, training "
-                             f"{sel['train %'].min():.0f}-{sel['train %'].max():.0f}%")
-            ours = table[table["Pipeline"] == PIPELINE_NAMES["wholegraph"]]
-            if not ours.empty:
-                headline = (f"ours: training {ours['train %'].min():.0f}-{ours['train %'].max():.0f}% of the epoch "
-                            "(paper: training dominates for WholeGraph, sampling + gathering for PyG/DGL)")
-        else:
-            table = pd.DataFrame({"note": ["no breakdown rows (train with timing=both or synced)"]})
-        notes.append("Paper (Fig. 9, no numbers printed): for PyG and DGL sampling and gathering take most of the "
-                     "epoch, training 'can hardly be seen'; for WholeGraph sampling and gathering are much smaller "
-                     "than training.")
-        notes.append("Stages are timed with a device synchronization between them (sampling = until the mini-batch's "
-                     "blocks are on the GPU; for loader pipelines the time the training loop waits for its workers); "
-                     "'epoch s' is the free-running epoch time of Table V.")
-        if "capped" in table:
-            notes.append("Rows marked 'capped' (host pipelines of earlier runs, epochs capped below whole waves of "
-                         "the loader's workers) overstate the epoch and its sampling share: a partial wave of batches "
-                         "costs a whole one (Table V's notes).")
-        notes += skip_notes(rows, labels)
-        status = "measured"
-        if not table.empty and "Pipeline" in table:
+            for pipe, sel in table.groupby("Pipeline", sort=False):
+                rep.notes.append(f"{pipe}: sampling + gathering {span(sel['sample+gather %'], '.0f')}% of the synced "
+                                 f"epoch, training {span(sel['train %'], '.0f')}%")
             ours = table[table["Pipeline"] == PIPELINE_NAMES["wholegraph"]]
             hosts = table[table["Pipeline"].isin([PIPELINE_NAMES["pyg_host"], PIPELINE_NAMES["dgl_host"]])]
+            if not ours.empty:
+                headline = (f"ours: training {span(ours['train %'], '.0f')}% of the epoch "
+                            "(paper: training dominates for WholeGraph, sampling + gathering for PyG/DGL)")
             if not ours.empty and not hosts.empty:
                 ok = (ours["train %"] >= 50).all() and (hosts["sample+gather %"] >= 50).all()
                 status = "reproduced" if ok else "partly"
-        caption = (f"Seconds per epoch in sampling (sub-graphs generated and moved to the GPU), gathering features "
-                   f"to the GPU, and training, per pipeline and model. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("fig9", "WholeGraph Fig. 9: epoch time breakdown", caption, table, notes,
-                              stacked_bars(table, "Epoch time breakdown") if "Pipeline" in table else None,
-                              headline=headline, status=status)
+        rep.notes.append("Paper (Fig. 9, no numbers printed): for PyG and DGL sampling and gathering take most of "
+                         "the epoch, training 'can hardly be seen'; for WholeGraph sampling and gathering are much "
+                         "smaller than training.")
+        rep.notes.append("Stages are timed with a device synchronization between them (sampling = until the "
+                         "mini-batch's blocks are on the GPU; for loader pipelines the time the training loop waits "
+                         "for its workers); 'epoch s' is the free-running epoch time of Table V.")
+        if "capped" in table:
+            rep.notes.append("Rows marked 'capped' (host pipelines of earlier runs, epochs capped below whole waves "
+                             "of the loader's workers) overstate the epoch and its sampling share: a partial wave of "
+                             "batches costs a whole one (Table V's notes).")
+        caption = rep.caption("Seconds per epoch in sampling (sub-graphs generated and moved to the GPU), gathering "
+                              "features to the GPU, and training, per pipeline and model.", *records_caption(records))
+        fig = stacked_bars(table, "Epoch time breakdown") if "Pipeline" in table else None
+        return rep.artifact("WholeGraph Fig. 9: epoch time breakdown", caption, table, fig, headline=headline,
+                            status=status)

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import re
 
-from harness.experiment import Experiment, Param, Point, choice, int_list, positive_float, positive_int
+from harness.argtypes import choice, int_list, positive_float, positive_int
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish
 
-from impls.gather.kernel import DEFAULT_LAUNCH, launch_name, parse_launch
+from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
 from . import PAPER_HARDWARE
-from .gather_bench import measure_gather, world_for
+from .gather_bench import measure_gather
 
 # (impl, mode) in the order they appear in the table
 VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "chunked-vmm"),
@@ -183,9 +184,6 @@ def variant_label(impl: str, mode: str | None) -> str:
 
 @register_experiment
 class GatherTable(Experiment):
-    id = "wholegraph.gather"
-    paper = "wholegraph"
-    artifact = "gather"
     title = "Feature gather bandwidth: every implementation and real WholeGraph, same run"
     interface = "gather"
     impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
@@ -215,7 +213,7 @@ class GatherTable(Experiment):
     }
 
     def points(self, cfg):
-        world = world_for(cfg)
+        (world,) = self.world_sizes(cfg)
         quick_cpu = cfg.device == "cpu" or cfg.quick
         ids = self.param(cfg, "ids_per_rank") if "ids_per_rank" in cfg.params or not quick_cpu else 20_000
         table_gb = self.param(cfg, "table_gb_per_gpu") if "table_gb_per_gpu" in cfg.params or not quick_cpu \
@@ -237,7 +235,8 @@ class GatherTable(Experiment):
                     for order in self.param(cfg, "id_orders"):
                         yield Point(impl, {**params, "ids": order}, world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
+        cfg, rank = ctx.cfg, ctx.rank
         host = point.impl in HOST_IMPLS
         repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
         return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),
@@ -245,89 +244,85 @@ class GatherTable(Experiment):
                               link_counters=self.param(cfg, "link_counters") == "on" and not host)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        rows = expand_params(rows)
-        rows["variant"] = [variant_of(r) for _, r in rows.iterrows()]
-        labels = run_labels(rows, runs)
-        swept = rows["p_launch"].notna() if "p_launch" in rows else pd.Series(False, index=rows.index)
-        ordered = rows["p_ids"].notna() if "p_ids" in rows else pd.Series(False, index=rows.index)
-        sweep, orders = rows[swept & (rows["status"] == "ok")], rows[ordered & (rows["status"] == "ok")]
-        everything = rows
-        rows = rows[~swept & ~ordered]
+        rep = Report(self, rows, runs)
+        everything = rep.rows.assign(variant=[variant_of(r) for _, r in rep.rows.iterrows()])
+        swept = everything["p_launch"].notna() if "p_launch" in everything else pd.Series(False, index=everything.index)
+        ordered = everything["p_ids"].notna() if "p_ids" in everything else pd.Series(False, index=everything.index)
+        good = everything["status"] == "ok"
+        sweep, orders, rows = everything[swept & good], everything[ordered & good], everything[~swept & ~ordered]
         ok = rows[rows["status"] == "ok"]
         records = []
-        notes = []
-        for run_id, label in labels.items():
+        for run_id, label in rep.labels.items():
             mine = ok[ok["run_id"] == run_id]
-            world = int(mine["world_size"].max()) if not mine.empty else 1
-            peer = mine[(mine["impl"] == "ceiling_peer_copy") & (mine["metric"] == "peer_copy_bw")]["value"]
-            peer_bw = float(peer.iloc[0]) if not peer.empty else None
-            ceiling = peer_bw * world / (world - 1) if (peer_bw and world > 1) else None
-            a2a = mine[(mine["impl"] == "ceiling_alltoall") & (mine["metric"] == "algbw")]["value"]
-            if peer_bw:
-                notes.append(f"{label}: one-way peer copy {peer_bw:.0f} GB/s -> remote-gather ceiling "
-                             f"n/(n-1) x copy = {ceiling:.0f} GB/s per rank")
-            if not a2a.empty:
-                notes.append(f"{label}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s algbw per rank")
-            sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
-            for impl, mode in VARIANTS:
-                rec = {"Machine": label, "Implementation": variant_label(impl, mode)}
-                for size in sizes:
-                    value = algbw_of(mine, impl, size, mode)
-                    rec[f"{size} B GB/s"] = value
-                    if ceiling and value and impl not in HOST_IMPLS:
-                        rec[f"{size} B % ceiling"] = 100 * value / ceiling
-                if mode in GPU_ONLY and not any(rec.get(f"{size} B GB/s") for size in sizes):
-                    continue          # not measured in this run (CPU ranks, or an older run)
-                records.append(rec)
-            for size in sizes:
-                def bw(impl, mode):
-                    return algbw_of(mine, impl, size, mode)
-                shared, nccl = bw("p2p_shared", "chunked"), bw("nccl_alltoallv", None)
-                wg_cont, wg_dist = bw("wholegraph_lib", "continuous"), bw("wholegraph_lib", "distributed")
-                parts = []
-                if shared and nccl:
-                    parts.append(f"p2p_shared / nccl_alltoallv = {shared / nccl:.2f}x (paper: > 2x)")
-                if shared and wg_cont:
-                    parts.append(f"p2p_shared / WholeGraph continuous = {shared / wg_cont:.2f}x")
-                cont = bw("p2p_shared", "continuous")
-                if cont and wg_cont:
-                    parts.append(f"p2p_shared continuous (CUDA VMM) / WholeGraph continuous = {cont / wg_cont:.2f}x")
-                if nccl and wg_dist:
-                    parts.append(f"nccl_alltoallv / WholeGraph distributed = {nccl / wg_dist:.2f}x")
-                if parts:
-                    notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
-            notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
-            notes += id_order_notes(label, orders[orders["run_id"] == run_id], mine, ceiling)
-            counted = everything[(everything["run_id"] == run_id) & (everything["status"] == "ok")
-                                 & everything["metric"].isin(["time", "peer_copy_bw"])]
-            notes += link_notes(label, counted)
+            ceiling = run_rows(label, mine, records, rep.notes)
+            rep.notes += launch_sweep_notes(label, sweep[sweep["run_id"] == run_id], mine, ceiling)
+            rep.notes += id_order_notes(label, orders[orders["run_id"] == run_id], mine, ceiling)
+            rep.notes += link_notes(label, everything[(everything["run_id"] == run_id) & good
+                                                      & everything["metric"].isin(["time", "peer_copy_bw"])])
         table = pd.DataFrame.from_records(records)
         table = table[[c for c in table.columns if c in ("Machine", "Implementation") or table[c].notna().any()]]
         ids = sorted(set(ok["p_ids_per_rank"].dropna().astype(int))) if "p_ids_per_rank" in ok else []
-        caption = (f"Gather bandwidth per rank (AlgoBW = gathered bytes / time of the slowest rank), every "
-                   f"rank gathering {', '.join(f'{i:,}' for i in ids)} uniformly random ids from a float32 "
-                   f"table spread evenly over all ranks; rows checked against their closed form before "
-                   f"timing. '% ceiling' is against n/(n-1) x the one-way peer-copy bandwidth measured in "
-                   f"the same run. Paper's claim (WholeGraph IV-C-4, {PAPER_HARDWARE}): the one-kernel "
-                   f"gather is more than 2x faster than NCCL alltoallv. " + caption_hardware(runs))
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 4.2))
+        caption = rep.caption(f"Gather bandwidth per rank (AlgoBW = gathered bytes / time of the slowest rank), every "
+                              f"rank gathering {', '.join(f'{i:,}' for i in ids)} uniformly random ids from a float32 "
+                              "table spread evenly over all ranks; rows checked against their closed form before "
+                              "timing. '% ceiling' is against n/(n-1) x the one-way peer-copy bandwidth measured in the "
+                              f"same run. Paper's claim (WholeGraph IV-C-4, {PAPER_HARDWARE}): the one-kernel gather "
+                              "is more than 2x faster than NCCL alltoallv.")
+        rep.notes += rep.skip_notes(rows)
+        fig, ax = figure((8, 4.2))
         bw_cols = [c for c in table.columns if c.endswith("GB/s")]
         if bw_cols:
-            plot = table.set_index(["Machine", "Implementation"])[bw_cols]
-            plot.plot.barh(ax=ax)
-            ax.set_xlabel("GB/s per rank")
+            bars(ax, table.set_index(["Machine", "Implementation"])[bw_cols], horizontal=True, xlabel="GB/s per rank")
             ax.invert_yaxis()
-        ax.set_title("Gather bandwidth per implementation")
-        fig.tight_layout()
-        ratio_notes = [n for n in notes if "p2p_shared / nccl_alltoallv" in n]
+        ratio_notes = [n for n in rep.notes if "p2p_shared / nccl_alltoallv" in n]
         ratios = [float(x) for n in ratio_notes for x in re.findall(r"nccl_alltoallv = ([0-9.]+)x", n)]
         status = ("reproduced" if ratios and min(ratios) >= 2 else "partly" if ratios and max(ratios) >= 2
                   else "not reproduced" if ratios else "measured")
         headline = next((n for n in reversed(ratio_notes) if ", 512 B rows" in n),      # the latest run's
                         ratio_notes[-1] if ratio_notes else "")
-        return ReportArtifact("gather", "Feature gather: every implementation, same run", caption, table,
-                              notes, fig, headline=headline, status=status)
+        return rep.artifact("Feature gather: every implementation, same run", caption, table,
+                            finish(fig, ax, "Gather bandwidth per implementation"), headline=headline, status=status,
+                            skips=False)
+
+
+def run_rows(label: str, mine, records: list, notes: list) -> float | None:
+    """One run's table rows (bandwidth and share of the ceiling per row size) and its notes (the
+    ceilings, the gathers' ratios); returns its remote-gather ceiling."""
+    world = int(mine["world_size"].max()) if not mine.empty else 1
+    peer = mine[(mine["impl"] == "ceiling_peer_copy") & (mine["metric"] == "peer_copy_bw")]["value"]
+    peer_bw = float(peer.iloc[0]) if not peer.empty else None
+    ceiling = peer_bw * world / (world - 1) if (peer_bw and world > 1) else None
+    a2a = mine[(mine["impl"] == "ceiling_alltoall") & (mine["metric"] == "algbw")]["value"]
+    if peer_bw:
+        notes.append(f"{label}: one-way peer copy {peer_bw:.0f} GB/s -> remote-gather ceiling "
+                     f"n/(n-1) x copy = {ceiling:.0f} GB/s per rank")
+    if not a2a.empty:
+        notes.append(f"{label}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s "
+                     "algbw per rank")
+    sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
+    for impl, mode in VARIANTS:
+        rec = {"Machine": label, "Implementation": variant_label(impl, mode)}
+        for size in sizes:
+            value = rec[f"{size} B GB/s"] = algbw_of(mine, impl, size, mode)
+            if ceiling and value and impl not in HOST_IMPLS:
+                rec[f"{size} B % ceiling"] = 100 * value / ceiling
+        if mode not in GPU_ONLY or any(rec.get(f"{size} B GB/s") for size in sizes):
+            records.append(rec)    # a GPU-only variant without a value was not measured in this run
+    for size in sizes:
+        bw = {(impl, mode): algbw_of(mine, impl, size, mode) for pair in RATIOS for impl, mode in pair[:2]}
+        parts = [f"{name} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if b == ("nccl_alltoallv", None) and
+                                                      a == ("p2p_shared", "chunked") else "")
+                 for a, b, name in RATIOS if bw[a] and bw[b]]
+        if parts:
+            notes.append(f"{label}, {size} B rows: " + "; ".join(parts))
+    return ceiling
+
+
+# the ratios the notes give per row size: (numerator, denominator) as (impl, variant), and its name
+RATIOS = ((("p2p_shared", "chunked"), ("nccl_alltoallv", None), "p2p_shared / nccl_alltoallv"),
+          (("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"), "p2p_shared / WholeGraph continuous"),
+          (("p2p_shared", "continuous"), ("wholegraph_lib", "continuous"),
+           "p2p_shared continuous (CUDA VMM) / WholeGraph continuous"),
+          (("nccl_alltoallv", None), ("wholegraph_lib", "distributed"), "nccl_alltoallv / WholeGraph distributed"))

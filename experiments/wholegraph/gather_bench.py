@@ -14,22 +14,11 @@ import torch.distributed as dist
 from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
+from harness.ranks import agree
 from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
-from impls.storage.layout import TableSpec, closed_form_rows
+from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
-
-
-def world_for(cfg) -> int:
-    from harness.launcher import default_world_size
-
-    return default_world_size(cfg)
-
-
-def _all_ok(flag: bool, device) -> bool:
-    t = torch.tensor([0 if flag else 1], dtype=torch.int32, device=device)
-    dist.all_reduce(t)
-    return int(t.item()) == 0
 
 
 def measure_gather(point, cfg, rank, warmup: int, repeats: int,
@@ -70,7 +59,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         rows = gatherer.gather(ids)  # bounds-checked
         correct = torch.equal(rows, closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
         del rows
-        if not _all_ok(correct, device):
+        if not agree(rank, correct):
             raise RuntimeError("gathered rows differ from the closed form on at least one rank")
         flush = CacheFlush([device] if device.type == "cuda" else ())
         gathered = p["ids_per_rank"] * spec.row_bytes
@@ -108,7 +97,7 @@ def gather_traffic(gatherer, ids, spec, rank, seconds_per_call: float) -> dict:
     """NVLink counters of this rank's device while every rank gathers back to back; payload is
     the rows this rank reads from other ranks (owners by the even row split)."""
     from impls.gather.link_counters import link_traffic
-    from impls.storage.layout import RowPartition
+    from impls.core.layout import RowPartition
 
     remote = int((RowPartition(spec.num_rows, rank.world_size).owner(ids) != rank.rank).sum())
     dist.barrier()

@@ -1,121 +1,53 @@
-"""Neighbor sampling and append-unique, every implementation in one run (ours; WholeGraph III-C).
+"""Neighbor sampling, every implementation in one run (ours; WholeGraph III-C): not a paper table.
 
-Not a paper table: WholeGraph section III-C describes its GPU sampling (Algorithm 1, path
-doubling) and hash append-unique without a table of their speed; XGNN section 5 motivates its
-batched KHop. Two experiments:
+WholeGraph section III-C describes its GPU sampling (Algorithm 1, path doubling) and hash
+append-unique without a table of their speed; XGNN section 5 motivates its batched KHop.
 
-- ``wholegraph.sampling``: time per mini-batch (multi-hop sampling + append-unique into
-  Blocks) and sampled edges per second, for fanouts [30,30,30] (WholeGraph), [15,10,5] and
-  [25,10] (XGNN), batches of 512, 1024 and 6000 seeds per GPU, on products and papers100M
-  stand-ins, one rank per GPU (every rank samples its own batch; a batch's time is the
-  slowest rank's). Implementations: ours (`path_doubling`, `reservoir`, `khop_batched`, each
-  with `hash_append`, or with every append-unique of ``--param uniques``), real WholeGraph (its
-  sampler + its append_unique), PyG's sampler, DGL. Plus the issue's target points on one GPU:
-  one hop of 6000 seeds x fanout 10 (ours vs the real WholeGraph sampler), and PyG's
-  NeighborLoader with worker processes on [30,30,30] x 512, timed by its production rate.
-- ``wholegraph.unique``: append-unique of real frontiers (hop h of a [30,30,30] mini-batch of
-  512 seeds): hash table and direct-mapped table (ours), torch.unique (sort) and real
-  WholeGraph, each checked first.
+Time per mini-batch (multi-hop sampling + append-unique into Blocks) and sampled edges per second,
+for fanouts [30,30,30] (WholeGraph), [15,10,5] and [25,10] (XGNN), batches of 512, 1024 and 6000
+seeds per GPU, on products and papers100M stand-ins, one rank per GPU (every rank samples its own
+batch; a batch's time is the slowest rank's). Implementations: ours (`path_doubling`,
+`reservoir`, `khop_batched`, each with `hash_append`, or with every append-unique of ``--param
+uniques``), real WholeGraph (its sampler + its append_unique), PyG's sampler, DGL. Plus the
+issue's target points on one GPU: one hop of 6000 seeds x fanout 10 (ours vs the real WholeGraph
+sampler), and PyG's NeighborLoader with worker processes on [30,30,30] x 512, timed by its
+production rate. ``wholegraph.unique`` times the append-unique implementations alone.
 """
 
 from __future__ import annotations
 
 import time
 
-from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point, choice, int_list, nonneg_int, positive_int
-from harness.experiment import dataset_names as name_list
-from harness.needs import detect
+from harness.argtypes import choice, fanout_sets, int_list, names_of, nonneg_int, positive_int
+from harness.artifact import ReportArtifact
+from harness.errors import SkipPoint
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
-from harness.timing import CacheFlush, Stats
+from harness.reportkit import Report, bars, figure, finish
+from harness.timing import Stats
 
 from . import PAPER_HARDWARE
+from .sampled_graphs import default_scale, sampling_datasets, short_name
 
 OURS = ("path_doubling", "reservoir", "khop_batched")
 IMPLS = OURS + ("wholegraph_lib", "pyg", "dgl")
 LOADERS = ("pyg", "dgl")                 # the loader target's host loaders (worker processes)
 LOADER_NAMES = {"pyg": "PyG NeighborLoader", "dgl": "DGL DataLoader (NeighborSampler)"}
 CPU_IMPLS = ("pyg",)           # sample on the host whatever the device
-# default stand-in scales: (cuda, cuda --quick, cpu)
-SCALES = {"ogbn-products": (1.0, 0.25, 0.002), "ogbn-papers100M": (0.25, 0.05, 0.0002)}
-SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M"}
 
 
-def fanout_sets(text: str) -> tuple[tuple[int, ...], ...]:
-    """'30-30-30,15-10-5' -> ((30, 30, 30), (15, 10, 5))."""
-    try:
-        sets = tuple(tuple(int(f) for f in part.split("-")) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise HarnessError(f"fanouts take sets like 30-30-30,15-10-5, not '{text}'") from None
-    if not sets or any(not s or min(s) < 1 for s in sets):
-        raise HarnessError(f"fanouts take sets of positive integers like 30-30-30,15-10-5, not '{text}'")
-    return sets
-
-
-def kinds_list(text: str) -> tuple[str, ...]:
-    kinds = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = sorted(set(kinds) - {"minibatch", "hop", "loader"})
-    if bad or not kinds:
-        raise HarnessError(f"kinds are minibatch, hop and loader, not '{text}'")
-    return kinds
-
+kinds_list = names_of("kinds", "minibatch", "hop", "loader")
 
 UNIQUES = ("hash_append", "dense_append")
 
 
-def unique_list(text: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in str(text).split(",") if x.strip())
-    bad = sorted(set(names) - set(UNIQUES))
-    if bad or not names:
-        raise HarnessError(f"uniques are {', '.join(UNIQUES)}, not '{text}'")
-    return names
+unique_list = names_of("uniques", *UNIQUES)
 
 
 def unique_of(value) -> str:
     """Our samplers' append-unique from a point's ``unique`` parameter (absent in rows before the
     parameter existed, NaN in their report columns: hash_append)."""
     return value if isinstance(value, str) and value else "hash_append"
-
-
-def sampling_datasets(text: str) -> tuple[str, ...]:
-    """Registry datasets (aliases resolved) and synthetic ``uniform:NODES:DEGREE`` graphs."""
-    from impls.sampling.bench import is_uniform, parse_uniform
-
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    out = []
-    for name in names:
-        if is_uniform(name):
-            parse_uniform(name)
-            out.append(name)
-        else:
-            out.extend(name_list(name))
-    if not out:
-        raise HarnessError("expected at least one dataset name")
-    return tuple(out)
-
-
-def short_name(name: str) -> str:
-    from impls.sampling.bench import is_uniform, parse_uniform
-
-    if is_uniform(name):
-        nodes, degree = parse_uniform(name)
-        return f"uniform random {nodes / 1e6:g}M nodes, degree {degree} (synthetic)"
-    return SHORT.get(name, name)
-
-
-def dataset_scale(name: str, cfg) -> float:
-    if cfg.scale is not None:
-        return cfg.scale
-    cuda, quick, cpu = SCALES.get(name, (1.0, 0.1, 0.001))
-    return (quick if cfg.quick else cuda) if cfg.device == "cuda" else cpu
-
-
-def world_for(cfg) -> int:
-    if cfg.world_size:
-        return cfg.world_size
-    return max(1, detect().gpu_count) if cfg.device == "cuda" else 1
 
 
 def store_for(cfg, world: int, setting: str) -> str:
@@ -151,20 +83,21 @@ def _wholegraph_minibatch(lib, wg_unique, seeds, fanouts) -> int:
 
 
 def minibatch_fn(impl: str, ctx, graph, params):
-    """fn(seeds) -> sampled edges of one mini-batch, for this implementation."""
+    """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
+    kept in the run's cache ``ctx``)."""
     from impls.sampling.bench import implementation
     from impls.sampling.minibatch import sample_blocks
 
     fanouts = list(params["fanouts"])
-    sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
+    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
     if impl in OURS:
-        unique = implementation("unique", unique_of(params.get("unique")), ctx, graph)
+        unique = implementation(ctx, "unique", unique_of(params.get("unique")), graph)
 
         def fn(seeds):
             return sum(b.num_edges for b in sample_blocks(sampler, unique, seeds, fanouts, check=False))
         return fn, sampler.describe() + "; " + unique.describe()
     if impl == "wholegraph_lib":
-        wg_unique = implementation("unique", "wholegraph_lib", ctx, graph, dup_count=False)
+        wg_unique = implementation(ctx, "unique", "wholegraph_lib", graph, dup_count=False)
         return (lambda seeds: _wholegraph_minibatch(sampler, wg_unique, seeds, fanouts),
                 sampler.describe() + "; " + wg_unique.describe())
     return (lambda seeds: sampler.sample_minibatch(seeds, fanouts)["edges"]), sampler.describe()
@@ -173,7 +106,7 @@ def minibatch_fn(impl: str, ctx, graph, params):
 def hop_fn(impl: str, ctx, graph, params):
     from impls.sampling.bench import implementation
 
-    sampler = implementation("sampling", impl, ctx, graph, **sampler_options(impl, params))
+    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
     fanout = params["fanout"]
     if impl == "wholegraph_lib":
         return (lambda seeds: sampler.sample_raw(seeds, fanout, check=False)[1].numel()), sampler.describe()
@@ -188,8 +121,8 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
     close together and then a wait of one worker's batch time: the gap between two batches is
     mostly the spacing inside a wave, and a median of gaps says nothing about the rate. A window
     of W consecutive batches spans one period of that cycle wherever it starts, so each repeat
-    times a window of W batches and takes window time / W (runs before 0128 took the median gap;
-    the report uses those runs' mean gap, the time of all their timed batches over their count).
+    times a window of W batches and takes window time / W; its rows say so (``window``), and rows
+    without that field, which stored the median gap, are read by their mean gap (``loader_ms``).
     """
     import os
 
@@ -263,9 +196,6 @@ def _host_loader(impl: str, graph, params, workers: int):
 
 @register_experiment
 class SamplingTable(Experiment):
-    id = "wholegraph.sampling"
-    paper = "wholegraph"
-    artifact = "sampling"
     title = "Mini-batch neighbor sampling: time and sampled edges per second, every implementation"
     interface = "sampling"
     impls = IMPLS
@@ -298,8 +228,11 @@ class SamplingTable(Experiment):
                          "(direct-mapped id table); each is a point of its own"),
     }
 
+    def default_scale(self, cfg, dataset=None) -> float:
+        return default_scale(dataset, cfg)
+
     def points(self, cfg):
-        world = world_for(cfg)
+        (world,) = self.world_sizes(cfg)
         kinds = self.param(cfg, "kinds")
         store = store_for(cfg, world, self.param(cfg, "store"))
         mode = self.param(cfg, "wholegraph_mode")
@@ -310,7 +243,7 @@ class SamplingTable(Experiment):
             batches = (64, 256) if cfg.quick else (64, 256, 512)
         if cfg.quick and "fanouts" not in cfg.params and cfg.device == "cpu":
             fsets = ((15, 10, 5), (25, 10))
-        common = lambda name, w: {"dataset": name, "scale": dataset_scale(name, cfg),  # noqa: E731
+        common = lambda name, w: {"dataset": name, "scale": self.scale(cfg, name),  # noqa: E731
                                   "store": store if w == world else "local", "mode": mode}
         uniques = self.param(cfg, "uniques")
 
@@ -363,11 +296,12 @@ class SamplingTable(Experiment):
                         f"{self.param(cfg, 'cpu_max_edges'):,} (too slow for a CPU sampler)")
         return None
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         from impls.sampling.bench import load_graph, seed_batches, timed
 
+        cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
+        graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         warmup = cfg.warmup_or(3, 1)
         repeats = cfg.repeats_or(10, 3)
@@ -378,7 +312,7 @@ class SamplingTable(Experiment):
                 raise SkipPoint("the loader points are PyG's NeighborLoader and DGL's DataLoader")
             return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed, point.impl)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
-        fn, where = make(point.impl, rank, graph, p)
+        fn, where = make(point.impl, ctx, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
         # every call samples its own batch of seeds, as an epoch's batches are
         inputs = seed_batches(graph, p["batch"], warmup + repeats, cfg.seed, rank.rank,
@@ -392,44 +326,22 @@ class SamplingTable(Experiment):
 
     # ------------------------------------------------------------------------- report
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records, notes = [], []
+        rep = Report(self, rows, runs)
+        ok = rep.ok
         mb = ok[ok["p_kind"] == "minibatch"] if "p_kind" in ok else ok.iloc[0:0]
-
-        def value(sel, metric):
-            sel = sel[sel["metric"] == metric]
-            return float(sel["value"].iloc[0]) if not sel.empty else None
-
-        for (run_id, world, ds, fan, batch), grp in mb.groupby(
-                ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
-                 "p_batch"], sort=False):
-            rec = {"Machine": labels[run_id], "GPUs": int(world), "Dataset": short_name(ds),
-                   "Fanouts": fan, "Batch": int(batch)}
-            for impl, sel in _by_column(grp):
-                rec[f"{impl} ms"] = value(sel, "time")
-            for impl, sel in _by_column(grp):
-                rate = value(sel, "edges_per_s")
-                rec[f"{impl} Medges/s"] = rate / 1e6 if rate else None
-            records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        if not table.empty:
-            table = table[[c for c in table.columns if table[c].notna().any()]]
-        else:
-            table = pd.DataFrame({"note": ["no successful mini-batch measurements"]})
-        notes += self._target_notes(ok, labels)
-        notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
-                     "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
-                     "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
-                     "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
-                     "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(9, 4.2))
-        if not table.empty and "Fanouts" in table:
+        table = rep.table([minibatch_row(rep.label(run_id), int(world), ds, fan, int(batch), grp)
+                           for (run_id, world, ds, fan, batch), grp in mb.groupby(
+                               ["run_id", "world_size", "p_dataset", mb["p_fanouts"].map(lambda f: "-".join(map(str, f))),
+                                "p_batch"], sort=False)],
+                          empty="no successful mini-batch measurements", single=(), keep=())
+        rep.notes += self._target_notes(ok, rep.labels)
+        rep.notes.append("Mini-batch = all hops of sampling plus append-unique (ours: Blocks with remapped ids and "
+                         "duplicate counts via hash_append, WholeGraph's hash table; columns marked +dense_append use "
+                         "the direct-mapped id table instead; WholeGraph: its sampler and its append_unique, no "
+                         "duplicate counts; PyG: NeighborSampler's multi-hop sample with relabeling, CPU, in the "
+                         "rank's process; DGL: sample_neighbors + to_block). fanouts[0] applies to the seeds.")
+        fig, ax = figure((9, 4.2))
+        if "Fanouts" in table:
             fan = "30-30-30" if (table["Fanouts"] == "30-30-30").any() else table["Fanouts"].iloc[0]
             batch = 512 if ((table["Fanouts"] == fan) & (table["Batch"] == 512)).any() else \
                 table[table["Fanouts"] == fan]["Batch"].min()
@@ -438,22 +350,18 @@ class SamplingTable(Experiment):
             if cols and not sel.empty:
                 plot = sel.set_index(["Machine", "Dataset"])[cols]
                 plot.columns = [c[:-3] for c in cols]
-                plot.plot.bar(ax=ax, logy=True)
-                ax.set_ylabel("ms per mini-batch (log)")
+                bars(ax, plot, logy=True, ylabel="ms per mini-batch (log)")
                 ax.set_title(f"fanouts {sel['Fanouts'].iloc[0]}, batch {int(sel['Batch'].iloc[0])}")
-        fig.tight_layout()
         scales = sorted({(short_name(d), s) for d, s in zip(ok.get("p_dataset", []), ok.get("p_scale", []))})
-        caption = ("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
-                   "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins (graph and "
-                   "splits; sampling reads no features): "
-                   + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
-                   + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table. "
-                   + caption_hardware(runs))
-        targets = [n for n in notes if "(issue target" in n]
+        caption = rep.caption("Time per mini-batch (median over repeats of the slowest rank) and sampled edges per "
+                              "second per GPU; each GPU samples its own batch of distinct training nodes. Stand-ins "
+                              "(graph and splits; sampling reads no features): "
+                              + ", ".join(f"{d} at scale {s:g}" for d, s in scales)
+                              + f". WholeGraph's testbed: {PAPER_HARDWARE}; the paper gives no sampling table.")
+        targets = [n for n in rep.notes if "(issue target" in n]
         latest = [n for n in targets if "NeighborLoader" in n][-1:] + [n for n in targets if "one hop of" in n][-1:]
-        headline = "; ".join(latest)
-        return ReportArtifact("sampling", "Mini-batch sampling, every implementation", caption, table, notes, fig,
-                              headline=headline)
+        return rep.artifact("Mini-batch sampling, every implementation", caption, table, finish(fig),
+                            headline="; ".join(latest))
 
     @staticmethod
     def _target_notes(ok, labels) -> list[str]:
@@ -497,7 +405,7 @@ class SamplingTable(Experiment):
 
 def loader_ms(row) -> tuple[float, str]:
     """A loader row's time per batch at the workers' production rate, and how it was taken. Rows
-    with a ``window`` timed windows of one wave of batches; older rows stored the median gap
+    with a ``window`` timed windows of one wave of batches; rows without one stored the median gap
     between batches, which is the spacing inside a wave, so their rate is the mean gap (all their
     timed batches' time over their count)."""
     window = row.get("p_window")
@@ -512,6 +420,21 @@ def loader_ms(row) -> tuple[float, str]:
                          "is the spacing inside a wave")
 
 
+def minibatch_row(machine: str, world: int, ds: str, fan: str, batch: int, grp) -> dict:
+    """A row of the table: every implementation's time per mini-batch and sampled edges per second."""
+    def value(sel, metric):
+        sel = sel[sel["metric"] == metric]
+        return float(sel["value"].iloc[0]) if not sel.empty else None
+
+    rec = {"Machine": machine, "GPUs": world, "Dataset": short_name(ds), "Fanouts": fan, "Batch": batch}
+    for impl, sel in _by_column(grp):
+        rec[f"{impl} ms"] = value(sel, "time")
+    for impl, sel in _by_column(grp):
+        rate = value(sel, "edges_per_s")
+        rec[f"{impl} Medges/s"] = rate / 1e6 if rate else None
+    return rec
+
+
 def _by_column(grp):
     """(column name, rows) per implementation in the table: ours with hash_append under its own name,
     with another append-unique as name+unique."""
@@ -523,157 +446,3 @@ def _by_column(grp):
         kind = sel["p_unique"].map(unique_of)
         for u in UNIQUES:
             yield (impl if u == "hash_append" else f"{impl}+{u}"), sel[kind == u]
-
-
-# ----------------------------------------------------------------------------- unique
-
-UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
-
-
-def frontier(graph, ctx, cfg, batch: int, fanouts, hop: int):
-    """(targets, neighbors) of hop ``hop`` (1-based) of one path_doubling mini-batch."""
-    from impls.sampling.bench import implementation, seed_batches
-
-    sampler = implementation("sampling", "path_doubling", ctx, graph, store="local")
-    unique = implementation("unique", "sort", ctx, graph)
-    device = ctx.torch_device()
-    targets = seed_batches(graph, batch, 1, cfg.seed, 0, device)[0]
-    for h in range(hop):
-        _, neighbors = sampler.sample(targets, fanouts[h], seed=cfg.seed * 31 + h, check=False)
-        if h == hop - 1:
-            return targets, neighbors
-        targets = unique.append_unique(targets, neighbors, check=False)[0]
-    raise HarnessError("hop must be >= 1")
-
-
-def check_unique(out, targets, neighbors) -> None:
-    """Targets first in order, every neighbor once, local ids reconstruct the neighbors."""
-    import torch
-
-    uniq, local, dup = out
-    nt = targets.numel()
-    ok = torch.equal(uniq[:nt], targets) and torch.equal(uniq[local], neighbors)
-    ok = ok and torch.unique(uniq).numel() == uniq.numel()
-    ok = ok and torch.equal(torch.unique(uniq), torch.unique(torch.cat([targets, neighbors])))
-    if dup is not None:
-        ok = ok and torch.equal(dup.to(torch.int64), torch.bincount(local, minlength=uniq.numel()))
-    if not ok:
-        raise RuntimeError("append-unique output differs from the sort reference")
-
-
-@register_experiment
-class UniqueTable(Experiment):
-    id = "wholegraph.unique"
-    paper = "wholegraph"
-    artifact = "unique"
-    title = "Append-unique: hash table, direct-mapped table, sort (torch.unique) and real WholeGraph"
-    interface = "unique"
-    impls = UNIQUE_IMPLS
-    metric, unit, better = "time", "us", "lower"
-    paper_hardware = PAPER_HARDWARE
-    warm_and_cold = ("Warm: the inputs, as a sampler that just wrote them leaves them, and compiled kernels. "
-                     "Cold: the hash and id tables and all else: the L2 is flushed before each call (rows: "
-                     "flush_mib).")
-    spawn_ranks = True
-    parameters = {
-        "datasets": Param(("ogbn-products", "ogbn-papers100M"), name_list, "stand-ins whose frontiers are used"),
-        "batch": Param(512, positive_int, "seeds of the mini-batch"),
-        "fanouts": Param(((30, 30, 30),), fanout_sets, "the mini-batch's fanouts (one set)"),
-        "hops": Param((1, 2), int_list, "frontiers: hop h's targets and sampled neighbors"),
-    }
-
-    def points(self, cfg):
-        fanouts = self.param(cfg, "fanouts")[0]
-        batch = self.param(cfg, "batch") if (cfg.device == "cuda" or "batch" in cfg.params) else 64
-        for name in self.param(cfg, "datasets"):
-            for hop in self.param(cfg, "hops"):
-                if hop < 1 or hop > len(fanouts):
-                    raise HarnessError(f"hops must lie in 1..{len(fanouts)}")
-                for impl in UNIQUE_IMPLS:
-                    yield Point(impl, {"dataset": name, "scale": dataset_scale(name, cfg), "batch": batch,
-                                       "fanouts": list(fanouts), "hop": hop}, 1)
-
-    def run_point(self, point, cfg, rank):
-        from impls.sampling.bench import implementation, load_graph, timed
-
-        p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
-        device = rank.torch_device()
-        targets, neighbors = frontier(graph, rank, cfg, p["batch"], p["fanouts"], p["hop"])
-        options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
-        unique = implementation("unique", point.impl, rank, graph, **options)
-        id_bound = len(graph.indptr) - 1          # as sample_blocks passes it: the graph's node count
-        out = unique.append_unique(targets, neighbors, id_bound=id_bound)
-        check_unique(out, targets, neighbors)
-        n_unique = int(out[0].numel())
-        if point.impl == "wholegraph_lib":       # time the library call alone
-            from pylibwholegraph.torch.graph_ops import append_unique
-
-            fn = lambda _: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
-        else:
-            fn = lambda _: unique.append_unique(targets, neighbors, check=False, id_bound=id_bound)  # noqa: E731
-        flush = CacheFlush([device] if device.type == "cuda" else ())
-
-        def flush_and_read_inputs():
-            # the tables start cold; the inputs are warm, as a sampler that just wrote them leaves them
-            flush()
-            targets.max(), neighbors.max()
-
-        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
-                            flush=flush_and_read_inputs)
-        extra = {"placement": unique.describe(), "targets": int(targets.numel()),
-                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
-        return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
-
-    def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records, notes = [], []
-        for (run_id, ds, hop), grp in ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False):
-            first = grp.iloc[0]
-            rec = {"Machine": labels[run_id], "Dataset": short_name(ds), "Hop": int(hop),
-                   "Targets": int(first["p_targets"]), "Neighbors": int(first["p_neighbors"]),
-                   "Unique": int(first["p_unique"])}
-            vals = {}
-            for impl in UNIQUE_IMPLS:
-                sel = grp[grp["impl"] == impl]
-                vals[impl] = float(sel["value"].iloc[0]) if not sel.empty else None
-                rec[f"{impl} us"] = vals[impl]
-            if vals["hash_append"] and vals["sort"]:
-                rec["sort / hash"] = vals["sort"] / vals["hash_append"]
-                if hop == 1:
-                    line = (f"{rec['Machine']}, {rec['Dataset']} hop 1 ({rec['Targets']} targets, "
-                            f"{rec['Neighbors']} neighbors): hash_append {vals['hash_append']:.1f} us, "
-                            f"torch.unique {vals['sort']:.1f} us = {rec['sort / hash']:.2f}x")
-                    if first["device"] == "cuda":
-                        line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
-                    notes.append(line)
-            if vals["dense_append"] and vals["sort"]:
-                rec["sort / dense"] = vals["sort"] / vals["dense_append"]
-            records.append(rec)
-        table = pd.DataFrame.from_records(records) if records else pd.DataFrame({"note": ["no rows"]})
-        table = table[[c for c in table.columns if table[c].notna().any()]]
-        notes.append("Every implementation's output is checked against the sort reference before timing "
-                     "(targets first in order, each node once, local ids reconstruct the neighbors). Ours get the "
-                     "graph's node count as id_bound, as in a mini-batch (runs from 0127 on; before, hash_append "
-                     "sized its table by the inputs alone). "
-                     "WholeGraph is timed without duplicate counts (its API has none); ours computes them.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 4))
-        cols = [c for c in table.columns if c.endswith(" us")]
-        if cols:
-            plot = table.set_index(["Machine", "Dataset", "Hop"])[cols]
-            plot.plot.bar(ax=ax, logy=True)
-            ax.set_ylabel("us per call (log)")
-        fig.tight_layout()
-        caption = ("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the hop's "
-                   "input nodes, neighbors = its samples), one GPU, median of repeats. "
-                   f"WholeGraph (SC'22, {PAPER_HARDWARE}) describes the hash method without timing it. "
-                   + caption_hardware(runs))
-        headline = [n for n in notes if "(issue target" in n][-1:]
-        return ReportArtifact("unique", "Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption,
-                              table, notes, fig, headline=headline[0] if headline else "")

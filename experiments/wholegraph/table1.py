@@ -10,13 +10,13 @@ Chased from GPU 0. ``local`` and ``host_zero_copy`` are reference lines.
 from __future__ import annotations
 
 from harness import registry
+from harness.argtypes import float_list, positive_float, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import (Experiment, Measurement, PaperValue, Param, Point, float_list,
-                                positive_float, positive_int)
-from harness.needs import detect
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, figure, finite, lines, ratio
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 
@@ -64,18 +64,18 @@ def cold_reads_caption(ok) -> str:
     return text
 
 
-def selected_gpus(cfg) -> list[int]:
-    if cfg.device != "cuda":
-        return []
-    count = detect().gpu_count
-    return list(range(cfg.world_size or count))
+# the probes chase from GPU 0 over any number of GPUs; a CPU run has one host memory
+PROBE_WORLDS = Worlds(cpu=Worlds(fixed=(1,)))
+
+
+def selected_gpus(exp, cfg) -> list[int]:
+    """GPUs 0..n-1 of the run (none on a CPU run)."""
+    (world,) = exp.world_sizes(cfg)
+    return list(range(world)) if cfg.device == "cuda" else []
 
 
 @register_experiment
 class Table1(Experiment):
-    id = "wholegraph.table1"
-    paper = "wholegraph"
-    artifact = "table1"
     title = "UM vs GPUDirect P2P memory access latency (pointer chasing)"
     interface = "probes"
     impls = ("um", "p2p", "um_remote", "p2p_remote", "local", "host_zero_copy")
@@ -83,6 +83,7 @@ class Table1(Experiment):
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = _paper_values()
+    worlds = PROBE_WORLDS
     parameters = {
         "sizes_gb": Param(PAPER_SIZES_GB, float_list, "paper memory sizes (GB), multiplied by --scale"),
         "steps": Param(None, positive_int, "dependent reads per timed chain (default: the paper's 100K, "
@@ -92,13 +93,13 @@ class Table1(Experiment):
         "host_max_gb": Param(32.0, positive_float, "largest pinned host allocation to probe"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         if cfg.device == "cuda":
             return 1 / 8 if cfg.quick else 1.0
         return 1 / 512 if cfg.quick else 1 / 64
 
     def points(self, cfg):
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         world = max(1, len(gpus))
         scale = self.scale(cfg)
         for size in self.param(cfg, "sizes_gb"):
@@ -106,11 +107,12 @@ class Table1(Experiment):
                 yield Point(impl, {"paper_size_gb": size, "size_gb": round(size * scale, 6),
                                    "gpus": world}, world_size=world)
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
         from impls.probes.bench import Launches, chase_steps, time_chase
 
-        gpus = selected_gpus(cfg)
+        cfg = ctx.cfg
+        gpus = selected_gpus(self, cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)
         if size_bytes < 8 * 1024:
@@ -138,88 +140,80 @@ class Table1(Experiment):
 
     # --- report ------------------------------------------------------------------
     def report(self, rows, runs) -> ReportArtifact:
-        import math
-
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        sizes = sorted(set(rows["p_paper_size_gb"]))
-        records = []
-        for size in sizes:
-            um, p2p = _TABLE_I.get(int(size), (None, None))
-            records.append({"Memory size (GB)": f"{size:g}", "Machine": "A100 (paper)", "UM": um, "P2P": p2p})
-            for run_id, label in labels.items():
-                mine = ok[(ok["run_id"] == run_id) & (ok["p_paper_size_gb"] == size)]
-                rec = {"Memory size (GB)": f"{size:g}", "Machine": label}
-                for impl in self.impls:
-                    hit = mine[mine["impl"] == impl]["value"]
-                    rec[IMPL_LABELS[impl]] = float(hit.iloc[0]) if not hit.empty else None
-                records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        for col in IMPL_LABELS.values():
-            if col not in table:
-                table[col] = None
-
-        def ratio(a, b):
-            return a / b if (a is not None and b is not None and not math.isnan(a) and not math.isnan(b)) else None
-
-        table.insert(4, "UM/P2P", [ratio(u, p) for u, p in zip(table["UM"], table["P2P"])])
-        table.insert(7, "UM/P2P remote", [ratio(u, p) for u, p in zip(table["UM remote"], table["P2P remote"])])
-        table = table[[c for c in table.columns if table[c].notna().any() or c in ("UM", "P2P")]]
-
-        notes = []
-        for label in labels.values():
+        rep = Report(self, rows, runs)
+        table = latency_table(rep, self.impls)
+        for label in rep.labels.values():
             mine = table[table["Machine"] == label]
-            for col in ("UM/P2P", "UM/P2P remote"):
-                if col not in mine:
-                    continue
-                vals = [(s, r) for s, r in zip(mine["Memory size (GB)"], mine[col]) if r and not math.isnan(r)]
+            for col in [c for c in ("UM/P2P", "UM/P2P remote") if c in mine]:
+                vals = [(s, r) for s, r in zip(mine["Memory size (GB)"], mine[col]) if finite(r) and r]
                 if vals:
                     lo = min(vals, key=lambda x: x[1])
-                    notes.append(f"{label}: {col} latency ratio {lo[1]:.1f}x at worst ({lo[0]} GB), "
-                                 f"{max(v for _, v in vals):.1f}x at best; paper (A100): {_PAPER_RATIOS}")
+                    rep.notes.append(f"{label}: {col} latency ratio {lo[1]:.1f}x at worst ({lo[0]} GB), "
+                                     f"{max(v for _, v in vals):.1f}x at best; paper (A100): {_PAPER_RATIOS}")
+        rows, ok = rep.rows, rep.ok
         scales = sorted({round(a / b, 6) for a, b in zip(rows["p_size_gb"], rows["p_paper_size_gb"])})
         scale_note = "" if scales == [1.0] else \
             f" Sizes measured at {', '.join(f'{s:g}' for s in scales)} x the paper's (--scale)."
         steps = sorted(set(ok["p_steps"].dropna().astype(int))) if "p_steps" in ok else []
-        caption = (f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
-                   f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0. {cold_reads_caption(ok)} "
-                   f"UM and P2P spread the "
-                   f"memory evenly over all GPUs of the run, as the paper does (UM: cudaMallocManaged, each "
-                   f"GPU initializes its partition; P2P: cudaMalloc on every GPU, peer access), so with n "
-                   f"GPUs 1/n of the reads are local (paper: 8 GPUs, 7/8 remote). 'remote' columns place the "
-                   f"memory on the other GPUs only: every read crosses NVLink (P2P) or faults (UM). 'local': "
-                   f"all on GPU 0; 'host': pinned host memory read over PCIe. Paper: {PAPER_HARDWARE}. "
-                   + caption_hardware(runs) + scale_note)
-        notes += skip_notes(rows, labels)
-        notes.append("Every measured chain was checked against the Python reference chain "
-                     "(same words read), so a probe that reads the wrong memory fails its point.")
-
-        fig, ax = plt.subplots(figsize=(7, 4.4))
-        styles = {"UM": "o", "P2P": "s", "UM remote": "^", "P2P remote": "v", "local": "x", "host": "d"}
-        for machine, grp in table.groupby("Machine", sort=False):
-            for col, marker in styles.items():
-                if col in grp and grp[col].notna().any():
-                    line = "--" if machine.endswith("(paper)") else "-"
-                    ax.plot(grp["Memory size (GB)"].astype(float), grp[col], line, marker=marker, label=f"{machine} {col}")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("memory size (paper GB)")
-        ax.set_ylabel("latency per access (us)")
-        ax.set_title("Pointer-chasing latency (WholeGraph Table I)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=3)
-        at8 = table[table["Memory size (GB)"].astype(float) >= 8]
-        measured = at8[at8["Machine"] != "A100 (paper)"]
-        ratios = [r for r in measured["UM/P2P"] if r is not None and not math.isnan(r)] if "UM/P2P" in measured else []
+        caption = rep.caption(f"Latency in microseconds per dependent 8-byte read: one GPU thread chases "
+                              f"{'/'.join(f'{s:,}' for s in steps) or '100,000'} steps from GPU 0.",
+                              cold_reads_caption(ok), CAPTION.format(hardware=PAPER_HARDWARE)) + scale_note
+        rep.notes += rep.skip_notes() + ["Every measured chain was checked against the Python reference chain "
+                                         "(same words read), so a probe that reads the wrong memory fails its point."]
+        at8 = table[(table["Memory size (GB)"].astype(float) >= 8) & (table["Machine"] != "A100 (paper)")]
+        ratios = [r for r in at8["UM/P2P"] if finite(r)] if "UM/P2P" in at8 else []
         status = "reproduced" if ratios and min(ratios) >= 10 else ("not reproduced" if ratios else "measured")
         first = table[table["Memory size (GB)"] == "8"]
         headline = "; ".join(f"{m}: UM {u:.3g} us, P2P {p:.3g} us ({u / p:.1f}x)"
-                             for m, u, p in zip(first["Machine"], first["UM"], first["P2P"])
-                             if u is not None and p is not None and not (math.isnan(u) or math.isnan(p)))
-        return ReportArtifact("table1", "WholeGraph Table I: UM vs P2P access latency", caption,
-                              table, notes, fig, headline=f"at 8 GB: {headline}" if headline else "",
-                              status=status)
+                             for m, u, p in zip(first["Machine"], first["UM"], first["P2P"]) if finite(u) and finite(p))
+        return rep.artifact("WholeGraph Table I: UM vs P2P access latency", caption, table, latency_figure(table),
+                            headline=f"at 8 GB: {headline}" if headline else "", status=status, skips=False)
+
+
+def latency_table(rep, impls):
+    """Per paper size: the paper's UM and P2P, then every run's probes and their UM/P2P ratios."""
+    import pandas as pd
+
+    records = []
+    for size in sorted(set(rep.rows["p_paper_size_gb"])):
+        um, p2p = _TABLE_I.get(int(size), (None, None))
+        records.append({"Memory size (GB)": f"{size:g}", "Machine": "A100 (paper)", "UM": um, "P2P": p2p})
+        for run_id, label in rep.labels.items():
+            mine = rep.ok[(rep.ok["run_id"] == run_id) & (rep.ok["p_paper_size_gb"] == size)]
+            rec = {"Memory size (GB)": f"{size:g}", "Machine": label}
+            for impl in impls:
+                hit = mine[mine["impl"] == impl]["value"]
+                rec[IMPL_LABELS[impl]] = float(hit.iloc[0]) if not hit.empty else None
+            records.append(rec)
+    table = pd.DataFrame.from_records(records)
+    for col in IMPL_LABELS.values():
+        if col not in table:
+            table[col] = None
+    table.insert(4, "UM/P2P", [ratio(u, p) for u, p in zip(table["UM"], table["P2P"])])
+    table.insert(7, "UM/P2P remote", [ratio(u, p) for u, p in zip(table["UM remote"], table["P2P remote"])])
+    return table[[c for c in table.columns if table[c].notna().any() or c in ("UM", "P2P")]]
+
+
+def latency_figure(table):
+    fig, ax = figure((7, 4.4))
+    styles = {"UM": "o", "P2P": "s", "UM remote": "^", "P2P remote": "v", "local": "x", "host": "d"}
+    lines(ax, [(f"{machine} {col}", grp["Memory size (GB)"].astype(float), grp[col],
+                {"marker": marker, "paper": machine.endswith("(paper)")})
+               for machine, grp in table.groupby("Machine", sort=False)
+               for col, marker in styles.items() if col in grp and grp[col].notna().any()], legend_size=None,
+          grid=False)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("memory size (paper GB)")
+    ax.set_ylabel("latency per access (us)")
+    ax.set_title("Pointer-chasing latency (WholeGraph Table I)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=3)
+    return fig
+
+
+CAPTION = ("UM and P2P spread the memory evenly over all GPUs of the run, as the paper does (UM: cudaMallocManaged, "
+           "each GPU initializes its partition; P2P: cudaMalloc on every GPU, peer access), so with n GPUs 1/n of the "
+           "reads are local (paper: 8 GPUs, 7/8 remote). 'remote' columns place the memory on the other GPUs only: "
+           "every read crosses NVLink (P2P) or faults (UM). 'local': all on GPU 0; 'host': pinned host memory read "
+           "over PCIe. Paper: {hardware}.")

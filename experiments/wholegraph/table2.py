@@ -6,8 +6,4 @@ from experiments.datasets.tables import DatasetTable
 
 @register_experiment
 class DatasetsTable(DatasetTable):
-    id = "wholegraph.table2"
-    paper = "wholegraph"
-    artifact = "table2"
-    table_id = "wholegraph.table2"
     title = "WholeGraph Table II: graph datasets (registry + stand-ins)"

@@ -1,26 +1,22 @@
-"""WholeGraph Table III and Fig. 7: validation and test accuracy of PyG, DGL and WholeGraph.
+"""WholeGraph Table III: validation and test accuracy of PyG, DGL and WholeGraph.
 
-Table III: validation and test accuracy of GCN, GraphSAGE and GAT on ogbn-products and
-ogbn-papers100M after about 24 epochs; PyG, DGL and WholeGraph agree within about a point. Fig. 7:
-the validation accuracy of DGL and WholeGraph training GraphSAGE on ogbn-products, epoch by
-epoch ("almost the same accuracy ... iteration by iteration"). Here every training point
-evaluates after each epoch (the curve) and at the end (validation and test) on at most
-``eval_nodes`` labelled nodes per split. On a stand-in the labels are planted communities, so
-the numbers are not the paper's; the claim checked is that every pipeline reaches the same
-accuracy. A table5 run gives these rows (``derives_from``); run alone each trains its own grid.
+GCN, GraphSAGE and GAT on ogbn-products and ogbn-papers100M after about 24 epochs; PyG, DGL and
+WholeGraph agree within about a point. Here every training point evaluates after each epoch and
+at the end (validation and test) on at most ``eval_nodes`` labelled nodes per split. On a
+stand-in the labels are planted communities, so the numbers are not the paper's; the claim
+checked is that every pipeline reaches the same accuracy. A table5 run gives these rows
+(``derives_from``); run alone this trains its own grid.
 """
 
 from __future__ import annotations
 
+from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import Report, bars, figure, finish, finite
 
-from . import PAPER_HARDWARE
 from .table5 import default_backend
-from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TABLE3, TrainingExperiment, collect,
-                       common_parameters, datasets_caption, finite, machine_labels, settings_caption,
-                       table3_paper_values)
+from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, by_cell, collect, common_parameters,
+                       records_caption, table3_paper_values)
 
 ORDER = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
 ABBR = {"dgl_host": "DGL", "pyg_host": "PyG", "wholegraph": "ours", "wholegraph_lib": "WG-lib"}
@@ -57,8 +53,6 @@ def accuracy_spread(records, labels: dict | None = None) -> tuple[list[tuple[str
 
 @register_experiment
 class Table3(TrainingExperiment):
-    id = "wholegraph.table3"
-    artifact = "table3"
     title = "WholeGraph Table III: validation and test accuracy, PyG / DGL / WholeGraph"
     impls = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
@@ -66,133 +60,53 @@ class Table3(TrainingExperiment):
     paper_values = table3_paper_values()
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
+        rep = Report(self, rows, runs, expand=False)
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r)]
-        groups: dict = {}
-        for rec in records:
-            k = rec["key"]
-            groups.setdefault((labels.get(k["run_id"], k["run_id"]), k["dataset"], k["model"]), {})[k["impl"]] = rec
-        out = []
-        for (machine, ds, model), impls in groups.items():
-            row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
-            epochs = set()
-            for impl in ORDER:
-                r = impls.get(impl)
-                row[f"{ABBR[impl]} valid"] = r["metrics"].get("val_accuracy") if r else None
-                row[f"{ABBR[impl]} test"] = r["metrics"].get("test_accuracy") if r else None
-                if r:
-                    epochs.add(r["extra"].get("epoch_time", {}).get("epochs"))
-            row["epochs"] = "/".join(str(e) for e in sorted(epochs, key=str))
-            paper = TABLE3.get(ds, {}).get(model, {})
-            for impl in ("dgl_host", "pyg_host", "wholegraph"):
-                v = paper.get(impl)
-                row[f"paper {ABBR[impl]} valid"] = v[0] / 100 if v else None
-                row[f"paper {ABBR[impl]} test"] = v[1] / 100 if v else None
-            out.append(row)
-        table = pd.DataFrame.from_records(out)
-        spread, capped = accuracy_spread(records, labels)
-        notes, headline, status = [], "", "measured"
-        if not table.empty:
-            if table["Machine"].nunique() == 1:
-                table = table.drop(columns=["Machine"])
-            table = table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]]
-        else:
-            table = pd.DataFrame({"note": ["no accuracy rows"]})
+        table = rep.table([accuracy_row(cell, impls) for cell, impls in by_cell(records, rep).items()],
+                          empty="no accuracy rows")
+        spread, capped = accuracy_spread(records, rep.labels)
+        headline, status = "", "measured"
         if spread:
             worst = max(s for _, s in spread)
             headline = (f"test accuracy spread across pipelines <= {100 * worst:.1f} points "
                         "(paper: within ~1.9 points)")
             status = "reproduced" if worst <= 0.03 else "partly"
-            notes.append("Spread of test accuracy across pipelines: " +
-                         ", ".join(f"{name} {100 * s:.1f} pt" for name, s in spread))
+            rep.notes.append("Spread of test accuracy across pipelines: " +
+                             ", ".join(f"{name} {100 * s:.1f} pt" for name, s in spread))
         if capped:
-            notes.append("Left out of the spread (epochs capped shorter than the other pipelines', "
-                         "host_max_batches; equal-steps runs cap every pipeline alike): " + "; ".join(capped))
+            rep.notes.append("Left out of the spread (epochs capped shorter than the other pipelines', "
+                             "host_max_batches; equal-steps runs cap every pipeline alike): " + "; ".join(capped))
         elif len(table) and "ours test" in table:
             headline = "ours test accuracy " + ", ".join(f"{r['Dataset']} {r['Model']} {r['ours test']:.3f}"
                                                        for _, r in table.iterrows() if finite(r.get("ours test")))
-        notes.append("Paper: real ogbn-products / ogbn-papers100M after about 24 epochs. On a stand-in the labels "
-                     "are planted communities (learnable from the graph and weak feature signal) and the epochs are "
-                     "few: compare pipelines with each other, not with the paper's numbers.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 3.8))
+        rep.notes.append("Paper: real ogbn-products / ogbn-papers100M after about 24 epochs. On a stand-in the "
+                         "labels are planted communities (learnable from the graph and weak feature signal) and the "
+                         "epochs are few: compare pipelines with each other, not with the paper's numbers.")
+        fig, ax = figure((8, 3.8))
         cols = [c for c in table.columns if c.endswith(" test") and not c.startswith("paper")]
         if cols and "Dataset" in table:
-            table.set_index(["Dataset", "Model"])[cols].plot.bar(ax=ax)
-            ax.set_ylabel("test accuracy")
-        ax.set_title("WholeGraph Table III: test accuracy")
-        fig.tight_layout()
-        caption = (f"Validation and test accuracy after training, evaluated with the training sampler on every "
-                   f"rank's share of the split. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("table3", "WholeGraph Table III: validation and test accuracy", caption, table, notes,
-                              fig, headline=headline, status=status)
+            bars(ax, table.set_index(["Dataset", "Model"])[cols], ylabel="test accuracy")
+        caption = rep.caption("Validation and test accuracy after training, evaluated with the training sampler on "
+                              "every rank's share of the split.", *records_caption(records))
+        return rep.artifact("WholeGraph Table III: validation and test accuracy", caption, table,
+                            finish(fig, ax, "WholeGraph Table III: test accuracy"), headline=headline, status=status)
 
 
-@register_experiment
-class Fig7(TrainingExperiment):
-    id = "wholegraph.fig7"
-    artifact = "fig7"
-    title = "WholeGraph Fig. 7: validation accuracy per epoch, DGL vs WholeGraph (GraphSAGE, products)"
-    impls = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
-    derives_from = ("wholegraph.table5",)
-    parameters = common_parameters(datasets=("ogbn-products",), models=("sage",))
-
-    def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = [r for r in collect(rows, prefer=self.id) if default_backend(r)
-                   and r["extra"].get("epoch_time", {}).get("val_acc_per_epoch")]
-        preferred = [r for r in records if r["key"]["dataset"] == "ogbn-products" and r["key"]["model"] == "sage"]
-        records = preferred or records
-        out, curves = [], []
-        for rec in records:
-            k = rec["key"]
-            curve = rec["extra"]["epoch_time"]["val_acc_per_epoch"]
-            name = PIPELINE_NAMES.get(k["impl"], k["impl"])
-            label = f"{name} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}"
-            curves.append((labels.get(k["run_id"], k["run_id"]), label, curve))
-            row = {"Machine": labels.get(k["run_id"], k["run_id"]), "Pipeline": name,
-                   "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]]}
-            for i, acc in enumerate(curve, start=1):
-                row[f"epoch {i}"] = acc
-            out.append(row)
-        table = pd.DataFrame.from_records(out)
-        notes, headline, status = [], "", "measured"
-        if not table.empty:
-            if table["Machine"].nunique() == 1:
-                table = table.drop(columns=["Machine"])
-            finals: dict = {}
-            for rec in records:
-                k = rec["key"]
-                finals.setdefault((k["run_id"], k["dataset"], k["model"]), []).append(
-                    rec["extra"]["epoch_time"]["val_acc_per_epoch"][-1])
-            gaps = [max(v) - min(v) for v in finals.values() if len(v) > 1]
-            if gaps:
-                headline = f"final validation accuracy of the pipelines within {100 * max(gaps):.1f} points"
-                status = "reproduced" if max(gaps) <= 0.03 else "partly"
-        else:
-            table = pd.DataFrame({"note": ["no per-epoch validation curves"]})
-        notes.append("Paper (Fig. 7, ogbn-products, GraphSAGE): DGL and WholeGraph reach almost the same validation "
-                     "accuracy iteration by iteration. Here: validation accuracy after each epoch, same model, "
-                     "seeds and batches on every pipeline (only the samplers' random draws differ).")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(6, 3.8))
-        for machine, label, curve in curves:
-            ax.plot(range(1, len(curve) + 1), curve, marker="o", label=f"{label} ({machine})")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("validation accuracy")
-        ax.grid(True, alpha=0.3)
-        if curves:
-            ax.legend(fontsize=7)
-        ax.set_title("WholeGraph Fig. 7: validation accuracy per epoch")
-        fig.tight_layout()
-        caption = (f"Validation accuracy after every epoch. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
-        return ReportArtifact("fig7", "WholeGraph Fig. 7: validation accuracy per epoch", caption, table, notes, fig,
-                              headline=headline, status=status)
+def accuracy_row(cell: tuple, impls: dict) -> dict:
+    """A row of Table III: each pipeline's validation and test accuracy, the epochs, the paper's."""
+    machine, ds, model = cell
+    row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
+    epochs = set()
+    for impl in ORDER:
+        r = impls.get(impl)
+        row[f"{ABBR[impl]} valid"] = r["metrics"].get("val_accuracy") if r else None
+        row[f"{ABBR[impl]} test"] = r["metrics"].get("test_accuracy") if r else None
+        if r:
+            epochs.add(r["extra"].get("epoch_time", {}).get("epochs"))
+    row["epochs"] = "/".join(str(e) for e in sorted(epochs, key=str))
+    paper = TABLE3.get(ds, {}).get(model, {})
+    for impl in ("dgl_host", "pyg_host", "wholegraph"):
+        v = paper.get(impl)
+        row[f"paper {ABBR[impl]} valid"] = v[0] / 100 if v else None
+        row[f"paper {ABBR[impl]} test"] = v[1] / 100 if v else None
+    return row

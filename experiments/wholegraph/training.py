@@ -35,16 +35,14 @@ each also trains its own smaller grid when run alone.
 
 from __future__ import annotations
 
-import math
-import time
-
+from harness.argtypes import (cap, cap_int, choice, fanouts, names_of, nonneg_int, or_word, positive_float,
+                              positive_int, unit_float)
+from harness.argtypes import dataset_names as name_list
 from harness.errors import HarnessError
-from harness.experiment import (Cheaper, Experiment, Measurement, Param, Point, PaperValue, choice, names_of,
-                                nonneg_int, positive_float, positive_int)
-from harness.experiment import dataset_names as name_list
-from harness.experiment import device_setting
-from harness.timing import Stats
+from harness.experiment import Cheaper, Measurement, PaperValue, Param, Point
+from harness.reportkit import group
 
+from ..kit import training as kit
 from . import PAPER_HARDWARE
 
 PIPELINES = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
@@ -118,40 +116,7 @@ model_list = names_of("models", *MODEL_NAMES)
 backend_list = names_of("backends", "native", "pyg", "dgl", "default")
 
 
-def fanout_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.replace("-", ",").split(",") if x.strip())
-    except ValueError:
-        raise HarnessError(f"fanouts take integers like 30,30,30, not '{text}'") from None
-    if not values or min(values) < 1:
-        raise HarnessError(f"fanouts take positive integers like 30,30,30, not '{text}'")
-    return values
-
-
-def optional_int(text: str) -> int:
-    """A positive integer, or 0 for none/all (no cap)."""
-    if text.strip().lower() in ("none", "all", "0", ""):
-        return 0
-    return positive_int(text)
-
-
-def cap(value):
-    """A cap parameter's value: None (no cap) for 0 / None."""
-    return value or None
-
-
-def unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise HarnessError(f"expected a number, got '{text}'") from None
-    if not 0 <= value < 1:
-        raise HarnessError(f"expected a number in [0, 1), got {value}")
-    return value
-
-
-def workers_param(text: str):
-    return "auto" if text == "auto" else nonneg_int(text)
+workers_param = or_word("auto", nonneg_int)
 
 
 # Defaults by device: (cuda, cuda --quick, cpu, cpu --quick). The CPU ones are toy settings that
@@ -182,16 +147,16 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU default 64)"),
         "layers": Param(3, positive_int, "layers (paper: 3)"),
         "heads": Param(4, positive_int, "GAT heads (paper: 4)"),
-        "fanouts": Param(None, fanout_list, "fanout per hop, seeds first (paper: 30,30,30; CPU default 5,5,5)"),
+        "fanouts": Param(None, fanouts, "fanout per hop, seeds first (paper: 30,30,30; CPU default 5,5,5)"),
         "batch_size": Param(None, positive_int, "seeds per GPU per mini-batch (paper: 512; CPU default 64)"),
         "lr": Param(None, positive_float, "Adam learning rate (default 0.003; CPU 0.01)"),
         "dropout": Param(0.0, unit_float, "dropout between layers"),
         "epochs": Param(None, positive_int, "measured epochs (default 2; --quick 1 / CPU --quick 1)"),
         "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
-        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (every pipeline; none = no cap); capped "
+        "max_batches": Param(None, cap_int, "cap on mini-batches per epoch (every pipeline; none = no cap); capped "
                                                  "epochs are extrapolated (default none; --quick 20, CPU --quick 6)"),
-        "host_max_batches": Param(None, optional_int, "cap on mini-batches per epoch for pyg_host / dgl_host only"),
-        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split, all ranks together (all = every "
+        "host_max_batches": Param(None, cap_int, "cap on mini-batches per epoch for pyg_host / dgl_host only"),
+        "eval_nodes": Param(None, cap_int, "labelled nodes evaluated per split, all ranks together (all = every "
                                                 "one; default CUDA 10000, CPU 1024)"),
         "eval_batch_size": Param(None, positive_int, "seeds per evaluation mini-batch"),
         "workers": Param("auto", workers_param, "loader worker processes per rank for pyg_host / dgl_host "
@@ -213,42 +178,26 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
     }
 
 
-def setting(exp, cfg, name):
-    return device_setting(exp, cfg, name, DEFAULTS)
-
-
 # ----------------------------------------------------------------------------- the experiment base
 
-class TrainingExperiment(Experiment):
+class TrainingExperiment(kit.TrainingExperiment):
     """Base of every training experiment: grid = pipelines x datasets x models x backends."""
 
-    paper = "wholegraph"
-    interface = "pipelines"
     impls = PIPELINES
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
                      "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
                      "breakdown comes from the first, synchronized epoch, the epoch time from a later "
                      "free-running one; host pipelines read features from a memory-mapped file, so their first "
                      "epoch may pay page-cache misses.")
-    spawn_ranks = True
     parameters = common_parameters()
-    # a point's time grows with the mini-batches each rank trains (cost_size)
-    cost_scales = ("scale", "epochs", "max_batches")
-    cost_per_rank = True
+    defaults = DEFAULTS
 
-    def world(self, cfg) -> int:
-        from harness.launcher import default_world_size
-
-        return default_world_size(cfg)
-
-    def scale_for(self, name: str, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores ``max_edges`` edges."""
         from harness import datasets
 
-        if cfg.scale is not None:
-            return cfg.scale
-        return float(f"{datasets.scale_for_edges(name, setting(self, cfg, 'max_edges')):.2g}")
+        return float(f"{datasets.scale_for_edges(dataset, self.setting(cfg, 'max_edges')):.2g}")
 
     def backends_for(self, impl: str, cfg) -> list[str]:
         out = []
@@ -260,17 +209,17 @@ class TrainingExperiment(Experiment):
         return out
 
     def points(self, cfg):
-        world = self.world(cfg)
-        fanouts = list(setting(self, cfg, "fanouts"))
+        (world,) = self.world_sizes(cfg)
+        fanouts = list(self.setting(cfg, "fanouts"))
         layers = self.param(cfg, "layers")
         if "fanouts" not in cfg.params and len(fanouts) != layers:
             fanouts = (fanouts * layers)[:layers]
         if len(fanouts) != layers:
             raise HarnessError(f"{layers} layers need {layers} fanouts, got {fanouts}")
-        common = {"layers": layers, "hidden": setting(self, cfg, "hidden"), "fanouts": fanouts,
-                  "batch_size": setting(self, cfg, "batch_size"), "epochs": setting(self, cfg, "epochs")}
+        common = {"layers": layers, "hidden": self.setting(cfg, "hidden"), "fanouts": fanouts,
+                  "batch_size": self.setting(cfg, "batch_size"), "epochs": self.setting(cfg, "epochs")}
         for name in self.param(cfg, "datasets"):
-            scale = self.scale_for(name, cfg)
+            scale = self.scale(cfg, name)
             for model in self.param(cfg, "models"):
                 for impl in sorted(self.impls, key=lambda i: RUN_ORDER.index(i) if i in RUN_ORDER else len(RUN_ORDER)):
                     for backend in self.backends_for(impl, cfg):
@@ -284,7 +233,7 @@ class TrainingExperiment(Experiment):
                         yield Point(impl, params, world)
 
     def batch_cap(self, impl: str, cfg):
-        caps = [cap(setting(self, cfg, "max_batches"))]
+        caps = [cap(self.setting(cfg, "max_batches"))]
         if impl in HOST_PIPELINES:
             caps.append(cap(self.param(cfg, "host_max_batches")))
         caps = [c for c in caps if c is not None]
@@ -300,8 +249,8 @@ class TrainingExperiment(Experiment):
             return f"{point.params.get('backend')} layers: {problem}"
         return unavailable(point.impl, cfg.device)
 
-    def run_point(self, point, cfg, rank):
-        return train_point(self, point, cfg, rank)
+    def run_point(self, point, ctx):
+        return train_point(self, point, ctx)
 
     # budget levels (harness.plan): the cells Table V reads, cheaper; capped epochs are extrapolated
     # from their time per batch, host caps in whole loader waves (impls/pipelines/base.py)
@@ -315,19 +264,11 @@ class TrainingExperiment(Experiment):
         if params.get("epochs", 1) > 1:
             params["epochs"] = 1
             notes.append("1 measured epoch")
-        for limit, applies, who in ((every, True, "every pipeline"), (host, point.impl in HOST_PIPELINES, "host")):
-            if limit and applies and (params.get("max_batches") or math.inf) > limit:
+        for limit, applies, who in ((every, True, "every pipeline's"), (host, point.impl in HOST_PIPELINES, "host")):
+            if limit and applies and (params.get("max_batches") or float("inf")) > limit:
                 params["max_batches"] = limit
                 notes.append(f"{who} epoch capped at {limit} mini-batches (extrapolated)")
         return Cheaper(Point(point.impl, params, point.world_size), "; ".join(notes))
-
-    def cost_size(self, point, cfg):
-        """Mini-batches each rank trains over the measured epochs (capped where the point caps them)."""
-        from harness import datasets
-
-        p = point.params
-        batches = datasets.epoch_batches(p["dataset"], p["scale"], p["batch_size"], point.world_size)
-        return p["epochs"] * min(batches, p.get("max_batches") or batches)
 
     def memory_need(self, point, cfg):
         """Graph and features as stored: spread over the GPUs for ours and pylibwholegraph, in host
@@ -361,9 +302,9 @@ def pipeline_config(exp, point, cfg):
         dataset=p["dataset"], scale=p["scale"], data_root=str(cfg.data_root) if cfg.data_root else None,
         model=p["model"], backend=p["backend"], num_layers=p["layers"], hidden=p["hidden"],
         heads=p.get("heads", exp.param(cfg, "heads")), fanouts=tuple(p["fanouts"]), batch_size=p["batch_size"],
-        lr=setting(exp, cfg, "lr"), dropout=exp.param(cfg, "dropout"), seed=cfg.seed, epochs=p["epochs"],
-        max_batches_per_epoch=p.get("max_batches"), eval_batch_size=setting(exp, cfg, "eval_batch_size"),
-        eval_max_nodes=cap(setting(exp, cfg, "eval_nodes")),
+        lr=exp.setting(cfg, "lr"), dropout=exp.param(cfg, "dropout"), seed=cfg.seed, epochs=p["epochs"],
+        max_batches_per_epoch=p.get("max_batches"), eval_batch_size=exp.setting(cfg, "eval_batch_size"),
+        eval_max_nodes=cap(exp.setting(cfg, "eval_nodes")),
         options={"num_workers": None if workers == "auto" else workers,
                  **explicit_options(exp, cfg)})
 
@@ -383,89 +324,57 @@ def explicit_options(exp, cfg) -> dict:
     return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
-def train_point(exp, point, cfg, rank) -> list[Measurement]:
+def train_point(exp, point, ctx) -> list[Measurement]:
     from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES, collective_lifetime
+    from impls.pipelines.base import MEMORY_CATEGORIES
     from impls.pipelines.monitor import UtilizationMonitor
 
+    cfg, rank = ctx.cfg, ctx.rank
     p = point.params
     config = pipeline_config(exp, point, cfg)
     timing = exp.param(cfg, "timing")
-    label = f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}"
     pipe = registry.get_impl("pipelines", point.impl).factory(rank, config)
-    with collective_lifetime(pipe, label, rank):
-        started = time.perf_counter()
-        pipe.setup()
-        setup_s = time.perf_counter() - started
-        rank.progress(f"  {label}: setup {setup_s:.3g} s ({rank.world_size} ranks)")
-        warm = setting(exp, cfg, "warmup_batches")
-        if warm:
-            pipe.train_epoch(-1, breakdown=False, max_batches=warm)
-        monitor = UtilizationMonitor(rank.torch_device(), exp.param(cfg, "util_interval_ms") / 1e3) \
-            if rank.is_main else None
-        if monitor is not None:
-            monitor.start()
-        stats, val_curve, free_windows = [], [], []
-        try:
-            for e in range(config.epochs):
-                breakdown = timing == "synced" or (timing == "both" and e == 0)
-                began = time.perf_counter()
-                st = pipe.train_epoch(e, breakdown=breakdown)
-                if not breakdown:
-                    free_windows.append((began, time.perf_counter()))
-                stats.append(st)
-                val_curve.append(pipe.evaluate("val"))
-                parts = (f" (sample {st.sample_s:.3g}, gather {st.gather_s:.3g}, train {st.train_s:.3g} s)"
-                         if st.breakdown else " (free-running)")
-                capped = f", {st.batches}/{st.batches_full} batches" if st.capped else f", {st.batches} batches"
-                rank.progress(f"  {label}: epoch {e + 1}/{config.epochs} {st.epoch_s:.3g} s{parts}{capped}, "
-                                f"loss {st.loss:.4g}, val acc {val_curve[-1]:.4f}")
-        finally:
-            util = monitor.stop() if monitor is not None else {}
-            if monitor is not None and free_windows:
-                util["training"] = monitor.window_summary(free_windows)
-        val = val_curve[-1]
-        test = pipe.evaluate("test")
-        mem = pipe.memory()
-        report = pipe.memory_report()
-        mem_max = dict(zip(MEMORY_CATEGORIES + ("total",),
-                           rank.all_reduce_floats([mem[k] for k in MEMORY_CATEGORIES + ("total",)])))
-        used = rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]
-        describe = pipe.describe()
-        locations = pipe.store_locations()
+    monitor = UtilizationMonitor(rank.torch_device(), exp.param(cfg, "util_interval_ms") / 1e3) \
+        if rank.is_main else None
+    categories = MEMORY_CATEGORIES + ("total",)
+
+    def finish(pipe):
+        mem, report = pipe.memory(), pipe.memory_report()
         g = pipe.graph
-        graph_info = {"nodes": int(g.num_nodes), "edges": int(g.num_edges), "feature_dim": int(g.feature_dim),
-                      "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
-                      "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
-                      "standin": bool(g.is_standin)}
-    free = [s for s in stats if not s.breakdown]
-    synced = [s for s in stats if s.breakdown]
-    timed = free or synced
-    extrapolated = any(s.capped for s in stats)
+        graph = {"nodes": int(g.num_nodes), "edges": int(g.num_edges), "feature_dim": int(g.feature_dim),
+                 "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
+                 "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
+                 "standin": bool(g.is_standin)}
+        return {"test": pipe.evaluate("test"), "report": report, "describe": pipe.describe(), "graph": graph,
+                "locations": pipe.store_locations(), "workers": getattr(pipe, "workers", None),
+                "mem_max": dict(zip(categories, rank.all_reduce_floats([mem[k] for k in categories]))),
+                "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]}
+
+    warm = exp.setting(cfg, "warmup_batches")
+    trained = kit.run_epochs(pipe, rank, f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}", config.epochs,
+                             warmup_batches=warm, synced=lambda e: timing == "synced" or (timing == "both" and e == 0),
+                             monitor=monitor, finish=finish)
+    stats, f, util = trained.stats, trained.final, trained.util
     epoch_extra = {
-        "epochs": len(stats), "setup_s": setup_s, "warmup_batches": warm, "timing": ["synced" if s.breakdown else "free" for s in stats],
+        "epochs": len(stats), "setup_s": trained.setup_s, "warmup_batches": warm,
+        "timing": ["synced" if s.breakdown else "free" for s in stats],
         "epoch_s_measured": [s.epoch_s for s in stats], "batches_run": stats[0].batches,
-        "batches_full": stats[0].batches_full, "extrapolated": extrapolated,
-        "loss_per_epoch": [s.loss for s in stats], "val_acc_per_epoch": val_curve,
+        "batches_full": stats[0].batches_full, "extrapolated": any(s.capped for s in stats),
+        "loss_per_epoch": [s.loss for s in stats], "val_acc_per_epoch": trained.val_curve,
         "sampled_edges_per_epoch": [s.sampled_edges for s in stats],
         "gathered_gb_per_epoch": [s.gathered_bytes / 1e9 for s in stats],
         "lr": config.lr, "dropout": config.dropout, "eval_nodes": config.eval_max_nodes,
-        "graph": graph_info, "components": describe, "workers": getattr(pipe, "workers", None),
+        "graph": f["graph"], "components": f["describe"], "workers": f["workers"],
     }
-    out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
-    for stage in ("sample", "gather", "train"):
-        values = [s.full_epoch_s(getattr(s, f"{stage}_s")) for s in synced]
-        if values:
-            out.append(Measurement(f"{stage}_time", "s", Stats.from_samples(values)))
-    out.append(Measurement("val_accuracy", "", value=val, better="higher"))
-    out.append(Measurement("test_accuracy", "", value=test, better="higher"))
-    for cat in MEMORY_CATEGORIES + ("total",):
+    out = kit.epoch_measurements(trained, epoch_extra)
+    out += kit.accuracy_measurements(trained.val_curve[-1], f["test"])
+    for cat in categories:
         extra = {}
         if cat == "total":
-            extra = {"bytes_max_over_ranks": {k: int(v) for k, v in mem_max.items()},
-                     "device_used_gib": used / GIB if used else None, "locations": locations,
-                     "training_measure": report.get("training_measure")}
-        out.append(Measurement(f"memory_{cat}", "GiB", value=mem_max[cat] / GIB, extra=extra))
+            extra = {"bytes_max_over_ranks": {k: int(v) for k, v in f["mem_max"].items()},
+                     "device_used_gib": f["used"] / GIB if f["used"] else None, "locations": f["locations"],
+                     "training_measure": f["report"].get("training_measure")}
+        out.append(Measurement(f"memory_{cat}", "GiB", value=f["mem_max"][cat] / GIB, extra=extra))
     if util.get("samples"):
         # the free-running epochs' training time when there are samples in it: the synced epoch waits
         # between stages on purpose, and evaluation runs between epochs
@@ -479,36 +388,9 @@ def train_point(exp, point, cfg, rank) -> list[Measurement]:
 
 # ----------------------------------------------------------------------------- reading rows back
 
-KEY = ("run_id", "impl", "dataset", "model", "backend", "world_size")
-
-
 def collect(rows, prefer: str | None = None) -> list[dict]:
-    """One record per trained point: ``{"key": ..., "metrics": {metric: value}, "extra": {metric:
-    extra}, "params": ..., "device": ...}`` from the ok rows of any training experiment (rows of
-    the experiment ``prefer`` first when several experiments trained the same point)."""
-    ok = rows[rows["status"] == "ok"]
-    if prefer is not None and not ok.empty:
-        ok = ok.assign(_order=(ok["experiment"] != prefer).astype(int)).sort_values("_order", kind="stable")
-    records: dict = {}
-    taken: dict = {}
-    for _, r in ok.iterrows():
-        params = r["params"] if isinstance(r["params"], dict) else {}
-        if "dataset" not in params or "model" not in params:
-            continue
-        key = (r["run_id"], r["impl"], params["dataset"], params["model"], params.get("backend", "native"),
-               int(r["world_size"]))
-        owner = taken.setdefault(key, r["experiment"])
-        if owner != r["experiment"]:
-            continue                     # the same point trained by another experiment
-        rec = records.setdefault(key, {"key": dict(zip(KEY, key)), "metrics": {}, "extra": {}, "params": params,
-                                       "device": r.get("device"), "experiment": r["experiment"]})
-        rec["metrics"][r["metric"]] = r["value"]
-        extra = r.get("extra")
-        if isinstance(extra, dict):
-            rec["extra"][r["metric"]] = extra
-        if isinstance(r.get("fidelity"), dict):         # measured cheaper to fit a time budget
-            rec["fidelity"] = r["fidelity"]
-    return list(records.values())
+    """One record per trained point (pipeline, dataset, model, layer backend; the ok rows only)."""
+    return kit.collect(rows, prefer, ("dataset", "model", "backend"), defaults={"backend": "native"})
 
 
 def fmt_scale(params: dict) -> str:
@@ -535,11 +417,13 @@ def settings_caption(records: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def machine_labels(rows, runs):
-    from harness.tables import run_labels
+def records_caption(records: list[dict], models: bool = True, paper: bool = True) -> list[str]:
+    """The caption's sentences on what was trained: datasets, models, the paper's testbed."""
+    return [f"Datasets: {datasets_caption(records)}.", f"Models: {settings_caption(records)}." if models else "",
+            f"Paper: {PAPER_HARDWARE}." if paper else ""]
 
-    return run_labels(rows, runs)
 
-
-def finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
+def by_cell(records: list[dict], rep) -> dict:
+    """{(machine, dataset, model): {pipeline: record}}."""
+    return group(records, lambda r: (rep.label(r["key"]["run_id"]), r["key"]["dataset"], r["key"]["model"]),
+                 lambda r: r["key"]["impl"])

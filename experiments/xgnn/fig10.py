@@ -14,23 +14,24 @@ Here every step trains on every GPU of the machine under the V100 budget rule (t
 the report gives each step's gain over the previous one in the time the paper names and whether
 its sign is the paper's. On a fully connected machine (the H200s) the clique policy and the
 solver place the same partitions, so +PSA is expected to change nothing; ``--param topology=4Gc``
-(a name of impls/placement/topology.by_name with as many GPUs as ranks) makes the placements
+(a name of impls/core/topology.by_name with as many GPUs as ranks) makes the placements
 differ, without the hardware's links changing.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 
-from harness.experiment import PaperValue, Param, names_of
+from harness.argtypes import names_of
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import bars, figure, finish, finite, group, numeric, ratio
 
 from . import PAPER_HARDWARE
-from .training import (FIG10_STEPS, MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect,
-                       combo_list, common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels,
-                       ratio, settings_caption)
+from .training import (FIG10_STEPS, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters,
+                       fmt, percent)
 
 COMBOS = (("gcn", "twitter-2010"), ("gcn", "ogbn-papers100M"), ("sage", "uk-2006-05"), ("sage", "com-friendster"))
 # what the paper says each step does: (the time it names, expected gain, the claim)
@@ -91,15 +92,13 @@ def judge(step: str, prev, cur) -> tuple[float | None, str]:
 
 @register_experiment
 class Fig10(XGNNTraining):
-    id = "xgnn.fig10"
-    artifact = "fig10"
     title = "XGNN Fig. 10: factor analysis (BASE, +MSG, +MSF, +OGA, +PSA)"
     impls = ("xgnn",)
     paper_values = paper_values()
     parameters = common_parameters(
         combos=Param(COMBOS, combo_list, "model:dataset pairs (paper: gcn:TW, gcn:PA, sage:UK, sage:CF; CPU --quick: "
                                          "gcn:TW, sage:CF)"),
-        topology=Param("", str, "GPU topology the placements are made for (a name of placement.topology.by_name "
+        topology=Param("", str, "GPU topology the placements are made for (a name of impls.core.topology.by_name "
                                 "with as many GPUs as ranks, e.g. 4Gc; default: this machine's)"),
         steps=Param(FIG10_STEPS, names_of("steps", *FIG10_STEPS), "steps to run, in this order (default all: "
                                                                   + ", ".join(FIG10_STEPS) + "); the report "
@@ -119,125 +118,107 @@ class Fig10(XGNNTraining):
                 yield self.point(step, ds, model, world, cfg, **extra)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = collect(rows, prefer=self.id)
-        groups: dict = {}
-        for rec in records:
-            p = rec["params"]
-            groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"],
-                               p.get("topology") or ""), {})[p["system"]] = rec
-        out, notes, verdicts = [], [], []
-        noop_gains: dict[str, list[float]] = {}      # model+dataset -> +PSA gains where it places like +OGA
-        latest: dict[tuple, tuple[str, str, bool]] = {}    # (combination, step) -> newest run's verdict
-        best = {"sample": [], "trainer": []}
-        for (machine, world, model, ds, topo), steps in groups.items():
-            run_id = max(rec["run_id"] for rec in steps.values())
-            combo = (world, model, ds, topo)
-            prev = None
-            base = steps.get("base")
-            for step in FIG10_STEPS:
-                rec = steps.get(step)
-                if rec is None:
-                    prev = None
-                    continue
-                s, tr, e = times(rec)
-                row = {"Machine": machine, "GPUs": world, "Model+DS": f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}",
-                       "Topology": topo or "machine", "Step": SYSTEMS[step].label,
-                       "Sampler s": fmt(s) if s is not None else cell(rec, "sample_time"),
-                       "Trainer s": fmt(tr) if tr is not None else cell(rec, "gather_time"),
-                       "E2E s": fmt(cell(rec, "epoch_time"))}
-                r, h = cell(rec, "feat_ratio"), cell(rec, "feature_hit_rate")
-                row["R%"] = fmt(100 * r) if finite(r) else r
-                row["H%"] = fmt(100 * h) if finite(h) else h
-                if step != "base":
-                    gain, verdict = judge(step, prev, rec)
-                    if step == "psa" and not topo and gain is not None:
-                        noop_gains.setdefault(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}", []).append(gain)
-                    row["gain"] = fmt(gain)
-                    row["gain in"] = CLAIMS[step][0]
-                    row["sign as paper"] = verdict
-                    row["paper"] = CLAIMS[step][2]
-                    if verdict != "-" and verdict != "not run":
-                        verdicts.append(verdict.startswith("yes"))
-                        if (combo, step) not in latest or run_id > latest[(combo, step)][0]:
-                            latest[(combo, step)] = (run_id, machine, verdict.startswith("yes"))
-                out.append(row)
-                prev = rec
-            oga, psa = steps.get("oga"), steps.get("psa")
-            if not topo and oga is not None and psa is not None:
-                t_oga, t_psa = cell(oga, "train_time"), cell(psa, "train_time")
-                if finite(t_oga) and finite(t_psa):
-                    notes.append(f"{machine} {MODEL_SHORT[model]}+{SHORT.get(ds, ds)}: +OGA and +PSA place the same "
-                                 f"partitions here and train the same model on the same batches, yet T alone is "
-                                 f"{fmt(t_oga)} s vs {fmt(t_psa)} s ({t_oga / t_psa:.2f}x): the launch-to-launch "
-                                 f"spread that +PSA's gain on this machine is within")
-            last, bs = steps.get("psa"), base
-            if last is not None and bs is not None:
-                b, l_ = times(bs), times(last)
-                for i, kind in ((0, "sample"), (1, "trainer")):
-                    g = ratio(b[i], l_[i])
-                    if g is not None:
-                        best[kind].append(g)
-        table = pd.DataFrame.from_records(out)
+        rep = TrainingReport(self, rows, runs)
+        tally, out = Tally(), []
+        for (machine, *point), steps in group(
+                rep.records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"],
+                                        r["params"].get("topology") or ""), lambda r: r["params"]["system"]).items():
+            out += step_rows(machine, tuple(point), steps, tally, rep.notes)
+        table = rep.table(out, empty="no Fig. 10 rows", single=("Machine", "GPUs", "Topology"), drop_empty=False)
         headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Fig. 10 rows"]})
-        else:
-            table = drop_single(table, ("Machine", "GPUs", "Topology"))
-        if verdicts:
+        if tally.verdicts:
             # each step of each combination judged on its latest run; earlier runs (smaller stand-ins,
             # fewer synced epochs) stay listed
-            mine = [v for _, _, v in latest.values()]
-            newest = ", ".join(sorted({machine for _, machine, _ in latest.values()}))
+            mine = [v for _, _, v in tally.latest.values()]
+            newest = ", ".join(sorted({machine for _, machine, _ in tally.latest.values()}))
             headline = (f"latest run per model+dataset and step ({newest}): step gains with the paper's sign in "
-                        f"{sum(mine)}/{len(mine)} cases; all runs {sum(verdicts)}/{len(verdicts)}")
-            if best["trainer"] or best["sample"]:
-                headline += (f"; +PSA vs BASE: trainer up to {max(best['trainer'], default=float('nan')):.2f}x, "
-                             f"sampler up to {max(best['sample'], default=float('nan')):.2f}x (paper up to 2.5x each)")
+                        f"{sum(mine)}/{len(mine)} cases; all runs {sum(tally.verdicts)}/{len(tally.verdicts)}")
+            if tally.best["trainer"] or tally.best["sample"]:
+                headline += (f"; +PSA vs BASE: trainer up to {max(tally.best['trainer'], default=float('nan')):.2f}x, "
+                             f"sampler up to {max(tally.best['sample'], default=float('nan')):.2f}x (paper up to 2.5x "
+                             "each)")
             share = sum(mine) / len(mine)
             status = "reproduced" if share == 1 else "partly" if share >= 0.5 else "not reproduced"
-        notes.append("Gain = the previous step's time / this step's, in the time the paper names for the step "
-                     "(sampler = sampling stage; trainer = feature extraction + training; E2E = the pipelined "
-                     "epoch). Stage times are from the synchronized epochs (the first synced_epochs measured ones, median; each stage alone).")
-        notes.append("Steps (training.py): " + "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}"
-                                                          for s in FIG10_STEPS) + ". BASE keeps the whole topology on "
-                     "every GPU (OOM when it does not fit the budget, as DGL+C); from +MSG on the topology ratio is "
-                     "the largest that fits.")
-        if any((rec["params"].get("topology") or "") == "" for rec in records):
-            notes.append("On a fully connected machine Quiver's clique policy (one clique of every GPU) and the "
-                         "solver place the same partitions: +PSA's expected gain there is about 1 (the paper's 1.3x "
-                         "comes from the DGX-1's asymmetric links).")
-        many = {k: sorted(v) for k, v in noop_gains.items() if len(v) >= 3}
-        if many:
-            notes.append("+PSA on the fully connected machine (the same placement as +OGA, so a gain of 1 is expected) "
-                         "over every run: " + "; ".join(f"{k} median {statistics.median(v):.2f}x ({v[0]:.2f}-{v[-1]:.2f}x, "
-                                                      f"{len(v)} runs)" for k, v in many.items()))
-        barrier_runs = sorted({labels.get(rec["run_id"], rec["run_id"]) for rec in records
-                               if rec["params"].get("stage_barrier") == "on"})
-        if barrier_runs:
-            notes.append(f"{', '.join(barrier_runs)}: stage times with a barrier of all ranks before each stage "
-                         "(param stage_barrier=on), so T is the slowest rank's training alone; elsewhere T also "
-                         "holds the wait in DDP's all-reduce for peers still sampling or gathering.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(10, 4.2))
+        rep.notes += [GAIN_NOTE, f"Steps (training.py): {rep.systems_note(FIG10_STEPS)}. BASE keeps the whole topology "
+                      "on every GPU (OOM when it does not fit the budget, as DGL+C); from +MSG on the topology ratio is "
+                      "the largest that fits."]
+        if any((rec["params"].get("topology") or "") == "" for rec in rep.records):
+            rep.notes.append(SAME_PLACEMENT_NOTE)
+        if many := {k: sorted(v) for k, v in tally.noop_gains.items() if len(v) >= 3}:
+            rep.notes.append("+PSA on the fully connected machine (the same placement as +OGA, so a gain of 1 is "
+                             "expected) over every run: " + "; ".join(f"{k} median {statistics.median(v):.2f}x "
+                                                                     f"({v[0]:.2f}-{v[-1]:.2f}x, {len(v)} runs)"
+                                                                     for k, v in many.items()))
+        if barrier_runs := sorted({rep.machine(rec) for rec in rep.records if rec["params"].get("stage_barrier") == "on"}):
+            rep.notes.append(f"{', '.join(barrier_runs)}: stage times with a barrier of all ranks before each stage "
+                             "(param stage_barrier=on), so T is the slowest rank's training alone; elsewhere T also "
+                             "holds the wait in DDP's all-reduce for peers still sampling or gathering.")
+        fig, ax = figure((10, 4.2))
         if "Step" in table:
-            plot = table.copy()
-            for col in ("Sampler s", "Trainer s"):
-                plot[col] = pd.to_numeric(plot[col], errors="coerce")
-            plot.index = plot["Model+DS"] + " " + plot["Step"]
-            data = plot[["Sampler s", "Trainer s"]]
-            if not data.dropna(how="all").empty:
-                data.plot.bar(ax=ax, stacked=True)
-                ax.set_ylabel("seconds per epoch")
-        ax.set_title("XGNN Fig. 10: factor analysis")
-        fig.tight_layout()
-        caption = ("Sampler and Trainer time per epoch (synchronized stages), E2E epoch time, feature cache ratio and "
-                   "hit rate as XGNN's optimizations are switched on one by one, data-parallel over every GPU; each "
-                   f"step's gain and whether its sign is the paper's (Fig. 10, {PAPER_HARDWARE}, 8 GPUs). GPU memory "
-                   f"budget: {budget_caption(records)}. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. " + caption_hardware(runs))
-        return ReportArtifact("fig10", "XGNN Fig. 10: factor analysis", caption, table, notes, fig,
-                              headline=headline, status=status)
+            plot = numeric(table.assign(bar=table["Model+DS"] + " " + table["Step"]), "bar", ["Sampler s", "Trainer s"])
+            if not plot.dropna(how="all").empty:
+                bars(ax, plot.rename_axis(None), stacked=True, ylabel="seconds per epoch")
+        caption = rep.caption(
+            "Sampler and Trainer time per epoch (synchronized stages), E2E epoch time, feature cache ratio and hit "
+            "rate as XGNN's optimizations are switched on one by one, data-parallel over every GPU; each step's gain "
+            f"and whether its sign is the paper's (Fig. 10, {PAPER_HARDWARE}, 8 GPUs).")
+        return rep.artifact("XGNN Fig. 10: factor analysis", caption, table,
+                            finish(fig, ax, "XGNN Fig. 10: factor analysis"), headline=headline, status=status)
+
+
+@dataclass
+class Tally:
+    """What the headline and the notes read of every combination's steps."""
+    verdicts: list = field(default_factory=list)      # every judged step: its sign the paper's?
+    latest: dict = field(default_factory=dict)        # (combination, step) -> (run id, machine, sign the paper's?)
+    noop_gains: dict = field(default_factory=dict)    # model+dataset -> +PSA gains where it places like +OGA
+    best: dict = field(default_factory=lambda: {"sample": [], "trainer": []})      # +PSA vs BASE
+
+
+def step_rows(machine: str, point: tuple, steps: dict, tally: Tally, notes: list[str]) -> list[dict]:
+    """The table rows of one combination's steps (``point``: GPUs, model, dataset, topology),
+    each step judged against the one before it."""
+    world, model, ds, topo = point
+    run_id = max(rec["run_id"] for rec in steps.values())
+    out, prev = [], None
+    for step in FIG10_STEPS:
+        if (rec := steps.get(step)) is None:
+            prev = None
+            continue
+        s, tr, _ = times(rec)
+        row = {"Machine": machine, "GPUs": world, "Model+DS": combo(model, ds), "Topology": topo or "machine",
+               "Step": SYSTEMS[step].label,
+               "Sampler s": fmt(s) if s is not None else cell(rec, "sample_time"),
+               "Trainer s": fmt(tr) if tr is not None else cell(rec, "gather_time"),
+               "E2E s": fmt(cell(rec, "epoch_time")), "R%": percent(cell(rec, "feat_ratio")),
+               "H%": percent(cell(rec, "feature_hit_rate"))}
+        if step != "base":
+            gain, sign = judge(step, prev, rec)
+            if step == "psa" and not topo and gain is not None:
+                tally.noop_gains.setdefault(combo(model, ds), []).append(gain)
+            row.update({"gain": fmt(gain), "gain in": CLAIMS[step][0], "sign as paper": sign,
+                        "paper": CLAIMS[step][2]})
+            if sign not in ("-", "not run"):
+                tally.verdicts.append(sign.startswith("yes"))
+                if (point, step) not in tally.latest or run_id > tally.latest[(point, step)][0]:
+                    tally.latest[(point, step)] = (run_id, machine, sign.startswith("yes"))
+        out.append(row)
+        prev = rec
+    t_oga, t_psa = (cell(steps.get(s), "train_time") for s in ("oga", "psa"))
+    if not topo and finite(t_oga) and finite(t_psa):
+        notes.append(f"{machine} {combo(model, ds)}: +OGA and +PSA place the same partitions here and train the same "
+                     f"model on the same batches, yet T alone is {fmt(t_oga)} s vs {fmt(t_psa)} s "
+                     f"({t_oga / t_psa:.2f}x): the launch-to-launch spread that +PSA's gain on this machine is within")
+    if steps.get("psa") is not None and steps.get("base") is not None:
+        for base, last, kind in zip(times(steps["base"]), times(steps["psa"]), ("sample", "trainer")):
+            if (g := ratio(base, last)) is not None:
+                tally.best[kind].append(g)
+    return out
+
+
+GAIN_NOTE = ("Gain = the previous step's time / this step's, in the time the paper names for the step (sampler = "
+             "sampling stage; trainer = feature extraction + training; E2E = the pipelined epoch). Stage times are "
+             "from the synchronized epochs (the first synced_epochs measured ones, median; each stage alone).")
+SAME_PLACEMENT_NOTE = (
+    "On a fully connected machine Quiver's clique policy (one clique of every GPU) and the solver place the same "
+    "partitions: +PSA's expected gain there is about 1 (the paper's 1.3x comes from the DGX-1's asymmetric links).")

@@ -11,15 +11,15 @@ points are also Fig. 12's (its report reads this experiment's rows).
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import figure, finish, finite, group, lines, ratio, span
 
 from . import PAPER_HARDWARE
-from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, finite, fmt, machine_labels,
-                       ratio, settings_caption, system_list)
+from .training import (SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt, percent,
+                       system_list)
 
 SYSTEMS11 = ("dgl_cache", "xgnn")
 COMBOS = (("gcn", "ogbn-papers100M"), ("sage", "uk-2006-05"))
@@ -38,7 +38,7 @@ class ScalingExperiment(XGNNTraining):
     """Points on several GPU counts (the same batch per GPU for every count)."""
 
     def points(self, cfg):
-        gpus = self.gpu_list(cfg)
+        gpus = self.world_sizes(cfg)
         for model, ds in self.param(cfg, "combos"):
             for system in self.param(cfg, "systems"):
                 for world in gpus:
@@ -47,8 +47,6 @@ class ScalingExperiment(XGNNTraining):
 
 @register_experiment
 class Fig11(ScalingExperiment):
-    id = "xgnn.fig11"
-    artifact = "fig11"
     title = "XGNN Fig. 11: scalability of DGL+C and XGNN (epoch time vs GPUs)"
     impls = ("dgl_cache", "xgnn")
     paper_values = paper_values()
@@ -60,73 +58,59 @@ class Fig11(ScalingExperiment):
     )
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = [r for r in collect(rows, prefer=self.id) if r["params"]["system"] in SYSTEMS11]
-        groups: dict = {}
-        for rec in records:
-            p = rec["params"]
-            groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), p["model"], p["dataset"]), {}).setdefault(
-                p["system"], {})[rec["world"]] = rec
-        out, notes, wins, scal = [], [], [], []
-        for (machine, model, ds), systems in groups.items():
-            worlds = sorted({w for per in systems.values() for w in per})
-            for w in worlds:
-                row = {"Machine": machine, "Model+DS": f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}", "GPUs": w}
+        rep = TrainingReport(self, rows, runs, systems=SYSTEMS11)
+        groups = group(rep.records, lambda r: (rep.machine(r), r["params"]["model"], r["params"]["dataset"]))
+        out, wins, scal = [], [], []
+        for (machine, model, ds), records in groups.items():
+            systems = group(records, lambda r: r["params"]["system"], lambda r: r["world"])
+            for w in sorted({r["world"] for r in records}):
+                row = {"Machine": machine, "Model+DS": combo(model, ds), "GPUs": w}
                 for system in SYSTEMS11:
                     rec = systems.get(system, {}).get(w)
                     row[f"{SYSTEMS[system].label} s"] = fmt(cell(rec, "epoch_time"))
-                    r = cell(rec, "feat_ratio")
-                    row[f"{SYSTEMS[system].label} R%"] = fmt(100 * r) if finite(r) else r
+                    row[f"{SYSTEMS[system].label} R%"] = percent(cell(rec, "feat_ratio"))
                 d, x = (cell(systems.get(s, {}).get(w), "epoch_time") for s in SYSTEMS11)
                 row["DGL+C / XGNN"] = fmt(ratio(d, x))
                 if ratio(d, x) is not None:
                     wins.append(ratio(d, x) > 1)
                 out.append(row)
             for system in SYSTEMS11:
-                per = systems.get(system, {})
-                ok = [(w, cell(per[w], "epoch_time")) for w in sorted(per) if finite(cell(per[w], "epoch_time"))]
-                if len(ok) >= 2:
-                    (w0, t0), (w1, t1) = ok[0], ok[-1]
-                    scal.append((system, t0 / t1, w1 / w0))
-                    notes.append(f"{machine} {MODEL_SHORT[model]}+{SHORT.get(ds, ds)} {SYSTEMS[system].label}: "
-                                 f"{w0} -> {w1} GPUs speeds the epoch up {t0 / t1:.2f}x (ideal {w1 / w0:.0f}x)")
-        table = pd.DataFrame.from_records(out)
+                if len(times := epoch_times(systems.get(system, {}))) >= 2:
+                    (w0, t0), (w1, t1) = times[0], times[-1]
+                    scal.append((system, t0 / t1))
+                    rep.notes.append(f"{machine} {combo(model, ds)} {SYSTEMS[system].label}: {w0} -> {w1} GPUs "
+                                     f"speeds the epoch up {t0 / t1:.2f}x (ideal {w1 / w0:.0f}x)")
+        table = rep.table(out, empty="no Fig. 11 rows", drop_empty=False)
         headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Fig. 11 rows"]})
-        else:
-            table = drop_single(table, ("Machine",))
         if wins:
             headline = f"XGNN faster than DGL+C at {sum(wins)}/{len(wins)} GPU counts"
-            xs = [s for sys_, s, _ in scal if sys_ == "xgnn"]
-            ds_ = [s for sys_, s, _ in scal if sys_ == "dgl_cache"]
-            better_scaling = bool(xs and ds_ and min(xs) >= max(ds_) * 0.95)
+            xs, ds_ = ([s for name, s in scal if name == system] for system in ("xgnn", "dgl_cache"))
             if xs and ds_:
-                headline += (f"; speedup from fewest to most GPUs XGNN {min(xs):.2f}-{max(xs):.2f}x, DGL+C "
-                             f"{min(ds_):.2f}-{max(ds_):.2f}x (paper: XGNN faster, scales better)")
-            status = ("reproduced" if all(wins) and better_scaling else "partly" if any(wins) else "not reproduced")
-        notes.append("Paper (section 6.4, no numbers printed): XGNN outperforms DGL+C and scales better, because more "
-                     "GPUs hold more of XGNN's partitioned topology and features (less host traffic) and more NVLinks "
-                     "serve its remote reads; DGL+C replicates both on every GPU. R%: feature rows on the GPUs.")
-        notes += skip_notes(rows[rows["impl"].isin(list(SYSTEMS11))], labels)
-        fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(5 * max(1, len(groups)), 3.8), squeeze=False)
-        for ax, ((machine, model, ds), systems) in zip(axes[0], groups.items()):
-            for system in SYSTEMS11:
-                per = systems.get(system, {})
-                pts = [(w, cell(per[w], "epoch_time")) for w in sorted(per) if finite(cell(per[w], "epoch_time"))]
-                if pts:
-                    ax.plot([w for w, _ in pts], [t for _, t in pts], marker="o", label=SYSTEMS[system].label)
-            ax.set_title(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}")
-            ax.set_xlabel("GPUs")
-            ax.set_ylabel("seconds per epoch")
+                headline += (f"; speedup from fewest to most GPUs XGNN {span(xs)}x, DGL+C {span(ds_)}x (paper: XGNN "
+                             "faster, scales better)")
+            better_scaling = bool(xs and ds_ and min(xs) >= max(ds_) * 0.95)
+            status = "reproduced" if all(wins) and better_scaling else "partly" if any(wins) else "not reproduced"
+        rep.notes.append(NOTE)
+        fig, axes = figure((5 * max(1, len(groups)), 3.8), ncols=max(1, len(groups)), squeeze=False)
+        for ax, ((machine, model, ds), records) in zip(axes[0], groups.items()):
+            systems = group(records, lambda r: r["params"]["system"], lambda r: r["world"])
+            lines(ax, [(SYSTEMS[s].label, *zip(*times)) for s in SYSTEMS11
+                       if (times := epoch_times(systems.get(s, {})))],
+                  xlabel="GPUs", ylabel="seconds per epoch", legend_size=None, grid=False, marker="o")
             ax.legend()
-        fig.tight_layout()
-        caption = ("End-to-end epoch time of DGL+C and XGNN with 1, 2 and 4 GPUs (CPU: ranks), the same batch per "
-                   f"GPU for every count; the paper's Fig. 11 measured 1-8 GPUs ({PAPER_HARDWARE}). GPU memory "
-                   f"budget: {budget_caption(records)}. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. " + caption_hardware(runs))
-        return ReportArtifact("fig11", "XGNN Fig. 11: scalability", caption, table, notes, fig,
-                              headline=headline, status=status)
+            ax.set_title(combo(model, ds))
+        caption = rep.caption(
+            "End-to-end epoch time of DGL+C and XGNN with 1, 2 and 4 GPUs (CPU: ranks), the same batch per GPU for "
+            f"every count; the paper's Fig. 11 measured 1-8 GPUs ({PAPER_HARDWARE}).")
+        return rep.artifact("XGNN Fig. 11: scalability", caption, table, finish(fig), headline=headline,
+                            status=status, skips=rep.rows[rep.rows["impl"].isin(SYSTEMS11)])
+
+
+def epoch_times(per_world: dict) -> list[tuple[int, float]]:
+    """(GPUs, seconds) of the points that trained, by GPU count."""
+    return [(w, t) for w in sorted(per_world) if finite(t := cell(per_world[w], "epoch_time"))]
+
+
+NOTE = ("Paper (section 6.4, no numbers printed): XGNN outperforms DGL+C and scales better, because more GPUs hold "
+        "more of XGNN's partitioned topology and features (less host traffic) and more NVLinks serve its remote "
+        "reads; DGL+C replicates both on every GPU. R%: feature rows on the GPUs.")

@@ -13,14 +13,14 @@ xgnn.fig11's rows (its XGNN GraphSAGE+UK points are these), so a Fig. 11 run giv
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import bars, figure, finish, finite, numeric, ratio, verdict
 
 from .fig11 import ScalingExperiment
-from .training import (MODEL_SHORT, SHORT, budget_caption, cell, collect, combo_list, common_parameters,
-                       datasets_caption, drop_single, finite, fmt, machine_labels, settings_caption, system_list)
+from .training import TrainingReport, cell, combo, combo_list, common_parameters, fmt, percent, system_list
 
 
 def paper_values() -> tuple[PaperValue, ...]:
@@ -31,8 +31,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Fig12(ScalingExperiment):
-    id = "xgnn.fig12"
-    artifact = "fig12"
     title = "XGNN Fig. 12: GPU memory of topology and features, and mini-batch Sampler/Trainer time, vs GPUs"
     impls = ("xgnn",)
     derives_from = ("xgnn.fig11",)
@@ -44,78 +42,61 @@ class Fig12(ScalingExperiment):
     )
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = [r for r in collect(rows, prefer=self.id) if r["params"]["system"] == "xgnn"]
-        prefer = [r for r in records if (r["params"]["model"], r["params"]["dataset"]) == ("sage", "uk-2006-05")]
-        records = prefer or records
-        out, notes = [], []
-        for rec in sorted(records, key=lambda r: (r["run_id"], r["params"]["model"], r["params"]["dataset"],
-                                                  r["world"])):
-            p = rec["params"]
-            row = {"Machine": labels.get(rec["run_id"], rec["run_id"]),
-                   "Model+DS": f"{MODEL_SHORT[p['model']]}+{SHORT.get(p['dataset'], p['dataset'])}",
-                   "GPUs": rec["world"]}
+        rep = TrainingReport(self, rows, runs, systems=("xgnn",))
+        wanted = [r for r in rep.records if (r["params"]["model"], r["params"]["dataset"]) == ("sage", "uk-2006-05")]
+        rep.records = wanted or rep.records         # the paper's GraphSAGE on UK where measured
+        out = []
+        for rec in sorted(rep.records, key=lambda r: (r["run_id"], r["params"]["model"],
+                                                                 r["params"]["dataset"], r["world"])):
             topo, feat = cell(rec, "memory_topology_gpus"), cell(rec, "memory_features_gpus")
-            row["topology GiB (all GPUs)"] = fmt(topo)
-            row["features GiB (all GPUs)"] = fmt(feat)
-            row["topology share %"] = fmt(100 * topo / (topo + feat)) if finite(topo) and finite(feat) and \
-                (topo + feat) > 0 else None
-            r, g = cell(rec, "feat_ratio"), cell(rec, "graph_ratio")
-            row["R% (features)"] = fmt(100 * r) if finite(r) else r
-            row["graph ratio %"] = fmt(100 * g) if finite(g) else g
+            share = ratio(topo, topo + feat) if finite(topo) and finite(feat) else None
             e = rec["extra"].get("epoch_time", {})
             batches = e.get("batches_full")
             s, gt, t = (rec["metrics"].get(k) for k in ("sample_time", "gather_time", "train_time"))
-            row["Sampler ms/batch"] = fmt(1e3 * s / batches) if finite(s) and batches else None
-            row["Trainer ms/batch"] = fmt(1e3 * (gt + t) / batches) if finite(gt) and finite(t) and batches else None
-            row["batches/GPU"] = batches
-            row["E2E s"] = fmt(cell(rec, "epoch_time"))
-            row["budget GiB/GPU"] = fmt(e.get("budget_bytes") / 2 ** 30) if e.get("budget_bytes") else None
-            out.append(row)
-        table = pd.DataFrame.from_records(out)
+            out.append({"Machine": rep.machine(rec), "Model+DS": combo(rec["params"]["model"], rec["params"]["dataset"]),
+                        "GPUs": rec["world"], "topology GiB (all GPUs)": fmt(topo), "features GiB (all GPUs)": fmt(feat),
+                        "topology share %": fmt(100 * share) if share is not None else None,
+                        "R% (features)": percent(cell(rec, "feat_ratio")), "graph ratio %": percent(cell(rec, "graph_ratio")),
+                        "Sampler ms/batch": fmt(1e3 * s / batches) if finite(s) and batches else None,
+                        "Trainer ms/batch": fmt(1e3 * (gt + t) / batches) if finite(gt) and finite(t) and batches else None,
+                        "batches/GPU": batches, "E2E s": fmt(cell(rec, "epoch_time")),
+                        "budget GiB/GPU": fmt(e.get("budget_bytes") / 2 ** 30) if e.get("budget_bytes") else None})
+        table = rep.table(out, empty="no XGNN rows (run xgnn.fig12 or xgnn.fig11)", single=("Machine", "Model+DS"),
+                          drop_empty=False)
         headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no XGNN rows (run xgnn.fig12 or xgnn.fig11)"]})
-        else:
-            table = drop_single(table, ("Machine", "Model+DS"))
-            ok = table.dropna(subset=["features GiB (all GPUs)"]) if "features GiB (all GPUs)" in table else table
-            if len(ok) >= 2:
-                first, last = ok.iloc[0], ok.iloc[-1]
-                grows = last["features GiB (all GPUs)"] > first["features GiB (all GPUs)"]
-                most = finite(first.get("topology share %")) and first["topology share %"] > 50
-                headline = (f"{first['GPUs']} GPU(s): topology {first['topology share %']:.0f}% of the stores; "
-                            f"{last['GPUs']} GPUs: features {last['features GiB (all GPUs)']:.3g} GiB vs "
-                            f"{first['features GiB (all GPUs)']:.3g} GiB (paper: topology dominates on 1 GPU, the "
-                            "feature cache grows with GPUs)")
-                status = "reproduced" if grows and most else "partly" if grows or most else "not reproduced"
-        notes.append("Paper (section 6.5, no numbers printed): 1 GPU - most memory holds the topology; 2 GPUs - the "
-                     "topology is split over both and more features are cached (the Trainer does not improve: one "
-                     "PCIe switch); 4 GPUs - one copy of the topology over the GPUs, a bigger feature cache, a faster "
-                     "Trainer; 8 GPUs - two copies of each, the same per-batch times, half the epoch.")
-        notes.append("Memory: the GPU bytes of XGNN's stores (topology and feature partitions, padded as allocated) "
-                     "summed over the GPUs. Per-batch times: the synchronized epoch's sampling and extraction + "
-                     "training seconds over its mini-batches per GPU.")
-        notes += skip_notes(rows[rows["impl"] == "xgnn"], labels)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-        if "GPUs" in table and "topology GiB (all GPUs)" in table:
-            plot = table.set_index("GPUs")
-            mem = plot[["topology GiB (all GPUs)", "features GiB (all GPUs)"]].apply(pd.to_numeric, errors="coerce")
-            if not mem.dropna(how="all").empty:
-                mem.plot.bar(ax=axes[0], stacked=True)
-            axes[0].set_ylabel("GiB over all GPUs")
-            tm = plot[["Sampler ms/batch", "Trainer ms/batch"]].apply(pd.to_numeric, errors="coerce")
-            if not tm.dropna(how="all").empty:
-                tm.plot.bar(ax=axes[1])
-            axes[1].set_ylabel("ms per mini-batch")
-        axes[0].set_title("(a) GPU memory of the stores")
-        axes[1].set_title("(b) Sampler and Trainer per mini-batch")
-        fig.tight_layout()
-        caption = ("XGNN's GPU memory (topology and features, summed over the GPUs) and mini-batch Sampler / Trainer "
-                   "time with 1, 2 and 4 GPUs (CPU: ranks); the paper's Fig. 12 measured 1-8 V100s of a DGX-1. GPU "
-                   f"memory budget: {budget_caption(records)}. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. " + caption_hardware(runs))
-        return ReportArtifact("fig12", "XGNN Fig. 12: memory and mini-batch time vs GPUs", caption, table, notes, fig,
-                              headline=headline, status=status)
+        ok = table.dropna(subset=["features GiB (all GPUs)"]) if "features GiB (all GPUs)" in table else table
+        if out and len(ok) >= 2:
+            first, last = ok.iloc[0], ok.iloc[-1]
+            grows = last["features GiB (all GPUs)"] > first["features GiB (all GPUs)"]
+            most = finite(first.get("topology share %")) and first["topology share %"] > 50
+            headline = (f"{first['GPUs']} GPU(s): topology {first['topology share %']:.0f}% of the stores; "
+                        f"{last['GPUs']} GPUs: features {last['features GiB (all GPUs)']:.3g} GiB vs "
+                        f"{first['features GiB (all GPUs)']:.3g} GiB (paper: topology dominates on 1 GPU, the "
+                        "feature cache grows with GPUs)")
+            status = verdict([grows, most])
+        rep.notes += NOTES
+        fig, axes = figure((10, 3.8), ncols=2)
+        memory = numeric(table, "GPUs", ["topology GiB (all GPUs)", "features GiB (all GPUs)"])
+        if not memory.dropna(how="all").empty:
+            bars(axes[0], memory, stacked=True)
+        times = numeric(table, "GPUs", ["Sampler ms/batch", "Trainer ms/batch"])
+        if not times.dropna(how="all").empty:
+            bars(axes[1], times)
+        axes[0].set(title="(a) GPU memory of the stores", ylabel="GiB over all GPUs")
+        axes[1].set(title="(b) Sampler and Trainer per mini-batch", ylabel="ms per mini-batch")
+        caption = rep.caption(
+            "XGNN's GPU memory (topology and features, summed over the GPUs) and mini-batch Sampler / Trainer time "
+            "with 1, 2 and 4 GPUs (CPU: ranks); the paper's Fig. 12 measured 1-8 V100s of a DGX-1.")
+        return rep.artifact("XGNN Fig. 12: memory and mini-batch time vs GPUs", caption, table, finish(fig),
+                            headline=headline, status=status, skips=rep.rows[rep.rows["impl"] == "xgnn"])
+
+
+NOTES = [
+    "Paper (section 6.5, no numbers printed): 1 GPU - most memory holds the topology; 2 GPUs - the topology is split "
+    "over both and more features are cached (the Trainer does not improve: one PCIe switch); 4 GPUs - one copy of "
+    "the topology over the GPUs, a bigger feature cache, a faster Trainer; 8 GPUs - two copies of each, the same "
+    "per-batch times, half the epoch.",
+    "Memory: the GPU bytes of XGNN's stores (topology and feature partitions, padded as allocated) summed over the "
+    "GPUs. Per-batch times: the synchronized epoch's sampling and extraction + training seconds over its mini-batches "
+    "per GPU.",
+]

@@ -14,52 +14,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_float, positive_int
+from harness.argtypes import names_of, or_word, positive_float, positive_int, unit_float
+from harness.artifact import ReportArtifact
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, pivot, ratio
 from harness.timing import measure
+from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 
 DATASETS = {"TW": "twitter-2010", "CF": "com-friendster"}
 POLICY_LABELS = {"xgnn_solver": "Solver", "clique": "Clique", "clique_opt": "CliqueOpt"}
 _S = "Sec. 6.6 (Fig. 13)"
+TOPOLOGIES = ("4Gf", "4Gc", "6G", "8G")
+SHARES = {"Cache": "cache_ratio", "Local": "local_fraction", "Peer": "peer_fraction", "Host": "host_fraction"}
 
 
-def _dataset_list(text: str) -> tuple[str, ...]:
-    from harness.errors import HarnessError
-
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in items if x not in DATASETS]
-    if unknown or not items:
-        raise HarnessError(f"datasets must be among {', '.join(DATASETS)}")
-    return items
+_dataset_list = names_of("datasets", *DATASETS)
 
 
 def _topology_list(text: str) -> tuple[str, ...]:
-    from harness.errors import HarnessError
-    from impls.placement.topology import XGNN_TOPOLOGIES
+    from impls.core.topology import XGNN_TOPOLOGIES
 
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not items or any(x not in XGNN_TOPOLOGIES for x in items):
-        raise HarnessError(f"topologies must be among {', '.join(XGNN_TOPOLOGIES)}")
-    return items
-
-
-def _alpha(text: str):
-    return "auto" if text.strip() == "auto" else float(text)
+    return names_of("topologies", *XGNN_TOPOLOGIES)(text)
 
 
 @register_experiment
 class Fig13(Experiment):
-    id = "xgnn.fig13"
-    paper = "xgnn"
-    artifact = "fig13"
     title = "XGNN Fig. 13: feature extraction with Solver, Clique and CliqueOpt placement"
     interface = "placement"
     impls = ("xgnn_solver", "clique", "clique_opt")
     metric, unit, better = "extract_time", "ms/batch", "lower"
+    worlds = Worlds(fixed=(1,))
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Search time on the CPU for a fixed topology after 2 untimed runs; no state is carried "
                      "between runs.")
@@ -75,19 +62,20 @@ class Fig13(Experiment):
     )
     parameters = {
         "datasets": Param(("TW", "CF"), _dataset_list, "TW (twitter-2010) and/or CF (com-friendster)"),
-        "topologies": Param(("4Gf", "4Gc", "6G", "8G"), _topology_list, "XGNN topologies"),
+        "topologies": Param(TOPOLOGIES, _topology_list, "XGNN topologies"),
         "buffer_fraction": Param(0.2, positive_float,
                                  "feature cache per GPU as a fraction of N (0.2: a clique of two caches 40%, "
                                  "near the 41% XGNN reports for CF on 6G)"),
-        "alpha": Param("auto", _alpha, "CliqueOpt alpha; auto = PCIe / slowest NVLink in the clique (Eq. 7)"),
+        "alpha": Param("auto", or_word("auto", unit_float), "CliqueOpt alpha; auto = PCIe / slowest NVLink in the clique (Eq. 7)"),
         "hotness": Param("presample", str, "presample (GNNLab/XGNN) or degree"),
         "max_batches": Param(24, positive_int, "mini-batches replayed per GPU"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return 0.0005 if cfg.quick else 0.002
 
     def points(self, cfg):
+        self.world_sizes(cfg)                # one process; a --gpus it cannot use is an error
         scale = self.scale(cfg)
         for dataset in self.param(cfg, "datasets"):
             for topology in self.param(cfg, "topologies"):
@@ -95,25 +83,25 @@ class Fig13(Experiment):
                 for impl in self.impls:
                     yield Point(impl, {"dataset": dataset, "scale": scale, "topology": topology}, world)
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
-        from experiments.placement.common import WORKBENCH, load_graph, scaled
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
+        from experiments.placement.common import load_graph, scaled, workbench
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
         from impls.placement.simulate import replay
-        from impls.placement.topology import xgnn_topology
+        from impls.core.topology import xgnn_topology
         from impls.placement.xgnn_solver import solve
 
+        cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(DATASETS[prm["dataset"]], prm["scale"], cfg.seed,
-                           str(cfg.data_root) if cfg.data_root else None)
+        graph = load_graph(ctx, DATASETS[prm["dataset"]], prm["scale"])
         topology = xgnn_topology(prm["topology"])
         buffer_size = int(self.param(cfg, "buffer_fraction") * graph.num_nodes)
         options = {}
         if point.impl == "clique_opt":
             alpha = self.param(cfg, "alpha")
             options["alpha"] = clique_alpha(topology) if alpha == "auto" else alpha
-        placement = WORKBENCH.placement(graph, point.impl, prm["topology"], buffer_size,
-                                        hotness=self.param(cfg, "hotness"), seed=cfg.seed, **options)
+        placement = workbench(ctx).placement(graph, point.impl, prm["topology"], buffer_size,
+                                             hotness=self.param(cfg, "hotness"), seed=cfg.seed, **options)
         batch = scaled(6000, prm["scale"], 64)   # XGNN's 6000 seeds, shrunk with the graph
         sampler = NodeWiseSampler((25, 10))
         max_batches = self.param(cfg, "max_batches") if not cfg.quick else min(8, self.param(cfg, "max_batches"))
@@ -139,67 +127,43 @@ class Fig13(Experiment):
         return out
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
+        rep = Report(self, rows, runs)
         keys = ["run_id", "p_dataset", "p_topology", "impl"]
-        wide = ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index() \
-            if not ok.empty else pd.DataFrame(columns=keys)
-        records = []
-        for _, r in wide.iterrows():
-            clique = wide[(wide["run_id"] == r["run_id"]) & (wide["p_dataset"] == r["p_dataset"])
-                          & (wide["p_topology"] == r["p_topology"]) & (wide["impl"] == "clique")]
-            base = float(clique["extract_time"].iloc[0]) if not clique.empty else None
-            records.append({"Run": labels.get(r["run_id"], r["run_id"]), "Dataset": r["p_dataset"],
-                            "Topology": r["p_topology"], "Policy": POLICY_LABELS.get(r["impl"], r["impl"]),
-                            "Cache %": 100 * r.get("cache_ratio", float("nan")),
-                            "Local %": 100 * r.get("local_fraction", float("nan")),
-                            "Peer %": 100 * r.get("peer_fraction", float("nan")),
-                            "Host %": 100 * r.get("host_fraction", float("nan")),
-                            "Extract ms/batch": r.get("extract_time"),
-                            "Clique / this": base / r["extract_time"] if base and r.get("extract_time") else None,
-                            "Search ms": r.get("search_time")})
-        table = pd.DataFrame.from_records(records)
-        if not table.empty:   # the paper's order: (a) TW, (b) CF; 4Gf, 4Gc, 6G, 8G
-            rank = {name: i for i, name in enumerate(list(DATASETS) + ["4Gf", "4Gc", "6G", "8G"]
-                                                     + list(POLICY_LABELS.values()))}
-            table = table.sort_values(["Run", "Dataset", "Topology", "Policy"],
-                                      key=lambda col: col.map(lambda v: rank.get(v, 99)) if col.name != "Run" else col)
-            if table["Run"].nunique() == 1:
-                table = table.drop(columns=["Run"])
-        notes = self._paper_notes(ok, wide, labels)
-        notes += skip_notes(rows, labels)
-        scales = sorted(set(rows["p_scale"].dropna()))
-        caption = ("Modeled feature-extraction time per mini-batch (slowest GPU; a batch takes as long as its "
-                   "busiest source: local HBM, each NVLink at the DGX-1's NV1 = 25 / NV2 = 50 GB/s, or PCIe "
-                   "3.0 at 12 GB/s), cache ratio (distinct nodes on GPUs / N) and where the input features "
-                   "were read, for GraphSAGE [25, 10] mini-batches (6000 seeds, scaled with the graph) on "
-                   f"TW / CF stand-ins at scale {', '.join(f'{s:g}' for s in scales)}; hottest nodes by "
-                   "pre-sampling. 'Clique / this' > 1 is faster than Clique. The Solver's search time is "
-                   f"measured on this machine's CPU. Paper: {PAPER_HARDWARE}. " + caption_hardware(runs))
+        wide = rep.ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index() \
+            if not rep.ok.empty else pd.DataFrame(columns=keys)
+        clique = {tuple(r[k] for k in keys[:3]): r["extract_time"] for _, r in wide.iterrows() if r["impl"] == "clique"}
+        rank = {name: i for i, name in enumerate([*DATASETS, *TOPOLOGIES, *POLICY_LABELS.values()])}
+        records = sorted(({
+            "Run": rep.label(r["run_id"]), "Dataset": r["p_dataset"], "Topology": r["p_topology"],
+            "Policy": POLICY_LABELS.get(r["impl"], r["impl"]),
+            **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in SHARES.items()},
+            "Extract ms/batch": r.get("extract_time"),
+            "Clique / this": ratio(clique.get(tuple(r[k] for k in keys[:3])), r.get("extract_time")),
+            "Search ms": r.get("search_time")} for _, r in wide.iterrows()),
+            key=lambda rec: (rec["Run"], *(rank.get(rec[k], 99) for k in ("Dataset", "Topology", "Policy"))))
+        table = rep.table(records, empty="no successful measurements", single=("Run",), drop_empty=False)
+        rep.notes += self._paper_notes(rep.ok, wide, rep.labels)
+        scales = sorted(set(rep.rows["p_scale"].dropna()))
+        caption = rep.caption(
+            "Modeled feature-extraction time per mini-batch (slowest GPU; a batch takes as long as its busiest "
+            "source: local HBM, each NVLink at the DGX-1's NV1 = 25 / NV2 = 50 GB/s, or PCIe 3.0 at 12 GB/s), "
+            "cache ratio (distinct nodes on GPUs / N) and where the input features were read, for GraphSAGE "
+            f"[25, 10] mini-batches (6000 seeds, scaled with the graph) on TW / CF stand-ins at scale "
+            f"{', '.join(f'{s:g}' for s in scales)}; hottest nodes by pre-sampling. 'Clique / this' > 1 is faster "
+            f"than Clique. The Solver's search time is measured on this machine's CPU. Paper: {PAPER_HARDWARE}.")
         fig = None
-        if not table.empty:
+        if "Dataset" in table:
             datasets = list(dict.fromkeys(table["Dataset"]))
-            fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.6), squeeze=False)
-            for ax, ds in zip(axes[0], datasets):
+            fig, axes = figure((5 * len(datasets), 3.6), ncols=len(datasets), squeeze=False)
+            for i, (ax, ds) in enumerate(zip(axes[0], datasets)):
                 sub = table[table["Dataset"] == ds]
-                tops = list(dict.fromkeys(sub["Topology"]))
-                pols = list(dict.fromkeys(sub["Policy"]))
-                width = 0.8 / len(pols)
-                for k, pol in enumerate(pols):
-                    vals = [sub[(sub["Topology"] == t) & (sub["Policy"] == pol)]["Extract ms/batch"] for t in tops]
-                    ax.bar(np.arange(len(tops)) + k * width, [float(v.iloc[0]) if len(v) else 0 for v in vals],
-                           width, label=pol)
-                ax.set_xticks(np.arange(len(tops)) + 0.4 - width / 2)
-                ax.set_xticklabels(tops)
-                ax.set_title(f"({'ab'[datasets.index(ds)]}) {ds}", fontsize=9)
-                ax.set_ylabel("modeled extraction (ms / batch)")
-                ax.grid(True, axis="y", alpha=0.3)
-                ax.legend(fontsize=7)
-        return ReportArtifact("fig13", "XGNN Fig. 13: partition placement policies", caption, table, notes, fig)
+                bars(ax, pivot(sub, ["Topology"], "Policy", "Extract ms/batch", POLICY_LABELS.values())
+                     .reindex(list(dict.fromkeys(sub["Topology"]))), ylabel="modeled extraction (ms / batch)")
+                ax.set_title(f"({'ab'[i]}) {ds}", fontsize=9)
+            finish(fig)
+        return rep.artifact("XGNN Fig. 13: partition placement policies", caption, table, fig)
 
     def _paper_notes(self, ok, wide, labels) -> list[str]:
         notes = []

@@ -19,15 +19,16 @@ kernels' request model is evaluated for rank 0 of a virtual 4-way partition.
 
 from __future__ import annotations
 
+from harness.argtypes import dataset_names as name_list
+from harness.argtypes import fanout_sets, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, positive_int
-from harness.needs import detect
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, bars, figure, finish, group, pivot
 from harness.timing import Stats
+from harness.worlds import Worlds, world_sizes
 
-from ..wholegraph.sampling import fanout_sets, name_list
 from . import PAPER_HARDWARE
 
 VARIANTS = ("original", "batched")
@@ -36,24 +37,8 @@ SCALES = {"ogbn-papers100M": (0.25, 0.05, 0.0005), "uk-2006-05": (0.25, 0.05, 0.
 SHORT = {"ogbn-papers100M": "PA", "uk-2006-05": "UK"}
 
 
-def world_and_parts(cfg, gpus: int) -> tuple[int, int]:
-    """(ranks to launch, partition the bytes are counted against).
-
-    With ``gpus`` GPUs visible, one rank per GPU over the sharded CSR (real NVLink reads);
-    otherwise one rank that samples rank 0's share of a virtual ``gpus``-way partition.
-    ``--gpus N`` forces N ranks over an N-way partition."""
-    if cfg.world_size and cfg.world_size > 1:
-        return cfg.world_size, cfg.world_size
-    if cfg.device == "cuda" and not cfg.world_size and detect().gpu_count >= gpus:
-        return gpus, gpus
-    return 1, gpus
-
-
 @register_experiment
 class Fig14(Experiment):
-    id = "xgnn.fig14"
-    paper = "xgnn"
-    artifact = "fig14"
     title = "KHop optimization: remote bytes and sampling time per epoch, original vs batched"
     interface = "sampling"
     impls = ("khop_batched",)
@@ -75,40 +60,48 @@ class Fig14(Experiment):
         "max_batches": Param(0, int, "cap on batches per epoch per GPU (0: the whole epoch)"),
     }
 
+    def world_sizes(self, cfg) -> list[int]:
+        """One rank per part over the sharded CSR (real NVLink reads) where the run has a GPU per
+        part, else one rank that samples rank 0's share of the ``gpus``-way partition."""
+        return world_sizes(cfg, Worlds(fixed=(1, self.param(cfg, "gpus"))), self.id)
+
+    def default_scale(self, cfg, dataset=None) -> float:
+        cuda, quick, cpu = SCALES.get(dataset, (0.25, 0.05, 0.0005))
+        return (quick if cfg.quick else cuda) if cfg.device == "cuda" else cpu
+
     def points(self, cfg):
-        gpus = self.param(cfg, "gpus")
-        world, parts = world_and_parts(cfg, gpus)
+        parts = self.param(cfg, "gpus")
+        (world,) = self.world_sizes(cfg)
         fanouts = list(self.param(cfg, "fanouts")[0])
         batch = self.param(cfg, "batch")
         if cfg.device == "cpu" and "batch" not in cfg.params:
             batch = 600
         for name in self.param(cfg, "datasets"):
-            cuda, quick, cpu = SCALES.get(name, (0.25, 0.05, 0.0005))
-            scale = cfg.scale if cfg.scale is not None else ((quick if cfg.quick else cuda)
-                                                             if cfg.device == "cuda" else cpu)
+            scale = self.scale(cfg, name)
             for variant in VARIANTS:
                 yield Point("khop_batched", {"dataset": name, "scale": scale, "variant": variant,
                                              "fanouts": fanouts, "batch": batch, "parts": parts,
                                              "store": "sharded" if (cfg.device == "cuda" and world > 1) else "local"},
                             world)
 
-    def run_point(self, point, cfg, rank):
+    def run_point(self, point, ctx):
         import torch
 
+        cfg, rank = ctx.cfg, ctx.rank
         from impls.sampling.bench import epoch_batches, implementation, load_graph
         from impls.sampling.minibatch import sample_blocks
         from harness.timing import measure_collective
 
         p = point.params
-        graph = load_graph(p["dataset"], p["scale"], cfg, rank)
+        graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         parts = p["parts"]
         count_rank = rank.rank if rank.world_size == parts else 0
         if rank.world_size != parts and rank.world_size != 1:
             raise HarnessError("fig14 runs on one rank per part, or one rank modelling rank 0 of the parts")
-        sampler = implementation("sampling", "khop_batched", rank, graph, variant=p["variant"], store=p["store"],
+        sampler = implementation(ctx, "sampling", "khop_batched", graph, variant=p["variant"], store=p["store"],
                                  count_remote=True, count_world=parts, count_rank=count_rank)
-        unique = implementation("unique", "hash_append", rank, graph)
+        unique = implementation(ctx, "unique", "hash_append", graph)
         share = 0 if rank.world_size == 1 else rank.rank
         world = parts if rank.world_size == 1 else rank.world_size
         batches = epoch_batches(graph, p["batch"], world, share, cfg.seed, device)
@@ -192,66 +185,52 @@ class Fig14(Experiment):
         ]
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records, notes = [], []
-        metrics = {"remote_bytes_per_kernel": "remote KB / kernel", "remote_bytes_per_epoch": "remote MB / epoch",
-                   "remote_useful_bytes_per_epoch": "remote id MB / epoch",
-                   "sampling_kernel_time_per_epoch": "kernel ms / epoch",
-                   "sampling_time_per_epoch": "sampling ms / epoch"}
-        div = {"remote_bytes_per_kernel": 1e3, "remote_bytes_per_epoch": 1e6, "remote_useful_bytes_per_epoch": 1e6}
-        for (run_id, ds, variant), grp in ok.groupby(["run_id", "p_dataset", "p_variant"], sort=False):
-            rec = {"Machine": labels[run_id], "GPUs": int(grp["world_size"].iloc[0]),
-                   "Parts": int(grp["p_parts"].iloc[0]), "Dataset": SHORT.get(ds, ds), "KHop": variant}
-            for m, col in metrics.items():
-                sel = grp[grp["metric"] == m]
-                rec[col] = float(sel["value"].iloc[0]) / div.get(m, 1) if not sel.empty else None
-            records.append(rec)
-        table = pd.DataFrame.from_records(records)
-        if table.empty:
-            table = pd.DataFrame({"note": ["no successful measurements"]})
-        else:
-            for (machine, ds), grp in table.groupby(["Machine", "Dataset"], sort=False):
-                o, b = grp[grp["KHop"] == "original"], grp[grp["KHop"] == "batched"]
-                if o.empty or b.empty:
-                    continue
-                ratio = b["remote KB / kernel"].iloc[0] / o["remote KB / kernel"].iloc[0]
-                t = b["sampling ms / epoch"].iloc[0] / o["sampling ms / epoch"].iloc[0]
-                k = b["kernel ms / epoch"].iloc[0] / o["kernel ms / epoch"].iloc[0]
-                notes.append(f"{machine}, {ds}: batched / original remote bytes = {ratio:.2f} (paper: about 0.5); "
-                             f"sampling kernel time {k:.2f}x, whole sampling time {t:.2f}x")
-        if "GPUs" in table and "Parts" in table and (table["GPUs"] < table["Parts"]).any():
-            notes.append("Rows with GPUs < Parts ran on fewer GPUs than the partition: one rank samples rank 0's "
-                         "share and its requests are counted against the virtual partition (same kernels and "
-                         "request model; no NVLink traffic, so its times are not Fig. 14(b)'s).")
-        notes.append("Remote bytes are counted by the kernels: per warp-wide request, the distinct 32-byte "
-                     "sectors of rows owned by another GPU (the original KHop's thread-serial reads are one "
-                     "request each); row lookups (indptr) included. 'remote id MB' counts only the ids read. "
-                     "XGNN measured NVLink bytes with Nsight Compute, which adds protocol overhead.")
-        notes += skip_notes(rows, labels)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        if "KHop" in table:
+        rep = Report(self, rows, runs)
+        records = []
+        for (run_id, ds, variant), grp in rep.ok.groupby(["run_id", "p_dataset", "p_variant"], sort=False):
+            value = grp.drop_duplicates("metric").set_index("metric")["value"]
+            records.append({"Machine": rep.label(run_id), "GPUs": int(grp["world_size"].iloc[0]),
+                            "Parts": int(grp["p_parts"].iloc[0]), "Dataset": SHORT.get(ds, ds), "KHop": variant,
+                            **{col: float(value[m]) / div if m in value else None
+                               for m, (col, div) in COLUMNS.items()}})
+        table = rep.table(records, empty="no successful measurements", single=(), drop_empty=False)
+        for (machine, ds), grp in group(table.to_dict("records") if records else [], lambda r: (r["Machine"], r["Dataset"]), lambda r: r["KHop"]).items():
+            if {"original", "batched"} <= set(grp):
+                o, b = grp["original"], grp["batched"]
+                rep.notes.append(
+                    f"{machine}, {ds}: batched / original remote bytes = "
+                    f"{b['remote KB / kernel'] / o['remote KB / kernel']:.2f} (paper: about 0.5); sampling kernel "
+                    f"time {b['kernel ms / epoch'] / o['kernel ms / epoch']:.2f}x, whole sampling time "
+                    f"{b['sampling ms / epoch'] / o['sampling ms / epoch']:.2f}x")
+        if any(r["GPUs"] < r["Parts"] for r in records):
+            rep.notes.append(
+                "Rows with GPUs < Parts ran on fewer GPUs than the partition: one rank samples rank 0's share and "
+                "its requests are counted against the virtual partition (same kernels and request model; no "
+                "NVLink traffic, so its times are not Fig. 14(b)'s).")
+        rep.notes.append(COUNTING_NOTE)
+        fig, axes = figure((10, 4), ncols=2)
+        if records:
             for ax, col, title in ((axes[0], "remote KB / kernel", "(a) remote KB per sampling kernel"),
                                    (axes[1], "sampling ms / epoch", "(b) sampling time per epoch")):
-                plot = table.pivot_table(index=["Machine", "Dataset"], columns="KHop", values=col, aggfunc="first")
-                plot = plot[[v for v in VARIANTS if v in plot.columns]]
-                plot.plot.bar(ax=ax, color=["#999999", "#1f77b4"][: len(plot.columns)])
-                if col == "sampling ms / epoch":
-                    kern = table.pivot_table(index=["Machine", "Dataset"], columns="KHop",
-                                             values="kernel ms / epoch", aggfunc="first")
-                    kern = kern[[v for v in VARIANTS if v in kern.columns]]
-                    kern.plot.bar(ax=ax, color=["#444444", "#0b3c61"][: len(kern.columns)], legend=False, width=0.25)
+                bars(ax, pivot(table, ["Machine", "Dataset"], "KHop", col, VARIANTS), color=["#999999", "#1f77b4"])
                 ax.set_title(title)
-        fig.tight_layout()
-        caption = ("XGNN Fig. 14 re-measured: GCN sampling (3 hops, fanouts 15/10/5, 6000 seeds per GPU per "
-                   "batch) over one epoch of training nodes, CSR split by rows over the GPUs; original = "
-                   "reservoir KHop, batched = XGNN's. Paper: "
-                   f"{PAPER_HARDWARE}, 4 GPUs, real PA and UK; here stand-ins "
-                   + ", ".join(sorted({f"{SHORT.get(d, d)} at scale {s:g}" for d, s in
-                                       zip(ok.get("p_dataset", []), ok.get("p_scale", []))}))
-                   + ". " + caption_hardware(runs))
-        return ReportArtifact("fig14", "XGNN Fig. 14: KHop optimization", caption, table, notes, fig)
+            bars(axes[1], pivot(table, ["Machine", "Dataset"], "KHop", "kernel ms / epoch", VARIANTS),
+                 color=["#444444", "#0b3c61"], width=0.25, legend=False)
+        stand_ins = sorted({f"{SHORT.get(d, d)} at scale {s:g}"
+                            for d, s in zip(rep.ok.get("p_dataset", []), rep.ok.get("p_scale", []))})
+        caption = rep.caption(
+            "XGNN Fig. 14 re-measured: GCN sampling (3 hops, fanouts 15/10/5, 6000 seeds per GPU per batch) over "
+            "one epoch of training nodes, CSR split by rows over the GPUs; original = reservoir KHop, batched = "
+            f"XGNN's. Paper: {PAPER_HARDWARE}, 4 GPUs, real PA and UK; here stand-ins {', '.join(stand_ins)}.")
+        return rep.artifact("XGNN Fig. 14: KHop optimization", caption, table, finish(fig))
+
+
+COLUMNS = {"remote_bytes_per_kernel": ("remote KB / kernel", 1e3), "remote_bytes_per_epoch": ("remote MB / epoch", 1e6),
+           "remote_useful_bytes_per_epoch": ("remote id MB / epoch", 1e6),
+           "sampling_kernel_time_per_epoch": ("kernel ms / epoch", 1),
+           "sampling_time_per_epoch": ("sampling ms / epoch", 1)}
+COUNTING_NOTE = (
+    "Remote bytes are counted by the kernels: per warp-wide request, the distinct 32-byte sectors of rows owned by "
+    "another GPU (the original KHop's thread-serial reads are one request each); row lookups (indptr) included. "
+    "'remote id MB' counts only the ids read. XGNN measured NVLink bytes with Nsight Compute, which adds protocol "
+    "overhead.")

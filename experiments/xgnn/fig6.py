@@ -11,13 +11,14 @@ this probe reads peers from one process with peer access, the same hardware path
 from __future__ import annotations
 
 from harness import registry
+from harness.argtypes import float_list, positive_int
+from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import Experiment, Measurement, PaperValue, Param, Point, float_list, positive_int
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, expand_params, run_labels, skip_notes
+from harness.reportkit import Report, figure, finish, lines, pivot
 
-from ..wholegraph.table1 import cold_reads_caption, selected_gpus
+from ..wholegraph.table1 import PROBE_WORLDS, cold_reads_caption, selected_gpus
 from . import PAPER_HARDWARE
 
 GB = 1 << 30
@@ -29,14 +30,12 @@ LABELS = {"local": "local", "p2p_remote": "remote (P2P/UVA)", "um": "UM spread o
 
 @register_experiment
 class Fig6(Experiment):
-    id = "xgnn.fig6"
-    paper = "xgnn"
-    artifact = "fig6"
     title = "Random-access bandwidth and pointer-chase latency, local vs remote vs size"
     interface = "probes"
     impls = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
     metric, unit, better = "random_read_bw", "GB/s", "higher"
     paper_hardware = PAPER_HARDWARE
+    worlds = PROBE_WORLDS
     warm_and_cold = "Warm: compiled kernels and, for UM, each part re-placed on its owner before every repeat."
     paper_values = (
         PaperValue("Fig. 6(a) text", "p2p_remote", {}, "random_read_bw", 4.0, "GB/s",
@@ -52,11 +51,11 @@ class Fig6(Experiment):
                                            "the GPU's L2 in distinct lines if more)"),
     }
 
-    def default_scale(self, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
         return (1 / 16 if cfg.quick else 1.0) if cfg.device == "cuda" else 1 / 64
 
     def points(self, cfg):
-        gpus = selected_gpus(cfg)
+        gpus = selected_gpus(self, cfg)
         world = max(1, len(gpus))
         scale = self.scale(cfg)
         for size in self.param(cfg, "bw_sizes_gb"):
@@ -75,11 +74,12 @@ class Fig6(Experiment):
             return f"managed allocations capped at {self.param(cfg, 'um_max_gb'):g} GB (--param um_max_gb)"
         return None
 
-    def run_point(self, point: Point, cfg) -> list[Measurement]:
+    def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
         from impls.probes.bench import Launches, chase_steps, time_chase, time_random_reads, verify_chain
 
-        gpus = selected_gpus(cfg)
+        cfg = ctx.cfg
+        gpus = selected_gpus(self, cfg)
         spec = registry.get_impl(self.interface, point.impl)
         size_bytes = int(point.params["size_gb"] * GB)
         if size_bytes < 64 * 1024:
@@ -116,56 +116,47 @@ class Fig6(Experiment):
             probe.close()
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        rows = expand_params(rows)
-        labels = run_labels(rows, runs)
-        ok = rows[rows["status"] == "ok"]
-        records = []
-        for (run_id, probe, impl, size), grp in ok.groupby(["run_id", "p_probe", "impl", "p_size_gb"]):
-            records.append({"run": labels[run_id], "probe": probe, "impl": LABELS.get(impl, impl),
-                            "size_gb": size, "value": float(grp["value"].iloc[0]),
-                            "unit": grp["unit"].iloc[0]})
-        long = pd.DataFrame.from_records(records)
+        rep = Report(self, rows, runs)
+        long = pd.DataFrame.from_records([
+            {"run": rep.label(run_id), "probe": probe, "impl": LABELS.get(impl, impl), "size_gb": size,
+             "value": float(grp["value"].iloc[0]), "unit": grp["unit"].iloc[0]}
+            for (run_id, probe, impl, size), grp in rep.ok.groupby(["run_id", "p_probe", "impl", "p_size_gb"])])
         if long.empty:
             table = pd.DataFrame({"note": ["no successful measurements"]})
         else:
             long["column"] = long["run"] + " " + long["impl"] + " (" + long["unit"] + ")"
-            table = long.pivot_table(index=["probe", "size_gb"], columns="column", values="value",
-                                     aggfunc="first").reset_index()
+            table = pivot(long, ["probe", "size_gb"], "column").reset_index()
             table.columns.name = None
             table = table.rename(columns={"size_gb": "size (GB)"})
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, axes = figure((11, 4.2), ncols=2)
         for probe, ax, ylabel in (("random_read", axes[0], "random 8-byte read bandwidth (GB/s)"),
                                   ("chase", axes[1], "pointer-chase latency (us)")):
             part = long[long["probe"] == probe] if not long.empty else long
-            for name, grp in (part.groupby("column") if not part.empty else []):
-                grp = grp.sort_values("size_gb")
-                ax.plot(grp["size_gb"], grp["value"], marker="o", label=name.rsplit(" (", 1)[0])
+            lines(ax, [(name.rsplit(" (", 1)[0], g.sort_values("size_gb")["size_gb"], g.sort_values("size_gb")["value"])
+                       for name, g in (part.groupby("column") if not part.empty else [])],
+                  xlabel="data size (GB)", ylabel=ylabel, grid=False, marker="o")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            ax.set_xlabel("data size (GB)")
-            ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
         axes[0].set_title("(a) random access bandwidth")
         axes[1].set_title("(b) pointer chase")
-        fig.tight_layout()
-        caption = ("XGNN Fig. 6 re-measured: (a) random independent 8-byte reads by all threads of "
-                   "GPU 0 (useful bytes / time), (b) one-thread dependent chase. "
-                   f"{cold_reads_caption(ok)} (a) reads one word of each line, a line no other read "
-                   "of the launch reads unless the region has fewer lines than the launch's reads. "
-                   f"Paper: {PAPER_HARDWARE}; its Fig. 6 values are plotted only in the paper, so the "
-                   "comparison is with its stated findings (notes). " + caption_hardware(runs))
-        notes = [
-            "Paper findings: local random access is alike for UM and UVA and degrades past the TLB "
-            "coverage (~8 GB on V100); remote random access is capped near 4 GB/s by the link; "
-            "inter-process VMM handles degrade past 256 MB (1 MB L2-TLB pages).",
-            "VMM (cuMemCreate with exported shareable handles) is not probed here: no row is reported for it.",
-            "UM rows re-place every partition on its owner before each repeat, so each repeat pays the page "
-            "faults again; their bandwidth is page-migration throughput, falling as the data outgrows what "
-            "one launch can touch.",
-        ] + skip_notes(rows, labels)
-        return ReportArtifact("fig6", "XGNN Fig. 6: random access and pointer chase vs data size",
-                              caption, table, notes, fig)
+        caption = rep.caption("XGNN Fig. 6 re-measured: (a) random independent 8-byte reads by all threads of GPU 0 "
+                              "(useful bytes / time), (b) one-thread dependent chase.", cold_reads_caption(rep.ok),
+                              "(a) reads one word of each line, a line no other read of the launch reads unless the "
+                              f"region has fewer lines than the launch's reads. Paper: {PAPER_HARDWARE}; its Fig. 6 "
+                              "values are plotted only in the paper, so the comparison is with its stated findings "
+                              "(notes).")
+        rep.notes += NOTES
+        return rep.artifact("XGNN Fig. 6: random access and pointer chase vs data size", caption, table, finish(fig))
+
+
+NOTES = [
+    "Paper findings: local random access is alike for UM and UVA and degrades past the TLB coverage (~8 GB on "
+    "V100); remote random access is capped near 4 GB/s by the link; inter-process VMM handles degrade past 256 MB "
+    "(1 MB L2-TLB pages).",
+    "VMM (cuMemCreate with exported shareable handles) is not probed here: no row is reported for it.",
+    "UM rows re-place every partition on its owner before each repeat, so each repeat pays the page faults again; "
+    "their bandwidth is page-migration throughput, falling as the data outgrows what one launch can touch.",
+]

@@ -17,14 +17,14 @@ asymmetric 8-GPU machine is at hand: the H200s are all connected.
 
 from __future__ import annotations
 
-from harness.experiment import PaperValue, Param, int_list
+from harness.argtypes import int_list
+from harness.artifact import ReportArtifact
+from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import bars, figure, finish, group, numeric, ratio, span, verdict
 
-from .training import (SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, common_parameters,
-                       datasets_caption, drop_single, fmt, machine_labels, model_list,
-                       name_list, ratio, settings_caption, system_list)
+from .training import (SHORT, SYSTEMS, TrainingReport, XGNNTraining, cell, common_parameters, fmt, model_list,
+                       name_list, system_list)
 
 SYSTEMS1 = ("dgl_gpu", "gnnlab", "quiver", "wholegraph", "xgnn")
 ALL1 = ("dgl",) + SYSTEMS1          # real DGL (host sampling) on request: not the paper's DGL configuration
@@ -53,8 +53,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Table1(XGNNTraining):
-    id = "xgnn.table1"
-    artifact = "table1"
     title = "XGNN Table 1: GraphSAGE on Twitter, epoch time of DGL, GNNLab, Quiver, WholeGraph, XGNN on 1 and 4 GPUs"
     paper_values = paper_values()
     parameters = common_parameters(
@@ -67,7 +65,7 @@ class Table1(XGNNTraining):
     )
 
     def points(self, cfg):
-        gpus = self.gpu_list(cfg)
+        gpus = self.world_sizes(cfg)
         for ds in self.param(cfg, "datasets"):
             for model in self.param(cfg, "models"):
                 for world in gpus:
@@ -75,91 +73,57 @@ class Table1(XGNNTraining):
                         yield self.point(system, ds, model, world, cfg, ref_world=max(gpus))
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
-        import pandas as pd
-
-        labels = machine_labels(rows, runs)
-        records = collect(rows, prefer=self.id)
-        grid: dict = {}
-        for rec in records:
-            p = rec["params"]
-            grid.setdefault((labels.get(rec["run_id"], rec["run_id"]), p["dataset"], p["model"]), {}).setdefault(
-                p["system"], {})[rec["world"]] = rec
-        worlds = sorted({rec["world"] for rec in records})
-        out, notes, speedups = [], [], []
-        for (machine, ds, model), systems in grid.items():
-            for system in ALL1:
-                per = systems.get(system)
-                if per is None:
+        rep = TrainingReport(self, rows, runs)
+        worlds = sorted({rec["world"] for rec in rep.records})
+        shown = {rec["params"]["system"] for rec in rep.records}
+        out, speedups = [], []
+        for (machine, ds, _), cell_records in group(rep.records, lambda r: (rep.machine(r), r["params"]["dataset"],
+                                                                          r["params"]["model"])).items():
+            systems = group(cell_records, lambda r: r["params"]["system"], lambda r: r["world"])
+            out += [{"Machine": machine, "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label,
+                     **{f"{w} GPU s": fmt(cell(systems[system].get(w), "epoch_time")) for w in worlds},
+                     **{f"paper {name}": ("x" if v is None else v) if paper_row(system) else None
+                        for name, v in zip(PLATFORM_NAMES, paper_row(system) or (None,) * 3)}}
+                    for system in ALL1 if system in systems]
+            for system, w in ((s, w) for s in ("dgl", "dgl_gpu", "quiver", "wholegraph") for w in worlds):
+                s = ratio(cell(systems.get(system, {}).get(w), "epoch_time"),
+                          cell(systems.get("xgnn", {}).get(w), "epoch_time"))
+                if s is None:
                     continue
-                row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label}
-                for w in worlds:
-                    row[f"{w} GPU s"] = fmt(cell(per.get(w), "epoch_time"))
-                paper = paper_row(system)
-                for gpus, name in zip((1, 4, 8), PLATFORM_NAMES):
-                    v = paper[PLATFORMS[gpus]] if paper else None
-                    row[f"paper {name}"] = "x" if paper and v is None else v
-                out.append(row)
-            xg = systems.get("xgnn", {})
-            for system in ("dgl", "dgl_gpu", "quiver", "wholegraph"):
-                paper = paper_row(system)
-                for w in worlds:
-                    s = ratio(cell(systems.get(system, {}).get(w), "epoch_time"), cell(xg.get(w), "epoch_time"))
-                    if s is None:
-                        continue
-                    line = f"{machine}, {w} GPU(s): {SYSTEMS[system].label} / XGNN epoch time {s:.2f}x"
-                    if paper is None:           # real DGL samples on the host: not the paper's DGL
-                        notes.append(line + " (host sampling: no paper counterpart)")
-                        continue
-                    speedups.append(s)
-                    paper_w = 4 if w > 1 else 1
-                    p, px = paper[PLATFORMS[paper_w]], TABLE1["xgnn"][PLATFORMS[paper_w]]
-                    notes.append(line + (f" (paper, {paper_w} GPU(s): {p / px:.2f}x)" if p else ""))
-        table = pd.DataFrame.from_records(out)
-        headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Table 1 rows"]})
-        else:
-            table = drop_single(table, ("Machine", "Dataset"))
-        if speedups:
-            headline = (f"XGNN faster than the others in {sum(s > 1 for s in speedups)}/{len(speedups)} cells "
-                        f"({min(speedups):.2f}-{max(speedups):.2f}x; paper 1.6-7.9x)")
-            status = "reproduced" if all(s > 1 for s in speedups) else "partly" if any(s > 1 for s in speedups) \
-                else "not reproduced"
-        wg_one = [rec for rec in records if rec["params"]["system"] == "wholegraph" and rec["world"] == 1]
+                line = f"{machine}, {w} GPU(s): {SYSTEMS[system].label} / XGNN epoch time {s:.2f}x"
+                if (paper := paper_row(system)) is None:        # real DGL samples on the host: not the paper's DGL
+                    rep.notes.append(line + " (host sampling: no paper counterpart)")
+                    continue
+                speedups.append(s)
+                p, px = paper[PLATFORMS[4 if w > 1 else 1]], TABLE1["xgnn"][PLATFORMS[4 if w > 1 else 1]]
+                rep.notes.append(line + (f" (paper, {4 if w > 1 else 1} GPU(s): {p / px:.2f}x)" if p else ""))
+        table = rep.table(out, empty="no Table 1 rows", single=("Machine", "Dataset"), drop_empty=False)
+        headline = (f"XGNN faster than the others in {sum(s > 1 for s in speedups)}/{len(speedups)} cells "
+                    f"({span(speedups)}x; paper 1.6-7.9x)") if speedups else ""
+        wg_one = [rec for rec in rep.records if rec["params"]["system"] == "wholegraph" and rec["world"] == 1]
         if wg_one and all(cell(r, "epoch_time") == "OOM" for r in wg_one):
-            notes.append("WholeGraph on one GPU: OOM under the budget, as the paper's 'x' (its topology and features "
-                         "must all be in GPU memory).")
-        notes.append("Paper: 'x' = the system fails to train the model (WholeGraph: out of GPU memory on one GPU, no "
-                     "support for the asymmetric 8-GPU topology). The 8-GPU (Asym.) column has no counterpart here.")
-        shown = {rec["params"]["system"] for rec in records}
-        notes.append("Systems (training.py): " + "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}"
-                                                            for s in ALL1 if SYSTEMS[s].note
-                                                            and (s in SYSTEMS1 or s in shown)) + ".")
+            rep.notes.append("WholeGraph on one GPU: OOM under the budget, as the paper's 'x' (its topology and "
+                             "features must all be in GPU memory).")
+        rep.notes += [NOTE, "Systems (training.py): "
+                      + rep.systems_note(s for s in ALL1 if s in SYSTEMS1 or s in shown) + "."]
         if "dgl" in shown:
-            notes.append(f"{SYSTEMS['dgl'].label} (real DGL 2.1, system dgl) samples on the host and has no paper "
-                         "cells: the paper's DGL numbers were measured with GPU sampling (section 6.1) and sit beside "
-                         f"{SYSTEMS['dgl_gpu'].label}; its ratios are left out of the headline.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(8, 4))
-        cols = [c for c in table.columns if c.endswith(" GPU s")]
-        if cols:
-            plot = table.set_index("System")[cols].apply(pd.to_numeric, errors="coerce")
-            if not plot.dropna(how="all").empty:
-                plot.plot.bar(ax=ax, logy=True)
-                ax.set_ylabel("seconds per epoch (log)")
-        ax.set_title("XGNN Table 1: GraphSAGE on TW")
-        fig.tight_layout()
-        caption = ("Epoch time (s, end to end, sampling pipelined where the system does it) training GraphSAGE on the "
-                   "TW stand-in with 1 and 4 GPUs (CPU: ranks); the paper's Table 1 beside (V100s: one GPU, a fully "
-                   "connected 4-GPU group, the 8-GPU hybrid cube-mesh). The paper's DGL numbers, measured in the "
-                   "configuration of its section 6.1 (GPU sampling, topology in GPU memory, no feature cache; the "
-                   f"8-GPU cell is Table 4's DGL GraphSAGE-on-TW E2E), sit beside {SYSTEMS['dgl_gpu'].label}, the "
-                   "harness's re-implementation of that configuration"
-                   + ("; real DGL 2.1 (host sampling) has no paper cells. " if "dgl" in shown else ". ")
-                   + f"GPU memory budget: {budget_caption(records)}. "
-                   f"Datasets: {datasets_caption(records)}. Models: {settings_caption(records)}. "
-                   + caption_hardware(runs))
-        return ReportArtifact("table1", "XGNN Table 1: systems on 1 and 4 GPUs", caption, table, notes, fig,
-                              headline=headline, status=status)
+            rep.notes.append(f"{SYSTEMS['dgl'].label} (real DGL 2.1, system dgl) samples on the host and has no paper "
+                             "cells: the paper's DGL numbers were measured with GPU sampling (section 6.1) and sit "
+                             f"beside {SYSTEMS['dgl_gpu'].label}; its ratios are left out of the headline.")
+        fig, ax = figure((8, 4))
+        bars(ax, numeric(table, "System", [c for c in table.columns if c.endswith(" GPU s")]), logy=True,
+             ylabel="seconds per epoch (log)")
+        caption = rep.caption(
+            "Epoch time (s, end to end, sampling pipelined where the system does it) training GraphSAGE on the TW "
+            "stand-in with 1 and 4 GPUs (CPU: ranks); the paper's Table 1 beside (V100s: one GPU, a fully connected "
+            "4-GPU group, the 8-GPU hybrid cube-mesh). The paper's DGL numbers, measured in the configuration of its "
+            "section 6.1 (GPU sampling, topology in GPU memory, no feature cache; the 8-GPU cell is Table 4's DGL "
+            f"GraphSAGE-on-TW E2E), sit beside {SYSTEMS['dgl_gpu'].label}, the harness's re-implementation of that "
+            "configuration" + ("; real DGL 2.1 (host sampling) has no paper cells." if "dgl" in shown else "."))
+        return rep.artifact("XGNN Table 1: systems on 1 and 4 GPUs", caption, table,
+                            finish(fig, ax, "XGNN Table 1: GraphSAGE on TW"), headline=headline,
+                            status=verdict((s > 1 for s in speedups), none="measured"))
 
+
+NOTE = ("Paper: 'x' = the system fails to train the model (WholeGraph: out of GPU memory on one GPU, no support for "
+        "the asymmetric 8-GPU topology). The 8-GPU (Asym.) column has no counterpart here.")

@@ -6,8 +6,4 @@ from experiments.datasets.tables import DatasetTable
 
 @register_experiment
 class DatasetsTable(DatasetTable):
-    id = "xgnn.table3"
-    paper = "xgnn"
-    artifact = "table3"
-    table_id = "xgnn.table3"
     title = "XGNN Table 3: graph datasets (registry + stand-ins)"

@@ -17,16 +17,16 @@ impls/sampling/random_walk.py) over that system's store; Quiver has no PinSAGE (
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 
+from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import bars, figure, finish, finite, group, pivot, ratio, span
 
 from . import PAPER_HARDWARE
-from .training import (DATASETS, MODEL_SHORT, MODELS, SHORT, SYSTEMS, XGNNTraining, budget_caption,
-                       budget_gib, cell, collect, common_parameters, datasets_caption, drop_single, finite, fmt,
-                       machine_labels, model_list, name_list, ratio, settings_caption, system_list)
+from .training import (DATASETS, MODEL_SHORT, MODELS, SHORT, SYSTEMS, TrainingReport, XGNNTraining, budget_gib, cell,
+                       combo, common_parameters, fmt, model_list, name_list, percent, system_list)
 
 TABLE4_SYSTEMS = ("dgl", "dgl_gpu", "quiver", "dgl_cache", "xgnn")
 # not in the paper's table, run on request: DGL+C with the topology in host memory (DGL's UVA mode),
@@ -94,8 +94,6 @@ def paper_cell(model, ds, system):
 
 @register_experiment
 class Table4(XGNNTraining):
-    id = "xgnn.table4"
-    artifact = "table4"
     title = "XGNN Table 4: epoch breakdown (S, E, T, E2E), cache ratio and hit rate of DGL, Quiver, DGL+C, XGNN"
     paper_values = paper_values()
     parameters = common_parameters(
@@ -120,160 +118,159 @@ class Table4(XGNNTraining):
                 for system in self.param(cfg, "systems"):
                     yield self.point(system, ds, model, world, cfg)
 
-    def report(self, rows, runs) -> ReportArtifact:  # noqa: C901 - one table, its notes and headline
-        import matplotlib.pyplot as plt
+    def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
-        records = collect(rows, prefer=self.id)
-        by_point = {}
-        for rec in records:
-            p = rec["params"]
-            by_point.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"],
-                                 str(p.get("budget", PAPER_BUDGET))), {})[p["system"]] = rec
-        out, notes = [], []
-        speed = {s: [] for s in ALL_SYSTEMS if s != "xgnn"}
-        paper_speed = {s: [] for s in ALL_SYSTEMS if s != "xgnn"}
-        oom_match, oom_total, mismatches = 0, 0, []
-        over_runs: dict = {}            # (model, dataset, budget, system): XGNN speedups, one per run
-        latest: dict = {}               # the newest run of every cell, and whether it produced a result
-        for (_, world, model, ds, rule), systems in by_point.items():
+        rep = TrainingReport(self, rows, runs)
+        by_point = group(rep.records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"],
+                                                 str(r["params"].get("budget", PAPER_BUDGET))),
+                         lambda r: r["params"]["system"])
+        newest: dict = {}               # (GPUs, model, dataset, budget, system) -> the newest run of that cell
+        for (_, *point), systems in by_point.items():
             for system, rec in systems.items():
-                key = (world, model, ds, rule, system)
-                latest[key] = max(latest.get(key, ""), rec["run_id"])
+                newest[(*point, system)] = max(newest.get((*point, system), ""), rec["run_id"])
+        tally, out = Tally(), []
         for (machine, world, model, ds, rule), systems in by_point.items():
-            xg = systems.get("xgnn")
-            xg_e2e = cell(xg, "epoch_time")
-            judged = rule == PAPER_BUDGET          # other budgets are listed, not compared with the paper
-            if not judged:
-                notes.append(other_budget_note(machine, model, ds, rule, systems))
-                for system, rec in systems.items():
-                    s = ratio(cell(rec, "epoch_time"), xg_e2e) if system != "xgnn" else None
-                    if s is not None:
-                        over_runs.setdefault((model, ds, rule, system), []).append(s)
-            for system in ALL_SYSTEMS:
-                rec = systems.get(system)
-                paper = paper_cell(model, ds, system)
-                if rec is None:                 # not run in this run
+            xg_e2e = cell(systems.get("xgnn"), "epoch_time")
+            if rule != PAPER_BUDGET:          # other budgets are listed, not compared with the paper
+                rep.notes.append(other_budget_note(machine, model, ds, rule, systems))
+                tally.other_budget(model, ds, rule, systems, xg_e2e)
+            for system in (s for s in ALL_SYSTEMS if s in systems):
+                rec = systems[system]
+                # a point skipped for a reason (not OOM) that a newer run of the same cell no longer had
+                # (it ran there, or failed for another reason) is that newer run's to show
+                if rec["status"] == "skipped" and cell(rec, "epoch_time") != OOM and \
+                        rec["run_id"] != newest[(world, model, ds, rule, system)]:
                     continue
-                if rec["status"] == "skipped" and cell(rec, "epoch_time") != "OOM" and \
-                        rec["run_id"] != latest[(world, model, ds, rule, system)]:
-                    continue                    # not runnable then (PinSAGE before 0119), tried again since
-                row = {"Machine": machine, "GPUs": world, "Model": MODEL_SHORT[model], "Dataset": SHORT.get(ds, ds),
-                       "System": SYSTEMS[system].label, "Budget": rule}
-                for metric, col in METRICS:
-                    row[f"{col} s"] = fmt(cell(rec, metric))
-                r, h = cell(rec, "feat_ratio"), cell(rec, "feature_hit_rate")
-                row["R%"] = fmt(100 * r, 3) if finite(r) else r
-                row["H%"] = fmt(100 * h, 3) if finite(h) else h
-                row["budget GiB/GPU"] = fmt(budget_gib(rec)) if rec and rec["status"] == "ok" else None
-                if isinstance(paper, tuple):
-                    for (metric, col), v in zip(METRICS, paper[:4]):
-                        row[f"paper {col}"] = v
-                    row["paper R%"], row["paper H%"] = paper[4], paper[5]
-                else:
-                    for _, col in METRICS:
-                        row[f"paper {col}"] = paper
-                    row["paper R%"] = row["paper H%"] = None
-                ours_e2e = cell(rec, "epoch_time")
-                if system != "xgnn":
-                    s = ratio(ours_e2e, xg_e2e)
-                    row["XGNN speedup"] = fmt(s)
-                    p = ratio(paper[3], paper_cell(model, ds, "xgnn")[3]) if isinstance(paper, tuple) else None
-                    row["paper XGNN speedup"] = fmt(p)
-                    if s is not None and judged:
-                        speed[system].append(s)
-                    if p is not None and s is not None and judged:
-                        paper_speed[system].append(p)
-                ours_oom = rec is not None and cell(rec, "epoch_time") == "OOM"
-                # a cell skipped for another reason (not runnable in that run) neither fits nor OOMs
-                if judged and rec is not None and (rec["status"] == "ok" or ours_oom) and \
-                        paper not in (None, NA) and SYSTEMS[system].unavailable is None and SYSTEMS[system].judge_oom:
-                    oom_total += 1
-                    if ours_oom == (paper == OOM):
-                        oom_match += 1
-                    else:
-                        mismatches.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} {SYSTEMS[system].label}: "
-                                          f"{'OOM' if ours_oom else 'fits'} here, {'OOM' if paper == OOM else 'fits'} "
-                                          "in the paper")
-                out.append(row)
-        table = pd.DataFrame.from_records(out)
-        headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Table 4 rows"]})
-        else:
-            table = drop_single(table, ("Machine", "GPUs", "Budget"))
-            table = table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]]
-            parts = []
-            for system, paper_range in (("dgl_cache", "1.3-2.8x"), ("dgl", None), ("dgl_gpu", "2.3-7.9x"),
-                                        ("quiver", "3.3-15.7x"), ("dgl_cache_uva", None)):
-                if speed[system]:
-                    parts.append(f"vs {SYSTEMS[system].label} {min(speed[system]):.2f}-{max(speed[system]):.2f}x "
-                                 + (f"(paper {paper_range})" if paper_range else
-                                    "(host sampling: no paper counterpart)" if system == "dgl" else "(not in the paper)"))
-            if parts:
-                headline = "XGNN E2E speedup " + ", ".join(parts)
-            if oom_total:
-                headline += f"; OOM cells as the paper's in {oom_match}/{oom_total}"
-            all_speed = [s for v in speed.values() for s in v]
-            if all_speed:
-                faster = sum(s > 1 for s in all_speed) / len(all_speed)
-                status = ("reproduced" if faster == 1 and oom_match == oom_total else
-                          "partly" if faster >= 0.5 else "not reproduced")
-        for system in ("dgl_cache", "dgl", "dgl_gpu", "quiver", "dgl_cache_uva"):
-            if speed[system]:
-                notes.append(f"XGNN's E2E speedup over {SYSTEMS[system].label}: ours "
-                             f"{min(speed[system]):.2f}-{max(speed[system]):.2f}x over {len(speed[system])} cells"
-                             + (f"; the paper's in the same cells {min(paper_speed[system]):.2f}-"
-                                f"{max(paper_speed[system]):.2f}x" if paper_speed[system] else ""))
-        for (model, ds, rule, system), values in over_runs.items():
-            if len(values) > 1:
-                notes.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} under budget {rule}: XGNN's E2E speedup over "
-                             f"{SYSTEMS[system].label} over {len(values)} runs: median {statistics.median(values):.2f}x "
-                             f"({min(values):.2f}-{max(values):.2f}x)")
-        pinsage = pinsage_note(by_point)
-        if pinsage:
-            notes.append(pinsage)
-        if mismatches:
-            notes.append("OOM cells that differ from the paper: " + "; ".join(dict.fromkeys(mismatches)) + ". The budget models the "
-                         "stores (topology replicated or partitioned, feature cache) and a per-model workspace; the "
-                         "paper's DGL also runs out of memory on UK with GraphSAGE (DGL's own larger footprint) and "
-                         "Quiver on CF with GCN (PyG layers and its spawned processes, about 0.8 GB per GPU).")
-        notes.append("S, E, T: the synchronized epochs (the first synced_epochs measured ones, median), with the device synchronized between stages and no "
-                     "prefetching (each stage alone); E2E: the later epochs, sampling pipelined with training (a "
-                     "sampler thread one mini-batch ahead), as the paper's footnote 1. R%: feature rows on the GPUs "
-                     "(for Quiver per NVLink clique, for XGNN over all GPUs together); H%: feature reads served by "
-                     "GPU memory (local or a peer) over the epochs. The paper's XGNN topology ratio is 100%; ours is "
-                     "the largest that fits (100% on several GPUs).")
-        shown = {rec["params"]["system"] for rec in records}
-        notes.append("Systems (training.py): " + "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}"
-                                                            for s in ALL_SYSTEMS
-                                                            if s in TABLE4_SYSTEMS or s in shown) + ".")
-        notes.append("Paper: 8 V100s of a DGX-1 (hybrid cube-mesh: XGNN's solver places copies), 1M training nodes, "
-                     "batch 6000 per GPU, real graphs. Here: every GPU of the machine (the H200s are all connected), "
-                     "stand-ins with scale x 1M training nodes, the batch of the caption. Compare ratios, not seconds.")
-        notes += skip_notes(rows, labels)
-        fig, ax = plt.subplots(figsize=(10, 4.2))
+                out.append({"Machine": machine, "GPUs": world, "Model": MODEL_SHORT[model],
+                            "Dataset": SHORT.get(ds, ds), "System": SYSTEMS[system].label, "Budget": rule,
+                            **cells_of(rec, model, ds, system, xg_e2e)})
+                tally.count(rec, model, ds, rule, system, xg_e2e)
+        table = rep.table(out, empty="no Table 4 rows", single=("Machine", "GPUs", "Budget"))
+        headline, status = tally.judge() if out else ("", "measured")
+        rep.notes += tally.notes()
+        if pinsage := pinsage_note(by_point):
+            rep.notes.append(pinsage)
+        if tally.mismatches:
+            rep.notes.append("OOM cells that differ from the paper: " + "; ".join(dict.fromkeys(tally.mismatches))
+                             + ". " + OOM_NOTE)
+        shown = {rec["params"]["system"] for rec in rep.records}
+        rep.notes += [STAGES_NOTE, "Systems (training.py): "
+                      + rep.systems_note(s for s in ALL_SYSTEMS if s in TABLE4_SYSTEMS or s in shown) + ".", PAPER_NOTE]
+        fig, ax = figure((10, 4.2))
         if "E2E s" in table:
-            plot = table.copy()
-            plot["E2E s"] = pd.to_numeric(plot["E2E s"], errors="coerce")
-            pivot = plot.pivot_table(index=["Model", "Dataset"], columns="System", values="E2E s", aggfunc="first")
-            pivot = pivot[[SYSTEMS[s].label for s in ALL_SYSTEMS if SYSTEMS[s].label in pivot.columns]]
-            if not pivot.dropna(how="all").empty:
-                pivot.plot.bar(ax=ax, logy=True)
-                ax.set_ylabel("E2E seconds per epoch (log)")
-        ax.set_title("XGNN Table 4: epoch time per system (missing bars: OOM or not run)")
-        fig.tight_layout()
-        caption = ("One epoch's sampling (S), feature extraction (E), training (T) and end-to-end (E2E) seconds, "
-                   "feature cache ratio R% and hit rate H%, per system, model and dataset, data-parallel over every "
-                   f"GPU; the paper's Table 4 beside ({PAPER_HARDWARE}, 8 GPUs). GPU memory budget: "
-                   f"{budget_caption(records)}. Datasets: {datasets_caption(records)}. Models: "
-                   f"{settings_caption(records)}. " + caption_hardware(runs))
-        return ReportArtifact("table4", "XGNN Table 4: epoch breakdown, cache ratio and hit rate", caption, table,
-                              notes, fig, headline=headline, status=status)
+            e2e = pivot(table.assign(**{"E2E s": pd.to_numeric(table["E2E s"], errors="coerce")}),
+                        ["Model", "Dataset"], "System", "E2E s", [SYSTEMS[s].label for s in ALL_SYSTEMS])
+            if not e2e.dropna(how="all").empty:
+                bars(ax, e2e, logy=True, ylabel="E2E seconds per epoch (log)")
+        caption = rep.caption(
+            "One epoch's sampling (S), feature extraction (E), training (T) and end-to-end (E2E) seconds, feature "
+            "cache ratio R% and hit rate H%, per system, model and dataset, data-parallel over every GPU; the "
+            f"paper's Table 4 beside ({PAPER_HARDWARE}, 8 GPUs).")
+        return rep.artifact("XGNN Table 4: epoch breakdown, cache ratio and hit rate", caption, table,
+                            finish(fig, ax, "XGNN Table 4: epoch time per system (missing bars: OOM or not run)"),
+                            headline=headline, status=status)
 
 
 PAPER_BUDGET = "v100"
+SPEEDUP_ORDER = (("dgl_cache", "1.3-2.8x"), ("dgl", None), ("dgl_gpu", "2.3-7.9x"), ("quiver", "3.3-15.7x"),
+                 ("dgl_cache_uva", None))
+
+
+def cells_of(rec, model: str, ds: str, system: str, xg_e2e) -> dict:
+    """A system's cells of a table row: ours, the paper's and XGNN's speedup over it in both."""
+    paper = paper_cell(model, ds, system)
+    row = {f"{col} s": fmt(cell(rec, metric)) for metric, col in METRICS}
+    row.update({"R%": percent(cell(rec, "feat_ratio")), "H%": percent(cell(rec, "feature_hit_rate")),
+                "budget GiB/GPU": fmt(budget_gib(rec)) if rec["status"] == "ok" else None})
+    if isinstance(paper, tuple):
+        row.update({f"paper {col}": v for (_, col), v in zip(METRICS, paper[:4])})
+        row["paper R%"], row["paper H%"] = paper[4], paper[5]
+    else:
+        row.update({f"paper {col}": paper for _, col in METRICS})
+        row["paper R%"] = row["paper H%"] = None
+    if system != "xgnn":
+        row["XGNN speedup"] = fmt(ratio(cell(rec, "epoch_time"), xg_e2e))
+        row["paper XGNN speedup"] = fmt(paper_speedup(model, ds, system))
+    return row
+
+
+def paper_speedup(model: str, ds: str, system: str):
+    paper = paper_cell(model, ds, system)
+    return ratio(paper[3], paper_cell(model, ds, "xgnn")[3]) if isinstance(paper, tuple) else None
+
+
+@dataclass
+class Tally:
+    """XGNN's speedups and the OOM cells compared with the paper's, over the rows of the table."""
+    speed: dict = field(default_factory=lambda: {s: [] for s in ALL_SYSTEMS if s != "xgnn"})
+    paper_speed: dict = field(default_factory=lambda: {s: [] for s in ALL_SYSTEMS if s != "xgnn"})
+    oom_match: int = 0
+    oom_total: int = 0
+    mismatches: list = field(default_factory=list)
+    over_runs: dict = field(default_factory=dict)    # (model, dataset, budget, system): XGNN speedups, one per run
+
+    def other_budget(self, model: str, ds: str, rule: str, systems: dict, xg_e2e) -> None:
+        for system, rec in systems.items():
+            if system != "xgnn" and (s := ratio(cell(rec, "epoch_time"), xg_e2e)) is not None:
+                self.over_runs.setdefault((model, ds, rule, system), []).append(s)
+
+    def count(self, rec, model: str, ds: str, rule: str, system: str, xg_e2e) -> None:
+        """A row of the table under the paper's budget rule: XGNN's speedup, OOM as the paper's."""
+        if rule != PAPER_BUDGET:
+            return
+        if (s := ratio(cell(rec, "epoch_time"), xg_e2e) if system != "xgnn" else None) is not None:
+            self.speed[system].append(s)
+            if (p := paper_speedup(model, ds, system)) is not None:
+                self.paper_speed[system].append(p)
+        paper, ours_oom = paper_cell(model, ds, system), cell(rec, "epoch_time") == OOM
+        # a cell skipped for another reason (not runnable in that run) neither fits nor OOMs
+        if (rec["status"] == "ok" or ours_oom) and paper not in (None, NA) and \
+                SYSTEMS[system].unavailable is None and SYSTEMS[system].judge_oom:
+            self.oom_total += 1
+            if ours_oom == (paper == OOM):
+                self.oom_match += 1
+            else:
+                self.mismatches.append(f"{combo(model, ds)} {SYSTEMS[system].label}: {'OOM' if ours_oom else 'fits'} "
+                                       f"here, {'OOM' if paper == OOM else 'fits'} in the paper")
+
+    def judge(self) -> tuple[str, str]:
+        parts = [f"vs {SYSTEMS[system].label} {span(self.speed[system])}x "
+                 + (f"(paper {paper_range})" if paper_range else
+                    "(host sampling: no paper counterpart)" if system == "dgl" else "(not in the paper)")
+                 for system, paper_range in SPEEDUP_ORDER if self.speed[system]]
+        headline = "XGNN E2E speedup " + ", ".join(parts) if parts else ""
+        if self.oom_total:
+            headline += f"; OOM cells as the paper's in {self.oom_match}/{self.oom_total}"
+        if not (every := [s for v in self.speed.values() for s in v]):
+            return headline, "measured"
+        faster = sum(s > 1 for s in every) / len(every)
+        return headline, ("reproduced" if faster == 1 and self.oom_match == self.oom_total else
+                          "partly" if faster >= 0.5 else "not reproduced")
+
+    def notes(self) -> list[str]:
+        out = [f"XGNN's E2E speedup over {SYSTEMS[system].label}: ours {span(self.speed[system])}x over "
+               f"{len(self.speed[system])} cells" + (f"; the paper's in the same cells {span(self.paper_speed[system])}x"
+                                                     if self.paper_speed[system] else "")
+               for system, _ in SPEEDUP_ORDER if self.speed[system]]
+        return out + [f"{combo(model, ds)} under budget {rule}: XGNN's E2E speedup over {SYSTEMS[system].label} over "
+                      f"{len(values)} runs: median {statistics.median(values):.2f}x ({span(values)}x)"
+                      for (model, ds, rule, system), values in self.over_runs.items() if len(values) > 1]
+
+
+OOM_NOTE = ("The budget models the stores (topology replicated or partitioned, feature cache) and a per-model "
+            "workspace; the paper's DGL also runs out of memory on UK with GraphSAGE (DGL's own larger footprint) and "
+            "Quiver on CF with GCN (PyG layers and its spawned processes, about 0.8 GB per GPU).")
+STAGES_NOTE = (
+    "S, E, T: the synchronized epochs (the first synced_epochs measured ones, median), with the device synchronized "
+    "between stages and no prefetching (each stage alone); E2E: the later epochs, sampling pipelined with training (a "
+    "sampler thread one mini-batch ahead), as the paper's footnote 1. R%: feature rows on the GPUs (for Quiver per "
+    "NVLink clique, for XGNN over all GPUs together); H%: feature reads served by GPU memory (local or a peer) over "
+    "the epochs. The paper's XGNN topology ratio is 100%; ours is the largest that fits (100% on several GPUs).")
+PAPER_NOTE = (
+    "Paper: 8 V100s of a DGX-1 (hybrid cube-mesh: XGNN's solver places copies), 1M training nodes, batch 6000 per "
+    "GPU, real graphs. Here: every GPU of the machine (the H200s are all connected), stand-ins with scale x 1M "
+    "training nodes, the batch of the caption. Compare ratios, not seconds.")
 
 
 def pinsage_note(by_point: dict) -> str:

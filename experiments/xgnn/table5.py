@@ -14,15 +14,15 @@ own used figure too on CUDA).
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
+from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.report import ReportArtifact
-from harness.tables import caption_hardware, skip_notes
+from harness.reportkit import bars, figure, finish, group, pivot, ratio, span, verdict
 
-from .training import (MODEL_SHORT, SHORT, SYSTEMS, XGNNTraining, budget_caption, cell, collect, combo_list,
-                       common_parameters, datasets_caption, drop_single, fmt, machine_labels, ratio,
-                       settings_caption, system_list)
+from .training import (SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt,
+                       system_list)
 
 SYSTEMS5 = ("wholegraph", "xgnn")
 COMBOS = (("gcn", "twitter-2010"), ("gcn", "ogbn-papers100M"), ("sage", "uk-2006-05"))
@@ -50,8 +50,6 @@ def paper_values() -> tuple[PaperValue, ...]:
 
 @register_experiment
 class Table5(XGNNTraining):
-    id = "xgnn.table5"
-    artifact = "table5"
     title = "XGNN Table 5: WholeGraph vs XGNN (S, E, T, E2E, total GPU memory)"
     impls = ("wholegraph", "xgnn")
     paper_values = paper_values()
@@ -69,121 +67,110 @@ class Table5(XGNNTraining):
                 yield self.point(system, ds, model, world, cfg)
 
     def report(self, rows, runs) -> ReportArtifact:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
-        labels = machine_labels(rows, runs)
-        records = collect(rows, prefer=self.id)
-        groups = {}
-        for rec in records:
-            p = rec["params"]
-            groups.setdefault((labels.get(rec["run_id"], rec["run_id"]), rec["world"], p["model"], p["dataset"]),
-                              {})[p["system"]] = rec
-        out, notes, e2e_ratio = [], [], []
-        per_combo: dict[tuple, list[tuple[str, float]]] = {}     # (model, dataset) -> [(machine, WG/XGNN E2E)]
-        latest: dict[tuple, tuple] = {}          # (GPUs, model, dataset) -> (run id, machine, E2E, memory, T)
-        for (machine, world, model, ds), systems in groups.items():
+        rep = TrainingReport(self, rows, runs)
+        out, compared = [], []
+        for (machine, world, model, ds), systems in group(
+                rep.records, lambda r: (rep.machine(r), r["world"], r["params"]["model"], r["params"]["dataset"]),
+                lambda r: r["params"]["system"]).items():
             paper = TABLE5.get((model, ds), {})
-            for system in SYSTEMS5:
-                rec = systems.get(system)
-                if rec is None:
-                    continue
-                row = {"Machine": machine, "GPUs": world, "Model+DS": f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)}",
-                       "System": SYSTEMS[system].label}
-                for metric, col in METRICS:
-                    row[f"{col} s"] = fmt(cell(rec, metric))
-                row["Mem GiB"] = fmt(cell(rec, "memory_total_gpus"))
-                used = rec["extra"].get("memory_total_gpus", {}).get("device_used_gib_summed")
-                row["device used GiB"] = fmt(used)
-                pv = paper.get(system)
-                for (_, col), v in zip(METRICS, pv[:4] if pv else (None,) * 4):
-                    row[f"paper {col}"] = v
-                row["paper Mem GB"] = pv[4] if pv else None
-                row["reduced fidelity"] = rec.get("fidelity", {}).get("note")
-                out.append(row)
+            for system in (s for s in SYSTEMS5 if s in systems):
+                rec, pv = systems[system], paper.get(system) or (None,) * 5
+                out.append({"Machine": machine, "GPUs": world, "Model+DS": combo(model, ds),
+                            "System": SYSTEMS[system].label,
+                            **{f"{col} s": fmt(cell(rec, metric)) for metric, col in METRICS},
+                            "Mem GiB": fmt(cell(rec, "memory_total_gpus")),
+                            "device used GiB": fmt(rec["extra"].get("memory_total_gpus", {})
+                                                   .get("device_used_gib_summed")),
+                            **{f"paper {col}": v for (_, col), v in zip(METRICS, pv[:4])}, "paper Mem GB": pv[4],
+                            "reduced fidelity": rec.get("fidelity", {}).get("note")})
             wg, xg = systems.get("wholegraph"), systems.get("xgnn")
-            if wg and xg:
-                e = ratio(cell(wg, "epoch_time"), cell(xg, "epoch_time"))
-                m = ratio(cell(xg, "memory_total_gpus"), cell(wg, "memory_total_gpus"))
-                s = ratio(cell(wg, "sample_time"), cell(xg, "sample_time"))
-                run_id = max(r["run_id"] for r in (wg, xg))
-                key = (world, model, ds)
-                if e is not None and (key not in latest or run_id > latest[key][0]):
-                    t = ratio(cell(wg, "train_time"), cell(xg, "train_time"))
-                    latest[key] = (run_id, machine, e, m, t)
-                if e is not None:
-                    e2e_ratio.append(e)
-                    per_combo.setdefault((model, ds), []).append((machine, e))
-                    pe = paper["wholegraph"][3] / paper["xgnn"][3] if paper else None
-                    pm = paper["xgnn"][4] / paper["wholegraph"][4] if paper else None
-                    notes.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} ({machine}): WholeGraph / XGNN E2E "
-                                 f"{e:.2f}x" + (f" (paper {pe:.2f}x)" if pe else "")
-                                 + (f", XGNN / WholeGraph memory {m:.2f}" if m is not None else "")
-                                 + (f" (paper {pm:.2f})" if pm else "")
-                                 + (f", sampling {s:.2f}x" if s is not None else ""))
-        table = pd.DataFrame.from_records(out)
-        headline, status = "", "measured"
-        if table.empty:
-            table = pd.DataFrame({"note": ["no Table 5 rows"]})
-        else:
-            table = drop_single(table, ("Machine", "GPUs"))
-            table = table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]]
-        if latest:
-            # judged on each model+dataset's latest run; earlier runs stay listed with their notes
-            e_new = [v[2] for v in latest.values()]
-            m_new = [v[3] for v in latest.values() if v[3] is not None]
-            t_new = [v[4] for v in latest.values() if v[4] is not None]
-            newest = ", ".join(sorted({v[1] for v in latest.values()}))
-            headline = f"latest ({newest}): WholeGraph / XGNN E2E {min(e_new):.2f}-{max(e_new):.2f}x (paper 1.9-3.5x)"
-            if m_new:
-                headline += f", XGNN / WholeGraph memory {min(m_new):.2f}-{max(m_new):.2f} (paper 0.74-0.84)"
-            headline += f"; all runs E2E {min(e2e_ratio):.2f}-{max(e2e_ratio):.2f}x"
-            if t_new:
-                notes.append(f"Latest runs ({newest}): the training stage T is the same work in both systems (the same "
-                             f"model on the same number of seeds per batch), yet WholeGraph / XGNN T is {min(t_new):.2f}-"
-                             f"{max(t_new):.2f}x: differences of that size in E2E are within the launch-to-launch "
-                             f"spread (xgnn.fig10 shows identical configurations differing by up to 1.35x in T)")
-            spread = []
-            for (model, ds), values in per_combo.items():
-                if len(values) >= 3:
-                    es = sorted(v for _, v in values)
-                    spread.append(f"{MODEL_SHORT[model]}+{SHORT.get(ds, ds)} median {statistics.median(es):.2f}x "
-                                  f"({es[0]:.2f}-{es[-1]:.2f}x over {len(es)} runs)")
-            if spread:
-                notes.append("WholeGraph / XGNN E2E over every run (each run launches both systems once; runs differ "
-                             "in order of the systems, one launch per point, synced epochs): " + "; ".join(spread))
-            ok_time = all(x >= 1 for x in e_new)
-            ok_mem = all(x <= 1.05 for x in m_new) if m_new else False
-            status = "reproduced" if ok_time and ok_mem else "partly" if ok_time or ok_mem else "not reproduced"
-        notes.append("Paper (section 6.10): the two systems perform similarly because XGNN stores almost the same "
-                     "topology and features as WholeGraph on a symmetric topology; XGNN's sampling stage is faster "
-                     "(WholeGraph's PyTorch DataLoader adds latency) and it uses less GPU memory.")
-        notes.append("S, E, T from the synchronized epochs (the first synced_epochs, median); E2E from the later ones (XGNN's "
-                     "sampling pipelined on a sampler thread; WholeGraph's pipeline samples in the training loop). "
-                     "Mem: per GPU the stores (this GPU's part of topology and features) plus the training peak "
-                     "(model, optimizer, mini-batches, activations: impls/pipelines/base.py), summed over the GPUs; "
-                     "'device used' is the devices' own figure (CUDA context, NCCL, allocator caches included), the "
-                     "one nvidia-smi shows.")
-        if any(r.get("device") == "cpu" for r in records):
-            notes.append("CPU ranks: host memory stands in for the GPUs; WholeGraph's CSR is then one host copy "
-                         "shared by the ranks (its sharded CSR needs CUDA ranks).")
-        notes += skip_notes(rows, labels)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        if "E2E s" in table:
-            plot = table.copy()
-            for col in ("E2E s", "Mem GiB"):
-                plot[col] = pd.to_numeric(plot[col], errors="coerce")
-            for ax, col, title in ((axes[0], "E2E s", "E2E seconds per epoch"), (axes[1], "Mem GiB",
-                                                                               "GPU memory, all GPUs (GiB)")):
-                pivot = plot.pivot_table(index="Model+DS", columns="System", values=col, aggfunc="first")
-                if not pivot.dropna(how="all").empty:
-                    pivot.plot.bar(ax=ax)
+            e = ratio(cell(wg, "epoch_time"), cell(xg, "epoch_time")) if wg and xg else None
+            if e is not None:
+                compared.append(Comparison(max(wg["run_id"], xg["run_id"]), machine, (world, model, ds), e,
+                                           ratio(cell(xg, "memory_total_gpus"), cell(wg, "memory_total_gpus")),
+                                           ratio(cell(wg, "train_time"), cell(xg, "train_time"))))
+                rep.notes.append(pair_note(machine, model, ds, compared[-1], paper,
+                                           ratio(cell(wg, "sample_time"), cell(xg, "sample_time"))))
+        table = rep.table(out, empty="no Table 5 rows", single=("Machine", "GPUs"))
+        headline, status = judge(compared, rep.notes)
+        rep.notes += NOTES
+        if any(r.get("device") == "cpu" for r in rep.records):
+            rep.notes.append("CPU ranks: host memory stands in for the GPUs; WholeGraph's CSR is then one host copy "
+                             "shared by the ranks (its sharded CSR needs CUDA ranks).")
+        fig, axes = figure((10, 4), ncols=2)
+        for ax, col, title in ((axes[0], "E2E s", "E2E seconds per epoch"),
+                               (axes[1], "Mem GiB", "GPU memory, all GPUs (GiB)")):
+            if col in table:
+                plot = pivot(table.assign(**{col: pd.to_numeric(table[col], errors="coerce")}), ["Model+DS"],
+                             "System", col)
+                if not plot.dropna(how="all").empty:
+                    bars(ax, plot)
                 ax.set_title(title)
-        fig.tight_layout()
-        caption = ("Epoch breakdown (S, E, T), end-to-end epoch time and total GPU memory of the WholeGraph pipeline "
-                   "and XGNN, data-parallel over every GPU; the paper's Table 5 beside "
-                   f"({PAPER_HARDWARE5}). GPU memory budget: {budget_caption(records)}. Datasets: "
-                   f"{datasets_caption(records)}. Models: {settings_caption(records)}. " + caption_hardware(runs))
-        return ReportArtifact("table5", "XGNN Table 5: WholeGraph vs XGNN", caption, table, notes, fig,
-                              headline=headline, status=status)
+        caption = rep.caption(
+            "Epoch breakdown (S, E, T), end-to-end epoch time and total GPU memory of the WholeGraph pipeline and "
+            f"XGNN, data-parallel over every GPU; the paper's Table 5 beside ({PAPER_HARDWARE5}).")
+        return rep.artifact("XGNN Table 5: WholeGraph vs XGNN", caption, table, finish(fig), headline=headline,
+                            status=status)
 
+
+@dataclass
+class Comparison:
+    """WholeGraph against XGNN on one point of a run: E2E WholeGraph / XGNN, memory XGNN /
+    WholeGraph and training stage WholeGraph / XGNN."""
+    run_id: str
+    machine: str
+    key: tuple          # (GPUs, model, dataset)
+    e2e: float
+    memory: float | None
+    train: float | None
+
+
+def pair_note(machine, model, ds, c: Comparison, paper: dict, sampling) -> str:
+    pe = paper["wholegraph"][3] / paper["xgnn"][3] if paper else None
+    pm = paper["xgnn"][4] / paper["wholegraph"][4] if paper else None
+    return (f"{combo(model, ds)} ({machine}): WholeGraph / XGNN E2E {c.e2e:.2f}x" + (f" (paper {pe:.2f}x)" if pe else "")
+            + (f", XGNN / WholeGraph memory {c.memory:.2f}" if c.memory is not None else "")
+            + (f" (paper {pm:.2f})" if pm else "") + (f", sampling {sampling:.2f}x" if sampling is not None else ""))
+
+
+def judge(compared: list[Comparison], notes: list[str]) -> tuple[str, str]:
+    """The headline and status, each (GPUs, model, dataset) judged on its newest run (earlier runs
+    stay listed with their notes); notes on the training stage and the spread over runs."""
+    if not compared:
+        return "", "measured"
+    latest = {c.key: c for c in sorted(compared, key=lambda c: c.run_id)}.values()
+    e_new = [c.e2e for c in latest]
+    m_new = [c.memory for c in latest if c.memory is not None]
+    t_new = [c.train for c in latest if c.train is not None]
+    newest = ", ".join(sorted({c.machine for c in latest}))
+    headline = f"latest ({newest}): WholeGraph / XGNN E2E {span(e_new)}x (paper 1.9-3.5x)"
+    if m_new:
+        headline += f", XGNN / WholeGraph memory {span(m_new)} (paper 0.74-0.84)"
+    headline += f"; all runs E2E {span(c.e2e for c in compared)}x"
+    if t_new:
+        notes.append(f"Latest runs ({newest}): the training stage T is the same work in both systems (the same model "
+                     f"on the same number of seeds per batch), yet WholeGraph / XGNN T is {span(t_new)}x: differences "
+                     "of that size in E2E are within the launch-to-launch spread (xgnn.fig10 shows identical "
+                     "configurations differing by up to 1.35x in T)")
+    spread = [f"{combo(model, ds)} median {statistics.median(es):.2f}x ({es[0]:.2f}-{es[-1]:.2f}x over {len(es)} runs)"
+              for (model, ds), cs in group(compared, lambda c: c.key[1:]).items()
+              if len(es := sorted(c.e2e for c in cs)) >= 3]
+    if spread:
+        notes.append("WholeGraph / XGNN E2E over every run (each run launches both systems once; runs differ in order "
+                     "of the systems, one launch per point, synced epochs): " + "; ".join(spread))
+    ok_time, ok_mem = all(x >= 1 for x in e_new), all(x <= 1.05 for x in m_new) if m_new else False
+    return headline, verdict([ok_time, ok_mem])
+
+
+NOTES = [
+    "Paper (section 6.10): the two systems perform similarly because XGNN stores almost the same topology and "
+    "features as WholeGraph on a symmetric topology; XGNN's sampling stage is faster (WholeGraph's PyTorch DataLoader "
+    "adds latency) and it uses less GPU memory.",
+    "S, E, T from the synchronized epochs (the first synced_epochs, median); E2E from the later ones (XGNN's sampling "
+    "pipelined on a sampler thread; WholeGraph's pipeline samples in the training loop). Mem: per GPU the stores "
+    "(this GPU's part of topology and features) plus the training peak (model, optimizer, mini-batches, activations: "
+    "impls/pipelines/base.py), summed over the GPUs; 'device used' is the devices' own figure (CUDA context, NCCL, "
+    "allocator caches included), the one nvidia-smi shows.",
+]

@@ -58,15 +58,15 @@ default 1.1k (CF) to 2.6k (TW) seeds.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError
-from harness.experiment import Cheaper, Experiment, Measurement, Param, Point, names_of, nonneg_int, positive_float, positive_int
-from harness.experiment import dataset_names as name_list
-from harness.experiment import choice, device_setting
-from harness.timing import Stats
+from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
+from harness.argtypes import dataset_names as name_list
+from harness.experiment import Cheaper, Measurement, Param, Point
+from harness.reportkit import Report, finite
+from harness.worlds import Worlds, world_sizes
 
+from ..kit import training as kit
 from . import PAPER_HARDWARE
 
 GIB = 1 << 30
@@ -166,10 +166,10 @@ def combo_list(text: str) -> tuple[tuple[str, str], ...]:
     for item in (x.strip() for x in text.split(",") if x.strip()):
         model, sep, ds = item.partition(":")
         if not sep:
-            raise HarnessError(f"combos take model:dataset pairs like gcn:TW,sage:UK, not '{item}'")
+            raise BadValue(f"combos take model:dataset pairs like gcn:TW,sage:UK, not '{item}'")
         out.append((model_list(model)[0], name_list(ds)[0]))
     if not out:
-        raise HarnessError("expected at least one model:dataset pair")
+        raise BadValue("expected at least one model:dataset pair")
     return tuple(out)
 
 
@@ -186,18 +186,11 @@ def budget_rule(text: str) -> str:
     try:
         parse_bytes(t)
     except ValueError as exc:
-        raise HarnessError(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
+        raise BadValue(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
     return t
 
 
-def optional_int(text: str):
-    if text.strip().lower() in ("none", "all", "0", ""):
-        return None
-    return positive_int(text)
-
-
-def batch_param(text: str):
-    return "auto" if text.strip() == "auto" else positive_int(text)
+batch_param = or_word("auto", positive_int)
 
 
 # (cuda, cuda --quick, cpu, cpu --quick)
@@ -230,8 +223,8 @@ def common_parameters(**defaults) -> dict[str, Param]:
         "synced_epochs": Param(None, positive_int, "how many of the measured epochs come first synchronized between "
                                                    "stages (S/E/T: their median); the rest are free-running (E2E)"),
         "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
-        "max_batches": Param(None, optional_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
-        "eval_nodes": Param(None, optional_int, "labelled nodes evaluated per split"),
+        "max_batches": Param(None, cap_int, "cap on mini-batches per epoch (extrapolated; CPU --quick 3)"),
+        "eval_nodes": Param(None, cap_int, "labelled nodes evaluated per split"),
         "lr": Param(None, positive_float, "Adam learning rate (CUDA 0.003, CPU 0.01)"),
         "stage_barrier": Param("off", choice("off", "on"), "synced epochs: a barrier of all ranks before each "
                                                           "stage, so T does not absorb the peers' S and E "
@@ -239,20 +232,6 @@ def common_parameters(**defaults) -> dict[str, Param]:
     }
     params.update(defaults)
     return params
-
-
-def setting(exp, cfg, name):
-    return device_setting(exp, cfg, name, DEFAULTS)
-
-
-def gpu_counts(exp, cfg, requested: tuple[int, ...]) -> list[int]:
-    """The GPU counts of a scaling experiment that this machine can run (CPU: ranks, at most 2
-    by default); ``--gpus N`` keeps the counts <= N."""
-    from harness.launcher import default_world_size
-
-    limit = default_world_size(cfg)
-    keep = [g for g in requested if g <= limit]
-    return keep or [limit]
 
 
 # ----------------------------------------------------------------------------- the budget
@@ -305,46 +284,44 @@ def wholegraph_need(graph, world: int) -> int:
 
 # ----------------------------------------------------------------------------- the experiment base
 
-class XGNNTraining(Experiment):
+class XGNNTraining(kit.TrainingExperiment):
     """Base of XGNN's training experiments: subclasses define ``points`` with :meth:`point`."""
 
-    paper = "xgnn"
-    interface = "pipelines"
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph", "dgl_host")
-    metric, unit, better = "epoch_time", "s", "lower"
     paper_hardware = PAPER_HARDWARE
     warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
                      "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
                      "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
                      "the first); E2E is the median of later free-running epochs.")
-    spawn_ranks = True
     parameters = common_parameters()
-    # a point's time grows with the mini-batches each rank trains (cost_size)
-    cost_scales = ("scale", "epochs", "max_batches")
-    cost_per_rank = True
+    defaults = DEFAULTS
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
     eval_every_epoch = True
 
-    def gpu_list(self, cfg):
-        """GPU counts of an experiment with a ``gpus`` parameter (CPU default: 1 and 2 ranks)."""
-        requested = self.param(cfg, "gpus")
-        if cfg.device == "cpu" and "gpus" not in cfg.params:
-            requested = (1, 2)
-        return gpu_counts(self, cfg, requested)
+    def world_sizes(self, cfg) -> list[int]:
+        """One count (the run's); a scaling experiment (a ``gpus`` parameter) runs the counts of
+        ``--param gpus`` up to the run's, or by default its ladder (CPU: 1 and 2 ranks) and the
+        run's own count."""
+        if "gpus" not in self.parameters:
+            return super().world_sizes(cfg)
+        if "gpus" in cfg.params:
+            worlds = Worlds(counts=self.param(cfg, "gpus"))
+        else:
+            worlds = Worlds(ladder=self.param(cfg, "gpus"), cpu=Worlds(ladder=(1, 2)))
+        return world_sizes(cfg, worlds, self.id)
 
     def world(self, cfg) -> int:
-        from harness.launcher import default_world_size
+        (world,) = self.world_sizes(cfg)
+        return world
 
-        return default_world_size(cfg)
-
-    def scale_for(self, name: str, cfg) -> float:
+    def default_scale(self, cfg, dataset=None) -> float:
+        """The scale whose stand-in stores ``max_edges`` edges (module doc)."""
         from harness import datasets
         from harness.datasets.plan import MIN_COMMUNITY
 
-        if cfg.scale is not None:
-            return cfg.scale
+        name = dataset
         spec = datasets.get(name)
-        scale = datasets.scale_for_edges(name, setting(self, cfg, "max_edges"))
+        scale = datasets.scale_for_edges(name, self.setting(cfg, "max_edges"))
         if spec.standin:        # enough nodes for the stand-in's communities
             scale = max(scale, 1.05 * MIN_COMMUNITY * spec.standin.num_classes / spec.nodes)
         return float(f"{scale:.2g}")
@@ -360,22 +337,22 @@ class XGNNTraining(Experiment):
         spec = datasets.get(name)
         n = int(round(spec.nodes * scale))
         train = spec.split.counts(n, spec.nodes)[0]
-        return max(1, min(paper, train // (ref_world * setting(self, cfg, "min_batches"))))
+        return max(1, min(paper, train // (ref_world * self.setting(cfg, "min_batches"))))
 
     def point(self, system: str, dataset: str, model: str, world: int, cfg, *, ref_world: int | None = None,
               budget: str | None = None, **extra) -> Point:
         from impls.models import PAPER_MODELS
 
-        scale = self.scale_for(dataset, cfg)
+        scale = self.scale(cfg, dataset)
         paper = PAPER_MODELS["xgnn"][model]
         params = {"system": system, "dataset": dataset, "scale": scale, "model": model,
                   "layers": paper["num_layers"], "fanouts": list(paper["fanouts"]),
-                  "hidden": setting(self, cfg, "hidden"),
+                  "hidden": self.setting(cfg, "hidden"),
                   "batch_size": self.batch_for(dataset, scale, model, ref_world or world, cfg),
-                  "budget": budget or self.param(cfg, "budget"), "epochs": setting(self, cfg, "epochs")}
-        cap = setting(self, cfg, "max_batches")
-        if cap is not None:
-            params["max_batches"] = cap
+                  "budget": budget or self.param(cfg, "budget"), "epochs": self.setting(cfg, "epochs")}
+        limit = cap(self.setting(cfg, "max_batches"))
+        if limit is not None:
+            params["max_batches"] = limit
         if self.param(cfg, "stage_barrier") == "on":       # absent = off: rows of earlier runs read the same
             params["stage_barrier"] = "on"
         params.update(extra)
@@ -391,21 +368,13 @@ class XGNNTraining(Experiment):
             return NO_PINSAGE[point.params["system"]]
         return unavailable(point.impl, cfg.device)
 
-    def run_point(self, point, cfg, rank):
-        return train_system(self, point, cfg, rank)
-
-    def cost_size(self, point, cfg):
-        """Mini-batches each rank trains over the measured epochs (capped where the point caps them)."""
-        from harness import datasets
-
-        p = point.params
-        batches = datasets.epoch_batches(p["dataset"], p["scale"], p["batch_size"], point.world_size)
-        return p["epochs"] * min(batches, p.get("max_batches") or batches)
+    def run_point(self, point, ctx):
+        return train_system(self, point, ctx)
 
     def cheaper(self, point, level, cfg):
         """Budget level 1 (harness.plan): the synchronized epochs (S, E, T) and one free-running
         epoch (E2E), no more."""
-        least = setting(self, cfg, "synced_epochs") + 1
+        least = self.setting(cfg, "synced_epochs") + 1
         if level != 1 or point.params.get("epochs", 0) <= least:
             return None
         return Cheaper(Point(point.impl, {**point.params, "epochs": least}, point.world_size),
@@ -415,12 +384,13 @@ class XGNNTraining(Experiment):
 # ----------------------------------------------------------------------------- one training point
 
 
-def train_system(exp, point, cfg, rank) -> list[Measurement]:
+def train_system(exp, point, ctx) -> list[Measurement]:
     from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, collective_lifetime, load_graph
+    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, load_graph
     from impls.pipelines.xgnn import xgnn_config
     from impls.storage.budget import OutOfMemoryBudget
 
+    cfg, rank = ctx.cfg, ctx.rank
     p = point.params
     system = SYSTEMS[p["system"]]
     data_root = str(cfg.data_root) if cfg.data_root else None
@@ -430,7 +400,7 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
     budget = budget_bytes(p["budget"], p["dataset"], p["model"], topo)
     options = {k: v for k, v in system.options.items() if v is not None}
     if p.get("topology") and system.impl in ("xgnn", "quiver"):
-        options["topology"] = p["topology"]           # a named GPU topology (placement.topology.by_name)
+        options["topology"] = p["topology"]           # a named GPU topology (impls.core.topology.by_name)
     if budget is not None and folds_workspace(p["budget"]) and system.impl in TIERED:
         options.setdefault("reserve_bytes", 0)
     if system.impl == "wholegraph" and budget is not None:
@@ -439,63 +409,38 @@ def train_system(exp, point, cfg, rank) -> list[Measurement]:
             raise OutOfMemoryBudget(f"WholeGraph's topology and features (everything on {rank.world_size} "
                                     f"GPU{'s' if rank.world_size > 1 else ''})", need, budget)
     config = xgnn_config(p["model"], graph=graph, dataset=p["dataset"], scale=p["scale"], data_root=data_root,
-                         hidden=p["hidden"], batch_size=p["batch_size"], lr=setting(exp, cfg, "lr"), seed=cfg.seed,
+                         hidden=p["hidden"], batch_size=p["batch_size"], lr=exp.setting(cfg, "lr"), seed=cfg.seed,
                          epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
-                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=setting(exp, cfg, "eval_nodes"),
+                         eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=cap(exp.setting(cfg, "eval_nodes")),
                          memory_budget_bytes=budget, options=options,
                          stage_barrier=p.get("stage_barrier") == "on")
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
     pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
-    tiered = system.impl in TIERED
-    warm = setting(exp, cfg, "warmup_batches")
-    with collective_lifetime(pipe, label, rank):
-        pipe.setup()
-        if warm:
-            pipe.train_epoch(-1, breakdown=False, max_batches=warm)
-        stats, val_curve = [], []
-        synced_epochs = setting(exp, cfg, "synced_epochs")
-        for e in range(config.epochs):
-            synced = exp.timing == "both" and e < synced_epochs
-            saved = config.options.get("prefetch")
-            if synced and tiered:
-                config.options["prefetch"] = 0          # stages timed alone, not overlapped
-            try:
-                st = pipe.train_epoch(e, breakdown=synced)
-            finally:
-                if synced and tiered:
-                    if saved is None:
-                        config.options.pop("prefetch", None)
-                    else:
-                        config.options["prefetch"] = saved
-            stats.append(st)
-            if exp.eval_every_epoch or e == config.epochs - 1:
-                val_curve.append(pipe.evaluate("val"))
-            parts = (f" (S {st.sample_s:.3g}, E {st.gather_s:.3g}, T {st.train_s:.3g} s)" if st.breakdown
-                     else " (pipelined)")
-            hit = st.extra.get("feature_hit_rate")
-            rank.progress(f"  {label}: epoch {e + 1}/{config.epochs} {st.full_epoch_s():.3g} s{parts}, "
-                            f"{st.batches}/{st.batches_full} batches, loss {st.loss:.4g}"
-                            + (f", H {100 * hit:.0f}%" if hit is not None else "")
-                            + (f", val acc {val_curve[-1]:.3f}" if val_curve else ""))
-        test = pipe.evaluate("test")
-        mem = pipe.memory()
-        used = pipe.memory_report().get("device_used_bytes", 0)
-        describe = pipe.describe()
+    warm = exp.setting(cfg, "warmup_batches")
+    synced_epochs = exp.setting(cfg, "synced_epochs")
+
+    def finish(pipe):
         store = getattr(pipe, "store", None)
-        store_memory = store.memory() if store is not None else None
+        return {"test": pipe.evaluate("test"), "mem": pipe.memory(), "describe": pipe.describe(),
+                "used": pipe.memory_report().get("device_used_bytes", 0),
+                "store_memory": store.memory() if store is not None else None}
+
+    trained = kit.run_epochs(pipe, rank, label, config.epochs, warmup_batches=warm,
+                             synced=lambda e: exp.timing == "both" and e < synced_epochs,
+                             evaluate="every" if exp.eval_every_epoch else "last",
+                             unprefetched_synced=system.impl in TIERED, finish=finish)
+    f = trained.final
     cats = MEMORY_CATEGORIES + ("total",)
-    summed = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "sum")))
-    largest = dict(zip(cats, rank.all_reduce_floats([mem[k] for k in cats], "max")))
-    used_sum = rank.all_reduce_floats([used or 0], "sum")[0]
-    return measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
-                        store_memory, warm, rank.world_size)
+    summed = dict(zip(cats, rank.all_reduce_floats([f["mem"][k] for k in cats], "sum")))
+    largest = dict(zip(cats, rank.all_reduce_floats([f["mem"][k] for k in cats], "max")))
+    used_sum = rank.all_reduce_floats([f["used"] or 0], "sum")[0]
+    return measurements(p, graph, topo, budget, trained, summed, largest, used_sum, f["describe"],
+                        f["store_memory"], warm, rank.world_size)
 
 
-def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest, used_sum, describe,
+def measurements(p, graph, topo, budget, trained, summed, largest, used_sum, describe,
                  store_memory, warm, world) -> list[Measurement]:
-    synced = [s for s in stats if s.breakdown]
-    free = [s for s in stats if not s.breakdown]
-    timed = free or synced
+    stats, val_curve, synced = trained.stats, trained.val_curve, trained.synced
     last = stats[-1].extra
     store = last.get("store")
     graph_info = {"nodes": int(graph.num_nodes), "edges": int(graph.num_edges),
@@ -511,11 +456,7 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
         "store": store, "tiers": last.get("tiers"), "world_size": world,
         "stage_s_slowest_rank": [s.extra.get("stage_s_slowest_rank") for s in synced],
     }
-    out = [Measurement("epoch_time", "s", Stats.from_samples([s.full_epoch_s() for s in timed]), extra=epoch_extra)]
-    for stage in ("sample", "gather", "train"):
-        values = [s.full_epoch_s(getattr(s, f"{stage}_s")) for s in synced]
-        if values:
-            out.append(Measurement(f"{stage}_time", "s", Stats.from_samples(values)))
+    out = kit.epoch_measurements(trained, epoch_extra)
     hits = [s.extra.get("feature_hit_rate") for s in stats if s.extra.get("feature_hit_rate") is not None]
     if hits:
         out.append(Measurement("feature_hit_rate", "", value=sum(hits) / len(hits), better="higher"))
@@ -528,8 +469,7 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
     elif p["system"] == "wholegraph":
         out.append(Measurement("feat_ratio", "", value=1.0, better="higher"))
         out.append(Measurement("graph_ratio", "", value=1.0, better="higher"))
-    out.append(Measurement("val_accuracy", "", value=val_curve[-1], better="higher"))
-    out.append(Measurement("test_accuracy", "", value=test, better="higher"))
+    out += kit.accuracy_measurements(val_curve[-1], trained.final["test"])
     if store_memory is not None:
         topo_gpus, feat_gpus = store_memory["gpu_topology_bytes"], store_memory["gpu_feature_bytes"]
     else:
@@ -546,42 +486,17 @@ def measurements(p, graph, topo, budget, stats, val_curve, test, summed, largest
 
 # ----------------------------------------------------------------------------- reading rows back
 
-def _params(r) -> dict:
-    return r["params"] if isinstance(r["params"], dict) else {}
-
-
 def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("system", "dataset", "model")):
-    """One record per point: ``{"run_id", "world", "params", "status", "reason", "metrics": {...},
-    "extra": {metric: extra}, "experiment"}``; rows of the experiment ``prefer`` first when several
-    experiments trained the same point. Skipped and failed points are records too."""
-    ordered = rows
-    if prefer is not None and not rows.empty:
-        ordered = rows.assign(_order=(rows["experiment"] != prefer).astype(int)).sort_values("_order", kind="stable")
-    records: dict = {}
-    owner: dict = {}
-    for _, r in ordered.iterrows():
-        params = _params(r)
-        if not all(k in params for k in key_params):
-            continue
-        if params.get("system") == "dgl" and r["impl"] == "dgl_cache":
-            params = {**params, "system": "dgl_gpu"}    # the re-implemented DGL configuration, stored as 'dgl'
+    """One record per point (system, dataset, model), skipped and failed points too."""
+    return kit.collect(rows, prefer, key_params, failures=True, reading=system_of_row)
 
-        key = (r["run_id"], int(r["world_size"])) + tuple(str(params[k]) for k in key_params)
-        if owner.setdefault(key, r["experiment"]) != r["experiment"]:
-            continue
-        rec = records.setdefault(key, {"run_id": r["run_id"], "world": int(r["world_size"]), "params": params,
-                                       "status": r["status"], "reason": None, "metrics": {}, "extra": {},
-                                       "experiment": r["experiment"], "device": r.get("device")})
-        if r["status"] != "ok":
-            rec["status"], rec["reason"] = r["status"], r.get("reason")
-            continue
-        if isinstance(r.get("fidelity"), dict):         # measured cheaper to fit a time budget
-            rec["fidelity"] = r["fidelity"]
-        rec["metrics"][r["metric"]] = r["value"]
-        extra = r.get("extra")
-        if isinstance(extra, dict):
-            rec["extra"][r["metric"]] = extra
-    return list(records.values())
+
+def system_of_row(params: dict, impl: str) -> dict:
+    """A row's params with its system as the columns name it: the re-implemented DGL configuration
+    (DGL+C's pipeline with no cache) is stored as system 'dgl' with impl dgl_cache."""
+    if params.get("system") == "dgl" and impl == "dgl_cache":
+        return {**params, "system": "dgl_gpu"}
+    return params
 
 
 def is_oom(rec) -> bool:
@@ -599,14 +514,6 @@ def cell(rec, metric: str):
     if is_oom(rec):
         return "OOM"
     return "x" if rec["status"] == "skipped" else "error"
-
-
-def finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
-
-
-def ratio(a, b):
-    return a / b if finite(a) and finite(b) and b > 0 else None
 
 
 def datasets_caption(records) -> str:
@@ -647,23 +554,43 @@ def budget_gib(rec):
     return b / GIB if b else None
 
 
-def machine_labels(rows, runs):
-    from harness.tables import run_labels
-
-    return run_labels(rows, runs)
-
-
-def drop_single(table, columns=("Machine",)):
-    for c in columns:
-        if c in table and table[c].nunique() <= 1:
-            table = table.drop(columns=[c])
-    return table
-
-
 def fmt(x, digits: int = 3):
+    """A cell rounded to ``digits`` significant digits; text ("OOM", "x") as it is."""
     if isinstance(x, str) or x is None:
         return x
     return float(f"{x:.{digits}g}") if finite(x) else None
+
+
+def percent(x):
+    """A fraction as a rounded percentage; text ("OOM", "x") as it is."""
+    return fmt(100 * x) if finite(x) else x
+
+
+def combo(model: str, dataset: str) -> str:
+    """'GSG+TW': the paper's name of a model on a dataset."""
+    return f"{MODEL_SHORT.get(model, model)}+{SHORT.get(dataset, dataset)}"
+
+
+class TrainingReport(Report):
+    """The report of an XGNN training experiment: its rows read back as one record per point
+    (skipped and failed points too, ``systems`` only where given), captions ending with the
+    budget, the datasets and the models those records trained."""
+
+    def __init__(self, exp, rows, runs, systems: tuple[str, ...] | None = None,
+                 key_params: tuple[str, ...] = ("system", "dataset", "model")):
+        super().__init__(exp, rows, runs, expand=False)
+        self.records = [r for r in collect(rows, exp.id, key_params)
+                        if systems is None or r["params"]["system"] in systems]
+
+    def machine(self, rec) -> str:
+        return self.label(rec["run_id"])
+
+    def caption(self, *parts: str) -> str:
+        return super().caption(*parts, f"GPU memory budget: {budget_caption(self.records)}. Datasets: "
+                                       f"{datasets_caption(self.records)}. Models: {settings_caption(self.records)}.")
+
+    def systems_note(self, systems) -> str:
+        return "; ".join(f"{SYSTEMS[s].label} = {SYSTEMS[s].note}" for s in systems if SYSTEMS[s].note)
 
 
 __all__ = ["SYSTEMS", "FIG10_STEPS", "XGNNTraining", "common_parameters", "collect", "cell", "train_system"]

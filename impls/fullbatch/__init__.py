@@ -57,7 +57,7 @@ def make_pyg(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=
                                                note="pip install '.[dgl]'; GPUs: a CUDA build of DGL"),
                summary="DGL GraphConv(norm='right') on the whole graph, one device (MG-GCN's baseline)")
 def make_dgl(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, **_):
-    from impls.models.dgl import layers_unavailable
+    from harness.dgl_compat import layers_unavailable
 
     from .dgl_gcn import DglGCN
 

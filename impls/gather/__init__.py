@@ -2,7 +2,7 @@
 
 Every implementation is created per rank by its factory
 ``make(rank: RankContext, spec: TableSpec, **options) -> Gatherer`` and fills its own
-storage with the closed-form content of ``impls.storage.layout.closed_form_rows``, so a
+storage with the closed-form content of ``impls.core.layout.closed_form_rows``, so a
 gather can be checked locally. A ``Gatherer`` has:
 
 - ``gather(ids, check=True) -> Tensor`` (ids int64 on the rank's device; rows

@@ -11,8 +11,8 @@ import torch
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.storage.host_table import HostTable
-from impls.storage.layout import TableSpec, check_ids
+from impls.core.layout import TableSpec, check_ids
+from impls.storage import HostTable
 
 
 class HostCopyGather:
@@ -53,7 +53,7 @@ class HostZeroCopyGather:
         self.ptrs = torch.tensor([self.table.registered_ptr], dtype=torch.int64, device=self.device)
 
     def gather(self, ids: torch.Tensor, check: bool = True) -> torch.Tensor:
-        from .kernel import gather_into
+        from impls.core.row_gather import gather_into
 
         if check:
             check_ids(ids, self.spec.num_rows)

@@ -22,7 +22,7 @@ class NvlinkCounters:
     """Sums NVML's NVLink byte counters over every active link of one device."""
 
     def __init__(self, device: torch.device):
-        from impls.pipelines.monitor import nvml_handle
+        from impls.core.nvml import nvml_handle
 
         self.reason = ""
         self.links: list[int] = []

@@ -13,8 +13,8 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.storage.layout import TableSpec, check_ids
-from impls.storage.shards import ShardedTable
+from impls.core.layout import TableSpec, check_ids
+from impls.storage import ShardedTable
 
 
 class AllToAllGather:
@@ -70,7 +70,7 @@ class AllToAllGather:
         well under half the device bandwidth on random rows), on CPU with index_select."""
         if self.device.type != "cuda" or table.shape[0] >= 1 << 32 or index.numel() == 0:
             return table.index_select(0, index)
-        from .kernel import gather_into
+        from impls.core.row_gather import gather_into
 
         out = torch.empty((index.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
                           device=self.device)

@@ -1,6 +1,6 @@
 """`p2p_shared`: WholeGraph's global gather as one kernel per rank over the shared store.
 
-GPU ranks: a single launch of kernels/gather.cu reads local and peer rows over NVLink P2P.
+GPU ranks: a single launch of impls/core/kernels/gather.cu reads local and peer rows over NVLink P2P.
 ``chunked`` (default backend ``symm``, or ``ipc``/``vmm``): through a pointer per rank, the
 kernel picks the part from the global id. ``continuous`` (backend ``vmm``): every shard is
 mapped into one virtual range, so the kernel gets ONE part and global row i is read at
@@ -14,8 +14,8 @@ import torch
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.storage.layout import TableSpec, check_ids
-from impls.storage.shards import ShardedTable
+from impls.core.layout import TableSpec, check_ids
+from impls.storage import ShardedTable
 
 
 class SharedMemoryGather:
@@ -23,7 +23,7 @@ class SharedMemoryGather:
                  launch: str | None = None):
         if mode not in ("chunked", "continuous"):
             raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
-        from .kernel import parse_launch
+        from impls.core.row_gather import parse_launch
 
         self.launch = parse_launch(launch)          # GPU kernel geometry; checked on CPU ranks too
         self.spec = spec
@@ -40,7 +40,7 @@ class SharedMemoryGather:
         ids = ids.to(self.device, torch.int64)
         out = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype, device=self.device)
         if self.device.type == "cuda":
-            from .kernel import gather_into
+            from impls.core.row_gather import gather_into
 
             return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes, self.launch)
         if self.store.whole is not None:

@@ -2,7 +2,7 @@
 
 Every implementation is built as ``factory(in_dim, hidden, out_dim, num_layers,
 backend="native", heads=4, dropout=0.0, **options) -> torch.nn.Module`` and used as
-``model(blocks, x) -> logits``: ``blocks`` is the list of :class:`impls.sampling.blocks.Block`
+``model(blocks, x) -> logits``: ``blocks`` is the list of :class:`impls.core.blocks.Block`
 of one mini-batch (``blocks[0]`` the outermost hop, one block per layer), ``x`` the features
 of ``blocks[0].src_ids`` in that order, and the logits are those of ``blocks[-1]``'s dst nodes
 (the seeds), in their order.
@@ -42,7 +42,6 @@ from harness.errors import HarnessError
 from harness.needs import Needs
 from harness.registry import register_impl
 
-from .ops import EDGE_WEIGHT_ATTR, edge_weight_of, set_edge_weight  # noqa: F401  (re-exported)
 
 KINDS = ("gcn", "sage", "gat", "pinsage")
 BACKENDS = ("native", "pyg", "dgl")

@@ -23,7 +23,7 @@ GAT_SDDMM_VARIANTS = ("sampled", "gather")
 
 
 def synthetic_block(num_dst: int, num_src: int, fanout: int, device: str = "cpu", seed: int = 0):
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     gen = torch.Generator().manual_seed(seed)
     indices = torch.randint(0, num_src, (num_dst * fanout,), generator=gen)

@@ -16,8 +16,9 @@ node's sampled in-edges); DGL is imported through :mod:`harness.dgl_compat`.
 Parameters differ in name and layout from the native layers'; :func:`load_native_state` copies a
 native model's weights in, so the tests compare the two on the same weights. PinSAGE has no layer
 in ``dgl.nn`` (DGL's PinSAGE example defines its own), so the DGL backend builds GCN, GraphSAGE
-and GAT. A CPU build of DGL cannot run message passing on CUDA tensors: :func:`layers_unavailable`
-says so for a device, and the pipelines then feed DGL's blocks to other layers.
+and GAT. A CPU build of DGL cannot run message passing on CUDA tensors:
+:func:`harness.dgl_compat.layers_unavailable` says so for a device, and the pipelines then feed
+DGL's blocks to other layers.
 """
 
 from __future__ import annotations
@@ -38,23 +39,6 @@ def _dgl():
     from harness.dgl_compat import import_dgl
 
     return import_dgl()
-
-
-def layers_unavailable(device) -> str | None:
-    """Why DGL's layers cannot run on ``device`` here (a CPU build on a CUDA device), or None."""
-    device = torch.device(device)
-    try:
-        dgl = _dgl()
-    except ImportError as exc:
-        return str(exc)
-    if device.type != "cuda":
-        return None
-    try:
-        dgl.graph((torch.tensor([0]), torch.tensor([0]))).to(device)
-    except Exception as exc:            # DGLError from a CPU build: "Device API cuda is not enabled"
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-        return f"DGL {dgl.__version__} is a CPU build ({first})"
-    return None
 
 
 def to_dgl_block(block, self_loops: bool = False):

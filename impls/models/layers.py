@@ -49,7 +49,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .ops import BlockGraph, as_graph, edge_softmax, edge_weight_of, gspmm
+from impls.core.blocks import edge_weight_of
+
+from .ops import BlockGraph, as_graph, edge_softmax, gspmm
 
 GCN_NORMS = ("sym", "both", "right")
 

@@ -1,4 +1,4 @@
-"""GNN layer ops over a sampled :class:`~impls.sampling.blocks.Block` (WholeGraph III-C-4).
+"""GNN layer ops over a sampled :class:`~impls.core.blocks.Block` (WholeGraph III-C-4).
 
 Everything here is plain torch: no Python loop over nodes or edges, so the same code is fast
 on GPUs (one kernel per op) and runs on CPU in CI.
@@ -57,7 +57,7 @@ on GPUs, which reads the dense rows in place); ``"gather"`` builds the two gathe
 ``[nnz, H, C]`` operands in chunks and reduces their product (any dtype); ``"auto"`` is
 ``sampled`` with ``impl="sparse"`` for float32/float64 and ``gather`` otherwise.  On CPU the
 sampled SDDMM alone is 2-4x faster than the gathered one (600K edges, 4 heads of 64); on
-4xH200 the products GAT epoch of Table V went from 7.35 s (0065) to 5.79 s (0076), and the
+4xH200 it takes the products GAT epoch of Table V from 7.35 s (gathered) to 5.79 s, and the
 hidden-layer bench step (16K x 480K block, fanout 30) from 12.0 to 10.9 ms.
 
 Where ``Block.dup_count`` is missing it is computed with one ``bincount`` over the edges.
@@ -66,7 +66,7 @@ Edge weights on a block
 -----------------------
 A sampler that produces edge weights (PinSAGE's random-walk visit counts) attaches them to
 the block as the attribute ``edge_weight`` (float tensor ``[nnz]`` in CSR edge order) with
-:func:`set_edge_weight`; :func:`edge_weight_of` reads it (``None`` when absent).  The Block
+:func:`impls.core.blocks.set_edge_weight`; :func:`impls.core.blocks.edge_weight_of` reads it (``None`` when absent).  The Block
 dataclass is not changed: the attribute is set on the instance and ``Block.to()`` does not
 carry it (call ``set_edge_weight(block.to(dev), w.to(dev))``).
 """
@@ -78,24 +78,11 @@ from functools import cached_property
 
 import torch
 
-EDGE_WEIGHT_ATTR = "edge_weight"
 IMPLS = ("auto", "sparse", "segment")
 BACKWARDS = ("auto", "atomic", "dup_split", "transpose")
 SDDMMS = ("auto", "sampled", "gather")
 DEFAULT_CHUNK_ELEMS = 1 << 27     # 512 MiB of float32 messages at most per chunk
 _SAMPLED_DTYPES = (torch.float32, torch.float64)     # the dtypes cuSPARSE SDDMM takes
-
-
-def set_edge_weight(block, weight: torch.Tensor):
-    """Attach per-edge weights (``[nnz]``, CSR edge order) to ``block``; returns the block."""
-    if weight.dim() != 1 or weight.numel() != block.num_edges:
-        raise ValueError(f"edge_weight must have shape [{block.num_edges}], got {tuple(weight.shape)}")
-    setattr(block, EDGE_WEIGHT_ATTR, weight)
-    return block
-
-
-def edge_weight_of(block) -> torch.Tensor | None:
-    return getattr(block, EDGE_WEIGHT_ATTR, None)
 
 
 def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:

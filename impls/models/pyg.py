@@ -25,9 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from impls.core.blocks import edge_weight_of
+
 from .layers import gcn_coefficients
 from .nets import BlockGNN, default_activation, layer_dims
-from .ops import BlockGraph, edge_weight_of
+from .ops import BlockGraph
 
 _PINSAGE_CLASS = None
 

@@ -3,7 +3,7 @@ memory accounting.
 
 A pipeline runs on every rank of the process group (one process per GPU, or CPU ranks under
 gloo). A subclass decides where the graph and the features live (``build_stores``) and how a
-mini-batch is made: ``sample(seeds) -> blocks`` (the :class:`impls.sampling.blocks.Block` list of
+mini-batch is made: ``sample(seeds) -> blocks`` (the :class:`impls.core.blocks.Block` list of
 one mini-batch, outermost hop first) and ``gather(blocks) -> x`` (features of
 ``blocks[0].src_ids``, on the rank's device). Loader-driven pipelines (PyG, DGL: worker
 processes sample ahead of the training loop) override ``iterate(batches, training)`` instead of
@@ -77,7 +77,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from harness.errors import HarnessError, SkipPoint
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 from .profiling import epoch_profile
 
@@ -182,19 +182,10 @@ def load_graph(rank, config: PipelineConfig):
     if config.graph is not None:
         return config.graph
     from harness import datasets
+    from harness.ranks import load_on_ranks
 
-    problem = None
-    if rank.rank == 0:
-        try:
-            datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
-        except HarnessError as exc:
-            problem = str(exc)
-    flag = torch.tensor([0 if problem is None else 1], dtype=torch.int32, device=rank.torch_device())
-    if dist.is_available() and dist.is_initialized():
-        dist.all_reduce(flag)
-    if int(flag.item()):
-        raise SkipPoint(problem or "rank 0 could not prepare the dataset")
-    return datasets.load(config.dataset, scale=config.scale, seed=config.seed, data_root=config.data_root)
+    return load_on_ranks(rank, lambda: datasets.load(config.dataset, scale=config.scale, seed=config.seed,
+                                                     data_root=config.data_root))
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int = 64 << 20) -> None:

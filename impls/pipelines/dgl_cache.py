@@ -26,7 +26,7 @@ class DGLCachePipeline(TieredPipeline):
     store_category = "cache"
 
     def build_store(self, graph, budget, reserve):
-        from impls.storage.dgl_cache import build_dgl_cache
+        from impls.storage import build_dgl_cache
 
         return build_dgl_cache(self.rank, graph, cache_ratio=self.option("cache_ratio"), budget=budget,
                                reserve_bytes=reserve, hotness=self.option("hotness", "degree"),

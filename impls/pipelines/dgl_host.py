@@ -32,7 +32,7 @@ import torch
 from harness.dgl_compat import import_dgl
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 from .base import Pipeline, tensor_bytes
 from .host import HostFeatureGather, limit_threads, loader_workers
@@ -59,7 +59,7 @@ def block_from_dgl(block, device) -> Block:
 def default_layers(device) -> str:
     """The layers dgl_host trains with on ``device`` (module doc)."""
     from harness.needs import _import_problem
-    from impls.models.dgl import layers_unavailable
+    from harness.dgl_compat import layers_unavailable
 
     if layers_unavailable(device) is None:
         return "dgl"
@@ -121,7 +121,7 @@ class DglHostPipeline(Pipeline):
 
     def layers(self) -> str:
         """What trains on DGL's blocks, for tables: "DGL <ver> sampler and loader; layers: ..."."""
-        from impls.models.dgl import layers_unavailable
+        from harness.dgl_compat import layers_unavailable
 
         version = ".".join(self.dgl.__version__.split(".")[:2])
         if self.backend == "dgl":

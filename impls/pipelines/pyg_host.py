@@ -38,7 +38,7 @@ import torch
 from harness.errors import SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 from . import register_probe
 from .base import Pipeline, tensor_bytes
@@ -93,7 +93,7 @@ def blocks_from_pyg(n_id: torch.Tensor, edge_index: torch.Tensor, batch_size: in
 
 
 def _probe(device: str) -> str | None:
-    from impls.sampling.baselines import pyg_backend
+    from impls.sampling import pyg_backend
 
     try:
         pyg_backend()
@@ -113,7 +113,7 @@ class PygHostPipeline(Pipeline):
         return max(1, getattr(self, "workers", 0))     # each worker builds a whole batch
 
     def build_stores(self) -> None:
-        from impls.sampling.baselines import pyg_backend
+        from impls.sampling import pyg_backend
 
         self.sampler_backend = pyg_backend()
         from torch_geometric.data import Data

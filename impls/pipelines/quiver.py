@@ -24,7 +24,7 @@ class QuiverPipeline(TieredPipeline):
     name = "quiver"
 
     def build_store(self, graph, budget, reserve):
-        from impls.storage.quiver import build_quiver
+        from impls.storage import build_quiver
 
         return build_quiver(self.rank, graph, feat_ratio=self.option("feat_ratio"), budget=budget,
                             reserve_bytes=reserve, hotness=self.option("hotness", "degree"),

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from harness import registry
-from impls.sampling.minibatch import sample_blocks
+from impls.sampling import sample_blocks
 
 from .base import Pipeline, prefetch_on_side_stream
 
@@ -55,7 +55,7 @@ class TieredPipeline(Pipeline):
             return int(option)
         if self.config.memory_budget_bytes is None:
             return 0
-        from impls.storage.budget import estimate_workspace
+        from impls.storage import estimate_workspace
 
         c = self.config
         return estimate_workspace(self.num_nodes, c.batch_size, c.fanouts, self.feature_dim, c.hidden,

@@ -27,8 +27,8 @@ import torch
 from harness import registry
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.sampling.minibatch import sample_blocks
-from impls.storage.layout import TableSpec
+from impls.core.layout import TableSpec
+from impls.sampling import sample_blocks
 
 from .base import Pipeline, copy_rows, tensor_bytes
 

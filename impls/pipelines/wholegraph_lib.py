@@ -31,7 +31,7 @@ class WholeGraphLibPipeline(WholeGraphPipeline):
     name = "wholegraph_lib"
 
     def build_stores(self) -> None:
-        from impls.sampling.baselines import make_lib_adapter
+        from impls.sampling import make_lib_adapter
 
         g, rank = self.graph, self.rank
         mode = self.option("mode", "continuous")

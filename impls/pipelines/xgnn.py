@@ -13,7 +13,7 @@
 
 Options: ``graph_ratio``, ``feat_ratio`` (None: searched under the budget, else 1.0),
 ``priority`` (graph | feat), ``placement`` (solver | modulo | clique), ``topology`` (a Topology or a
-name of impls/placement/topology.by_name; default this machine's), ``hotness``, ``sampler_variant``
+name of impls/core/topology.by_name; default this machine's), ``hotness``, ``sampler_variant``
 (batched; original = XGNN without its sampling optimization), ``graph_store`` / ``feat_store``
 (ggms | replicated), ``reserve_bytes``, ``prefetch``. XGNN Fig. 10's steps: BASE = both stores
 replicated + original sampler; +MSG = graph_store ggms; +MSF = feat_store ggms; +OGA = batched
@@ -46,7 +46,7 @@ class XGNNPipeline(TieredPipeline):
     name = "xgnn"
 
     def build_store(self, graph, budget, reserve):
-        from impls.storage.ggms import build_ggms
+        from impls.storage import build_ggms
 
         return build_ggms(self.rank, graph, graph_ratio=self.option("graph_ratio"),
                           feat_ratio=self.option("feat_ratio"), budget=budget, reserve_bytes=reserve,

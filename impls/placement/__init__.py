@@ -6,7 +6,7 @@ GPUs) and, per GPU, ICS'22's ``dev_num`` / ``buf_pos`` lookup. The placement its
 (numpy); the GPUs only matter once the features are gathered (the `gather` interface).
 
 Modules: ``result`` (``Placement``: buffers, lookup, ``split_for_gather`` for a sharded store),
-``topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
+``impls.core.topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
 ``hotness`` (degree, pre-sampling, ICS'22 L-hop reach by SpMV), ``policies`` (the eight below),
 ``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph`` (with its time cap), ``cost`` (ICS'22 Eq. 3-6 and a
 per-link model), ``sampling`` (node-wise and layer-wise samplers, locality-aware sampling with
@@ -106,3 +106,11 @@ def make_policy(name: str, **options):
     except KeyError:
         raise KeyError(f"unknown placement policy '{name}' (known: {', '.join(POLICIES)})") from None
     return factory(**options)
+
+
+# the placement API other interfaces use (the GGMS store places with the solver, the hotness
+# reordering pre-samples; the measured loader gathers a Placement's batches)
+from .hotness import presample_hotness  # noqa: E402,F401
+from .result import Placement  # noqa: E402,F401
+from .sampling import NodeWiseSampler  # noqa: E402,F401
+from .xgnn_solver import solve  # noqa: E402,F401

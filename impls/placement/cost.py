@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from impls.core.topology import ICS22_NVSWITCH_GBPS, PCIE3_GBPS, Topology
+
 from .result import Placement
-from .topology import ICS22_NVSWITCH_GBPS, PCIE3_GBPS, Topology
 
 GB = 1e9
 

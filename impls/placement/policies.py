@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from impls.core.topology import Topology
+
 from . import ics22
 from .pagraph import PlacementTimeout, pagraph_partition
 from .result import Lookup, Placement
-from .topology import Topology
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .topology import Topology
+from impls.core.topology import Topology
 
 HOST = -1
 

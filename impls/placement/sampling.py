@@ -55,7 +55,7 @@ def expand(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> tuple[
 class SampledLayer:
     """One sampled layer: ``dst`` nodes aggregate from ``src`` nodes (``src[:len(dst)] == dst``).
 
-    (The project-wide ``impls.sampling.blocks.Block`` is the same thing as a torch CSR without
+    (The project-wide ``impls.core.blocks.Block`` is the same thing as a torch CSR without
     weights; :meth:`Sample.to_blocks` converts.)
 
     Edge e goes from ``src[edge_src[e]]`` to ``dst[edge_dst[e]]`` with ``weight[e]``: the
@@ -84,12 +84,12 @@ class Sample:
         return self.blocks[-1].src if self.blocks else self.seeds
 
     def to_blocks(self):
-        """The project's shared format (``impls.sampling.blocks.Block``, input layer first) and,
+        """The project's shared format (``impls.core.blocks.Block``, input layer first) and,
         per block, the edge weights in its CSR order (the shared format has no weights; LAS's
         unbiased estimate needs them)."""
         import torch
 
-        from impls.sampling.blocks import Block as SharedBlock
+        from impls.core.blocks import Block as SharedBlock
 
         out, weights = [], []
         for block in reversed(self.blocks):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .topology import Topology
+from impls.core.topology import Topology
 
 
 @dataclass(frozen=True)

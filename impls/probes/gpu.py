@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import SkipPoint
+from impls.core import cuda
 
 from . import chain, memory
 
@@ -25,15 +26,10 @@ def _cupy():
     return cupy
 
 
-_kernels: dict = {}
-
-
-def kernel(name: str):
-    """A kernel of memprobe.cu; RawKernel compiles and caches it per device on first launch."""
-    cp = _cupy()
-    if name not in _kernels:
-        _kernels[name] = cp.RawKernel(KERNEL_SOURCE.read_text(), name, options=("-std=c++17",))
-    return _kernels[name]
+def launch(device: int, name: str, grid: int, block: int, args: tuple) -> None:
+    """Kernel ``name`` of memprobe.cu on GPU ``device`` (impls.core.cuda: compiled once per
+    device, on torch's current stream, which is CuPy's too: the default stream)."""
+    cuda.launch(device, KERNEL_SOURCE, name, grid, block, args)
 
 
 def l2_bytes(device: int) -> int:
@@ -70,8 +66,8 @@ def fill(ptr: int, first_index: int, count: int, salt: int, device: int) -> None
 
     with cp.cuda.Device(device):
         sms = cp.cuda.Device(device).attributes["MultiProcessorCount"]
-        kernel("fill_words")((sms * 8,), (256,), (np.uint64(ptr), np.uint64(first_index),
-                                                 np.uint64(count), np.uint64(salt)))
+        launch(device, "fill_words", sms * 8, 256, (np.uint64(ptr), np.uint64(first_index),
+                                                    np.uint64(count), np.uint64(salt)))
         cp.cuda.Device(device).synchronize()
 
 
@@ -145,23 +141,23 @@ class GpuChaseProbe:
     def run_chase(self, steps: int, start: int, first_step: int = 0) -> tuple[int, int]:
         cp = self.cp
         with cp.cuda.Device(self.chaser):
-            kernel("pointer_chase")((1,), (32,), self._chase_args(steps, start, first_step))
+            launch(self.chaser, "pointer_chase", 1, 32, self._chase_args(steps, start, first_step))
             out = self._out.get()
         return int(out[0]), int(out[1])
 
     def launch_chase(self, steps: int, start: int, first_step: int) -> None:
         """The timed call: launch only (the timer's events bracket it on the same stream)."""
-        kernel("pointer_chase")((1,), (32,), self._chase_args(steps, start, first_step))
+        launch(self.chaser, "pointer_chase", 1, 32, self._chase_args(steps, start, first_step))
 
     def launch_random_reads(self, threads: int, reads_per_thread: int, salt: int, first: int, out) -> None:
         """``threads`` x ``reads_per_thread`` reads from index ``first`` of the line permutation."""
         import numpy as np
 
         block = 256
-        kernel("random_reads")((threads // block,), (block,),
-                               (self._table, np.int32(len(self.part_ptrs)),
-                                np.uint32(self.part_elems // chain.LINE_WORDS), np.uint64(self.salt & chain.MASK),
-                                np.uint64(salt & chain.MASK), np.uint64(first), np.int32(reads_per_thread), out))
+        launch(self.chaser, "random_reads", threads // block, block,
+               (self._table, np.int32(len(self.part_ptrs)), np.uint32(self.part_elems // chain.LINE_WORDS),
+                np.uint64(self.salt & chain.MASK), np.uint64(salt & chain.MASK), np.uint64(first),
+                np.int32(reads_per_thread), out))
 
     @property
     def cache_devices(self) -> list[int]:
@@ -183,7 +179,7 @@ class GpuChaseProbe:
         if self._flush is None:
             self._flush = CacheFlush([f"cuda:{d}" for d in self.cache_devices])
         written = self._flush()
-        for d in self.cache_devices:       # the probe's kernels run on CuPy's streams
+        for d in self.cache_devices:       # the probe's kernels run on each GPU's default stream
             torch.cuda.synchronize(d)
         return written
 

@@ -25,3 +25,10 @@ Ours (samplers.py, unique.py, minibatch.py; kernels/*.cu on CUDA, numba on CPU; 
 - baselines.py: ``pyg`` (NeighborSampler, pyg-lib or torch-sparse), ``dgl``, and an adapter
   giving ``wholegraph_lib`` our convention. bench.py: measuring helpers of the experiments.
 """
+
+# the sampling API other interfaces use (the pipelines sample blocks and use the baselines' loaders;
+# the tiered stores sample over their own CSR parts)
+from .baselines import make_lib_adapter, pyg_backend  # noqa: E402,F401
+from .minibatch import sample_blocks  # noqa: E402,F401
+from .random_walk import RandomWalkSampler  # noqa: E402,F401
+from .samplers import KHopBatchedSampler  # noqa: E402,F401

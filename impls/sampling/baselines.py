@@ -127,7 +127,7 @@ class DglSampler:
         self.dgl = dgl
         self.device, _ = where_of(where)
         if self.device.type == "cuda":
-            from impls.models.dgl import layers_unavailable
+            from harness.dgl_compat import layers_unavailable
 
             problem = layers_unavailable(self.device)     # a CPU build samples on the host only
             if problem:

@@ -2,7 +2,9 @@
 
 Every rank loads the dataset (rank 0 generates/caches a stand-in first), builds the
 implementation once per (impl, options, dataset) and times its own batches; an iteration's
-time is the slowest rank's (``measure_collective``: barriers around every iteration).
+time is the slowest rank's (``measure_collective``: barriers around every iteration). The graph
+and the implementations built on it live in the run's cache (``ctx``: the point's
+``harness.experiment.RunContext``), one graph at a time.
 """
 
 from __future__ import annotations
@@ -11,23 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 from harness import datasets, registry
-from harness.errors import HarnessError, SkipPoint
+from harness.errors import HarnessError
+from harness.ranks import load_on_ranks
 from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
-
-_GRAPHS: dict = {}
-_IMPLS: dict = {}
-
-
-def _agree(ok: bool, device) -> bool:
-    if not (dist.is_available() and dist.is_initialized()):
-        return ok
-    t = torch.tensor([0 if ok else 1], dtype=torch.int32, device=device)
-    dist.all_reduce(t)
-    return int(t.item()) == 0
-
 
 UNIFORM_PREFIX = "uniform:"
 
@@ -73,32 +63,23 @@ def parse_uniform(spec: str) -> tuple[int, int]:
     return nodes, degree
 
 
-def load_graph(name: str, scale: float, cfg, ctx):
-    """The dataset on every rank; rank 0 prepares the stand-in first, the others wait.
+def load_graph(ctx, name: str, scale: float):
+    """The dataset on every rank; rank 0 prepares the stand-in first, the others wait. Loading
+    another graph closes the implementations built on the previous one.
 
     Sampling reads no features, so stand-ins are made with one feature column (same graph and
     splits as the full-width stand-in, without writing gigabytes of features). ``uniform:N:D``
     is a synthetic uniform random graph (:class:`UniformGraph`), built by every rank alike."""
-    key = (name, scale, cfg.seed, str(cfg.data_root))
-    if key in _GRAPHS:
-        return _GRAPHS[key]
-    close_all()
-    _GRAPHS.clear()
-    if is_uniform(name):
-        _GRAPHS[key] = UniformGraph.build(name, scale, cfg.seed)
-        return _GRAPHS[key]
-    device = ctx.torch_device() if ctx.device == "cuda" else torch.device("cpu")
-    problem = None
-    if ctx.rank == 0:
-        try:
-            datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, **_lean(name, scale))
-        except HarnessError as exc:
-            problem = str(exc)
-    if not _agree(problem is None, device):
-        raise SkipPoint(problem or "rank 0 could not prepare the dataset")
-    graph = datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, **_lean(name, scale))
-    _GRAPHS[key] = graph
-    return graph
+    cfg = ctx.cfg
+
+    def load():
+        if is_uniform(name):
+            return UniformGraph.build(name, scale, cfg.seed)
+        return load_on_ranks(ctx.rank, lambda: datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root,
+                                                             **_lean(name, scale)))
+
+    return ctx.cached(("sampling-graph", name, scale, cfg.seed, str(cfg.data_root)), load,
+                      replaces=("sampling-graph", "sampling-impl"))
 
 
 def _lean(name: str, scale: float) -> dict:
@@ -108,28 +89,21 @@ def _lean(name: str, scale: float) -> dict:
     return {"feature_dim": 1}
 
 
-def implementation(interface: str, name: str, ctx, graph, **options):
-    """Build (once, cached per rank) ``name`` of ``interface`` on this rank for ``graph``."""
-    key = (interface, name, id(graph), tuple(sorted(options.items())))
-    if key not in _IMPLS:
+def implementation(ctx, interface: str, name: str, graph, **options):
+    """``name`` of ``interface`` on this rank for ``graph``, built once per run (closed, which is
+    collective for sharded stores and WholeGraph, when the next graph is loaded)."""
+    rank = ctx.rank
+
+    def build():
         if interface == "sampling" and name == "wholegraph_lib":
             from .baselines import make_lib_adapter
 
-            _IMPLS[key] = make_lib_adapter(ctx, graph.indptr, graph.indices, **options)
-        elif interface == "sampling":
-            _IMPLS[key] = registry.get_impl("sampling", name).factory(ctx, graph.indptr, graph.indices, **options)
-        else:
-            _IMPLS[key] = registry.get_impl(interface, name).factory(ctx, **options)
-    return _IMPLS[key]
+            return make_lib_adapter(rank, graph.indptr, graph.indices, **options)
+        if interface == "sampling":
+            return registry.get_impl("sampling", name).factory(rank, graph.indptr, graph.indices, **options)
+        return registry.get_impl(interface, name).factory(rank, **options)
 
-
-def close_all() -> None:
-    """Close cached implementations (collective for sharded stores and WholeGraph)."""
-    for impl in list(_IMPLS.values()):
-        close = getattr(impl, "close", None)
-        if close:
-            close()
-    _IMPLS.clear()
+    return ctx.cached(("sampling-impl", interface, name, id(graph), tuple(sorted(options.items()))), build)
 
 
 def timer_for(ctx, on_gpu: bool = True):

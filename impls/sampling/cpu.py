@@ -1,6 +1,6 @@
 """CPU (numba) versions of the sampling and append-unique kernels, bit-identical to the GPU.
 
-Same random numbers as kernels/common.cuh (``draw``), same algorithms, same output order,
+Same random numbers as impls/core/kernels/common.cuh (``draw``), same algorithms, same output order,
 and the same request model for counting remote bytes, so the GPU tests can compare GPU
 output with these functions exactly and CI exercises the algorithms without a GPU.
 Functions take NumPy arrays; samplers fill ``out`` (and ``pos``: the CSR position each

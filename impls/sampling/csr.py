@@ -16,9 +16,9 @@ Counting (both stores): reads of rows not owned by ``count_rank`` under a RowPar
 ``count_world`` ranks are remote (defaults: the rank's own rank and world size). For the local
 store this is a model of the sharded layout; for the sharded one it is what crosses NVLink.
 A request's bytes are counted as distinct ``sector_bytes`` sectors of the owner's shard
-(kernels/common.cuh, ``count_request``).
+(impls/core/kernels/common.cuh, ``count_request``).
 
-The kernels get everything through one int64 descriptor (layout in kernels/common.cuh).
+The kernels get everything through one int64 descriptor (layout in impls/core/kernels/common.cuh).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from harness.errors import HarnessError, SkipPoint
-from impls.storage.layout import RowPartition
+from impls.core.layout import RowPartition
 
 MAXP = 16
 DESC_WORDS = 8 + 4 * MAXP

@@ -6,7 +6,7 @@ sub-graph sampling"): hop h samples ``fanouts[h]`` neighbors of the current targ
 (``fanouts[0]`` applies to the seeds, as PyG's ``num_neighbors`` and DGL's fanouts do),
 append-unique puts the targets first and relabels the neighbors, and the unique nodes are
 the next hop's targets. Returns blocks outermost hop first (``blocks[0]`` feeds layer 0,
-``blocks[-1]`` has the seeds as its destination nodes), in the format of blocks.py.
+``blocks[-1]`` has the seeds as its destination nodes), in the format of impls/core/blocks.py.
 
 A ``weighted`` sampler (random_walk.py: PinSAGE's visit counts) gives every sampled edge a weight;
 it is attached to the block as its ``edge_weight`` (impls.models.ops.set_edge_weight).
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import torch
 
-from impls.models.ops import set_edge_weight
+from impls.core.blocks import set_edge_weight
 
-from .blocks import Block
+from impls.core.blocks import Block
 
 
 def sample_blocks(sampler, unique, seeds, fanouts, *, seed: int | None = None, generator=None,

@@ -30,7 +30,10 @@ import torch
 from harness.errors import HarnessError
 from harness.registry import register_impl
 
-from . import gpu, rng
+from impls.core import cuda
+
+from . import rng
+from .gpu import KERNELS
 from .samplers import _NEEDS, MAX_FANOUT, _Sampler
 
 MAX_WALKS = 16           # kernels/random_walk.cu RW_MAX_WALKS
@@ -96,10 +99,10 @@ class RandomWalkSampler(_Sampler):
                                  K, key, self._base_np, P, gpu_rows, host_base, out.numpy(), weight.numpy(),
                                  counts.numpy(), rows.numpy())
         elif n:
-            gpu.launch(self.device, "random_walk.cu", f"random_walk_topk_{self._suffix()}", gpu.grid_for(self.device, n, 128),
-                       128, (gpu.ptr(self.csr.desc(False)), gpu.ptr(seeds), np.int64(n), np.int32(R), np.int32(L),
-                             self.restart_thr, np.int32(K), key, gpu.ptr(base), np.int64(P), np.int64(gpu_rows),
-                             np.int64(host_base), gpu.ptr(out), gpu.ptr(weight), gpu.ptr(counts), gpu.ptr(rows)))
+            KERNELS.launch(self.device, "random_walk.cu", f"random_walk_topk_{self._suffix()}", cuda.grid_for(self.device, n, 128),
+                       128, (cuda.ptr(self.csr.desc(False)), cuda.ptr(seeds), np.int64(n), np.int32(R), np.int32(L),
+                             self.restart_thr, np.int32(K), key, cuda.ptr(base), np.int64(P), np.int64(gpu_rows),
+                             np.int64(host_base), cuda.ptr(out), cuda.ptr(weight), cuda.ptr(counts), cuda.ptr(rows)))
         offsets = torch.zeros(n + 1, dtype=torch.int64, device=self.device)
         torch.cumsum(counts, 0, out=offsets[1:])
         keep = out >= 0                       # the top entries are a prefix of every row

@@ -2,7 +2,7 @@
 
 Draw j of batch position b under user seed S is ``uniform(stream_key(S), b, j, n)``:
 splitmix64's finalizer over ``key ^ (b * GOLDEN + j)``, top 32 bits, multiply-shift into
-[0, n). kernels/common.cuh and cpu.py compute the same numbers; this module is the
+[0, n). impls/core/kernels/common.cuh and cpu.py compute the same numbers; this module is the
 reference the tests hold them to, and where samplers turn a seed or a torch.Generator into a key.
 """
 

@@ -34,7 +34,10 @@ from harness.errors import HarnessError
 from harness.needs import Needs
 from harness.registry import register_impl
 
-from . import gpu, rng
+from impls.core import cuda
+
+from . import rng
+from .gpu import KERNELS
 from .csr import SamplingCSR
 
 MAX_FANOUT = 1024
@@ -56,7 +59,7 @@ class _Sampler:
             engine = "kernel" if self.device.type == "cuda" else "numba"
         if engine not in ("kernel", "numba"):
             raise HarnessError(f"engine must be auto, kernel or numba, not '{engine}'")
-        if engine == "kernel" and not gpu.kernel_device_ok(self.device):
+        if engine == "kernel" and not cuda.kernel_device_ok(self.device):
             raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
         if engine == "numba" and self.device.type != "cpu":
             raise HarnessError("the numba engine runs on the CPU device only")
@@ -140,8 +143,8 @@ class _Sampler:
         n = seeds.numel()
         counts = torch.empty(n + 1, dtype=torch.int64, device=self.device)
         desc = self.csr.desc(self.count_remote)
-        gpu.launch(self.device, "sampling.cu", "row_counts", gpu.grid_for(self.device, n), 256,
-                   (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), gpu.ptr(counts)))
+        KERNELS.launch(self.device, "sampling.cu", "row_counts", cuda.grid_for(self.device, n), 256,
+                   (cuda.ptr(desc), cuda.ptr(seeds), np.int64(n), np.int32(fanout), cuda.ptr(counts)))
         offsets = torch.cumsum(counts, 0)
         total = int(offsets[-1])
         out = torch.empty(total, dtype=torch.int64, device=self.device)
@@ -179,10 +182,10 @@ class PathDoublingSampler(_Sampler):
         G = self.group_size(fanout)
         block = max(G, 128)
         gpb = block // G
-        grid = gpu.grid_for(self.device, n, gpb, waves=16)
-        gpu.launch(self.device, "sampling.cu", f"path_doubling_{self._suffix()}", grid, block,
-                   (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), key,
-                    gpu.ptr(offsets), gpu.ptr(out)), shared_mem=block * 12)
+        grid = cuda.grid_for(self.device, n, gpb, waves=16)
+        KERNELS.launch(self.device, "sampling.cu", f"path_doubling_{self._suffix()}", grid, block,
+                   (cuda.ptr(desc), cuda.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), key,
+                    cuda.ptr(offsets), cuda.ptr(out)), shared_mem=block * 12)
 
 
 class ReservoirSampler(_Sampler):
@@ -201,10 +204,10 @@ class ReservoirSampler(_Sampler):
 
     def _kernel(self, seeds, n, fanout, key, offsets, out, desc):
         block = 128
-        grid = gpu.grid_for(self.device, n, block)
-        gpu.launch(self.device, "sampling.cu", f"reservoir_{self._suffix()}", grid, block,
-                   (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), key,
-                    gpu.ptr(offsets), gpu.ptr(out)))
+        grid = cuda.grid_for(self.device, n, block)
+        KERNELS.launch(self.device, "sampling.cu", f"reservoir_{self._suffix()}", grid, block,
+                   (cuda.ptr(desc), cuda.ptr(seeds), np.int64(n), np.int32(fanout), key,
+                    cuda.ptr(offsets), cuda.ptr(out)))
 
 
 class KHopBatchedSampler(_Sampler):
@@ -239,10 +242,10 @@ class KHopBatchedSampler(_Sampler):
         G, H = self.group_size(fanout), rng.next_pow2(2 * fanout)
         block = 128 if fanout <= 64 else 32
         gpb = block // G
-        grid = gpu.grid_for(self.device, n, gpb, waves=16)
-        gpu.launch(self.device, "sampling.cu", f"khop_batched_{self._suffix()}", grid, block,
-                   (gpu.ptr(desc), gpu.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), np.int32(H),
-                    key, gpu.ptr(offsets), gpu.ptr(out)), shared_mem=gpb * (H + 2 * fanout) * 4)
+        grid = cuda.grid_for(self.device, n, gpb, waves=16)
+        KERNELS.launch(self.device, "sampling.cu", f"khop_batched_{self._suffix()}", grid, block,
+                   (cuda.ptr(desc), cuda.ptr(seeds), np.int64(n), np.int32(fanout), np.int32(G), np.int32(H),
+                    key, cuda.ptr(offsets), cuda.ptr(out)), shared_mem=gpb * (H + 2 * fanout) * 4)
 
 
 _NEEDS = Needs(cuda_packages=("cupy",), note="numba on CPU")

@@ -34,7 +34,10 @@ from harness.errors import HarnessError
 from harness.needs import Needs
 from harness.registry import register_impl
 
-from . import gpu, rng
+from impls.core import cuda
+
+from . import rng
+from .gpu import KERNELS
 from .csr import where_of
 
 
@@ -71,7 +74,7 @@ class HashAppendUnique:
         self.max_load = float(max_load)   # the table's largest fill; fixes H, hence the new nodes' order
         if engine == "auto":
             engine = "kernel" if self.device.type == "cuda" else "numba"
-        if engine == "kernel" and not gpu.kernel_device_ok(self.device):
+        if engine == "kernel" and not cuda.kernel_device_ok(self.device):
             raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
         if engine == "numba" and self.device.type != "cpu":
             raise HarnessError("the numba engine runs on the CPU device only")
@@ -103,17 +106,17 @@ class HashAppendUnique:
         unique_out = torch.empty(nt + nn, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         mask = np.uint64(H - 1)
-        gpu.launch(dev, "unique.cu", "au_insert", gpu.grid_for(dev, nt + nn), 256,
-                   (gpu.ptr(targets), np.int64(nt), gpu.ptr(neighbors), np.int64(nn), gpu.ptr(keys),
-                    gpu.ptr(vals), gpu.ptr(counts), mask, gpu.ptr(unique_out), gpu.ptr(local), gpu.ptr(overflow)))
+        KERNELS.launch(dev, "unique.cu", "au_insert", cuda.grid_for(dev, nt + nn), 256,
+                   (cuda.ptr(targets), np.int64(nt), cuda.ptr(neighbors), np.int64(nn), cuda.ptr(keys),
+                    cuda.ptr(vals), cuda.ptr(counts), mask, cuda.ptr(unique_out), cuda.ptr(local), cuda.ptr(overflow)))
         inclusive = torch.cumsum(counts, 0)
         block = 256 if H >= 256 else 64
-        gpu.launch(dev, "unique.cu", "au_assign", min(H // block, gpu.sm_count(dev) * 8), block,
-                   (gpu.ptr(keys), gpu.ptr(vals), gpu.ptr(counts), gpu.ptr(inclusive), mask, np.int64(nt),
-                    gpu.ptr(ids), gpu.ptr(unique_out), gpu.ptr(overflow), gpu.ptr(tail)))
+        KERNELS.launch(dev, "unique.cu", "au_assign", min(H // block, cuda.sm_count(dev) * 8), block,
+                   (cuda.ptr(keys), cuda.ptr(vals), cuda.ptr(counts), cuda.ptr(inclusive), mask, np.int64(nt),
+                    cuda.ptr(ids), cuda.ptr(unique_out), cuda.ptr(overflow), cuda.ptr(tail)))
         if nn:
-            gpu.launch(dev, "unique.cu", "au_lookup", gpu.grid_for(dev, nn), 256,
-                       (np.int64(nn), gpu.ptr(ids), gpu.ptr(local), gpu.ptr(dup), gpu.ptr(overflow)))
+            KERNELS.launch(dev, "unique.cu", "au_lookup", cuda.grid_for(dev, nn), 256,
+                       (np.int64(nn), cuda.ptr(ids), cuda.ptr(local), cuda.ptr(dup), cuda.ptr(overflow)))
         new, lost = tail.tolist()
         if lost:
             raise _overflow(id_bound)
@@ -137,7 +140,7 @@ class DenseAppendUnique:
         self.device, _ = where_of(where)
         if engine == "auto":
             engine = "kernel" if self.device.type == "cuda" else "torch"
-        if engine == "kernel" and not gpu.kernel_device_ok(self.device):
+        if engine == "kernel" and not cuda.kernel_device_ok(self.device):
             raise HarnessError("the kernel engine needs a CUDA device (or the tests' emulator)")
         if engine not in ("kernel", "torch"):
             raise HarnessError(f"dense_append's engine is auto, kernel or torch, not '{engine}'")
@@ -202,22 +205,22 @@ class DenseAppendUnique:
         unique_out = torch.empty(cap, dtype=torch.int64, device=dev)
         local = torch.empty(nn, dtype=torch.int64, device=dev)
         dup = torch.empty(cap, dtype=torch.int32, device=dev)
-        slot, bits, g = gpu.ptr(self._slot), gpu.ptr(self._bits), np.uint64(gen)
+        slot, bits, g = cuda.ptr(self._slot), cuda.ptr(self._bits), np.uint64(gen)
         src = "unique_dense.cu"
-        gpu.launch(dev, src, "dm_mark_targets", gpu.grid_for(dev, max(nt, cap)), 256,
-                   (gpu.ptr(targets), np.int64(nt), np.int64(bound), g, slot, gpu.ptr(unique_out), gpu.ptr(dup),
-                    np.int64(cap), gpu.ptr(ctl), gpu.ptr(other_ctl)))
+        KERNELS.launch(dev, src, "dm_mark_targets", cuda.grid_for(dev, max(nt, cap)), 256,
+                   (cuda.ptr(targets), np.int64(nt), np.int64(bound), g, slot, cuda.ptr(unique_out), cuda.ptr(dup),
+                    np.int64(cap), cuda.ptr(ctl), cuda.ptr(other_ctl)))
         if nn:
-            gpu.launch(dev, src, "dm_mark_neighbors", gpu.grid_for(dev, nn), 256,
-                       (gpu.ptr(neighbors), np.int64(nn), np.int64(bound), g, slot, bits, gpu.ptr(ctl)))
-        grid = min(nchunks, gpu.sm_count(dev) * 8)
-        gpu.launch(dev, src, "dm_count", grid, 256, (bits, np.int64(words), np.int64(nchunks), gpu.ptr(counts)))
-        gpu.launch(dev, src, "dm_assign", grid, 256,
-                   (bits, np.int64(words), np.int64(nchunks), gpu.ptr(counts), np.int64(nt), g, slot,
-                    gpu.ptr(unique_out), gpu.ptr(ctl)))
+            KERNELS.launch(dev, src, "dm_mark_neighbors", cuda.grid_for(dev, nn), 256,
+                       (cuda.ptr(neighbors), np.int64(nn), np.int64(bound), g, slot, bits, cuda.ptr(ctl)))
+        grid = min(nchunks, cuda.sm_count(dev) * 8)
+        KERNELS.launch(dev, src, "dm_count", grid, 256, (bits, np.int64(words), np.int64(nchunks), cuda.ptr(counts)))
+        KERNELS.launch(dev, src, "dm_assign", grid, 256,
+                   (bits, np.int64(words), np.int64(nchunks), cuda.ptr(counts), np.int64(nt), g, slot,
+                    cuda.ptr(unique_out), cuda.ptr(ctl)))
         if nn:
-            gpu.launch(dev, src, "dm_lookup", gpu.grid_for(dev, nn), 256,
-                       (gpu.ptr(neighbors), np.int64(nn), slot, gpu.ptr(local), gpu.ptr(dup), gpu.ptr(ctl)))
+            KERNELS.launch(dev, src, "dm_lookup", cuda.grid_for(dev, nn), 256,
+                       (cuda.ptr(neighbors), np.int64(nn), slot, cuda.ptr(local), cuda.ptr(dup), cuda.ptr(ctl)))
         new, lost = ctl.tolist()
         if lost:
             raise _overflow(bound)
@@ -271,7 +274,7 @@ class WholeGraphAppendUnique:
         if self.device.type != "cuda":
             raise HarnessError("wholegraph_lib append_unique runs on CUDA devices only")
         if rank is not None:
-            from impls.gather.wholegraph_lib import communicator
+            from impls.core.wholegraph import communicator
 
             communicator(rank)       # initializes the library (wholememory_init) once per process
         self.dup_count = dup_count
@@ -289,7 +292,7 @@ class WholeGraphAppendUnique:
         return uniq, local, dup
 
     def describe(self) -> str:
-        from impls.gather.wholegraph_lib import library_version
+        from impls.core.wholegraph import library_version
 
         return f"pylibwholegraph {library_version()} append_unique (hash table in the library)"
 

@@ -36,7 +36,7 @@ import torch
 from harness.errors import HarnessError, SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
-from impls.gather.wholegraph_lib import (check_mode_location, communicator, library_version)
+from impls.core.wholegraph import (check_mode_location, communicator, library_version)
 
 
 def _fill_1d(wm_tensor, source: torch.Tensor, dtype: torch.dtype, device: torch.device) -> tuple[int, int]:

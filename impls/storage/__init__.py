@@ -3,7 +3,7 @@
 Addressing modes (WholeGraph blog): ``continuous`` (one address space), ``chunked`` (a
 pointer per rank, chunk picked from the global offset) and ``distributed`` (no mapping:
 reached through communication). Rows are split contiguously: rank r owns
-``[r * rows_per_rank, (r + 1) * rows_per_rank)`` (layout.py, shards.py, host_table.py).
+``[r * rows_per_rank, (r + 1) * rows_per_rank)`` (impls/core/layout.py, shards.py, host_table.py).
 Continuous addressing on GPUs maps every rank's shard into one virtual range with the CUDA
 driver's VMM API (vmm.py: cuMemCreate, fds over Unix sockets, cuMemMap), rows per rank padded
 to whole allocation granules.
@@ -20,3 +20,12 @@ counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache
 - ggms.py (XGNN, placement solver), dgl_cache.py (DGL+C), quiver.py (Quiver);
 - budget.py: per-GPU memory budgets, the largest ratios that fit, ``OutOfMemoryBudget``.
 """
+
+# the storage API other interfaces use (the gathers read a ShardedTable or a HostTable; the
+# pipelines build the tiered stores and size their workspace)
+from .budget import estimate_workspace  # noqa: E402,F401
+from .dgl_cache import build_dgl_cache  # noqa: E402,F401
+from .ggms import build_ggms  # noqa: E402,F401
+from .host_table import HostTable  # noqa: E402,F401
+from .quiver import build_quiver  # noqa: E402,F401
+from .shards import ShardedTable  # noqa: E402,F401

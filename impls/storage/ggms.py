@@ -54,9 +54,9 @@ def graph_arrays(graph) -> tuple:
 
 
 def resolve_topology(topology, world_size: int, device: str):
-    """A Topology for ``world_size`` GPUs: given, by name (placement.topology.by_name), this
+    """A Topology for ``world_size`` GPUs: given, by name (impls.core.topology.by_name), this
     machine's (nvidia-smi, first ``world_size`` GPUs) on CUDA, else all GPUs connected."""
-    from impls.placement import topology as topo
+    from impls.core import topology as topo
 
     if topology is None:
         found = topo.detect() if device == "cuda" else None
@@ -81,7 +81,7 @@ def solver_plan(placement: str, topology, world_size: int, device: str):
                         f"(use placement='solver' or 'clique')")
     if placement != "solver":
         return None, topo.cliques()
-    from impls.placement.xgnn_solver import solve
+    from impls.placement import solve
 
     return solve(topo), topo.cliques()
 

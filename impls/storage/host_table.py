@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 
 from harness.shm import segment_path
+from impls.core.layout import RowPartition, TableSpec
 
-from .layout import RowPartition, TableSpec
 from .shards import _fill
 
 _HOST_REGISTER_PORTABLE = 1

@@ -3,7 +3,7 @@ GPU through zero copy (UVA), the hottest features partitioned over each NVLink c
 i of the cached set on member i mod k; every clique holds the same set), the rest on the host.
 
 ``build_quiver(rank, graph, feat_ratio=R, topology=None)`` (collective): cliques come from the GPU
-topology (impls/placement/topology.Topology.cliques; the lent H200 machines are one clique).
+topology (impls/core/topology.Topology.cliques; the lent H200 machines are one clique).
 ``feat_ratio=None`` with a ``budget``: the largest feature ratio that fits; without one, every row.
 Sampling: the reservoir kernel (one thread per target) over the host CSR.
 """

@@ -85,8 +85,7 @@ def reorder(indptr, indices, policy="degree", *, train_idx=None, fanouts=None, b
     if policy == "degree":
         return from_hotness(in_degree(indptr, indices, n), "degree")
     if policy == "presample":
-        from impls.placement.hotness import presample_hotness
-        from impls.placement.sampling import NodeWiseSampler
+        from impls.placement import NodeWiseSampler, presample_hotness
 
         if train_idx is None or fanouts is None:
             raise ValueError("presample hotness needs train_idx and fanouts")

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from harness.errors import SkipPoint
 from harness.shm import segment_path
 
-from .layout import RowPartition, TableSpec, closed_form_rows
+from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 MODES = ("continuous", "chunked", "distributed")
 # How GPU shards are shared: torch symmetric memory (CUDA VMM allocations exchanged by
@@ -191,7 +191,7 @@ class ShardedTable:
         return flat[: rows * self.spec.row_bytes].view(self.spec.torch_dtype).view(rows, self.spec.row_elems)
 
     def kernel_parts(self) -> tuple[list[int], int]:
-        """(part base addresses, rows per part) for kernels/gather.cu. Continuous on GPUs: ONE
+        """(part base addresses, rows per part) for impls/core/kernels/gather.cu. Continuous on GPUs: ONE
         part, the range's base (global row i at base + i * row_bytes); otherwise a part per rank."""
         if self.mode == "continuous" and self.base_ptr is not None:
             return [self.base_ptr], self.partition.rows_per_rank

@@ -13,8 +13,8 @@ Physical memory (``rank.device == "cuda"``):
 - the host rows are one file in /dev/shm that every rank maps, page-locked and mapped
   (cudaHostRegister) so kernels read it directly over PCIe (zero copy, UVA);
 - kernels reach every tier through a part-pointer table: the gather kernel
-  (impls/gather/kernels/gather.cu) for features, the sampling kernels' graph descriptor
-  (impls/sampling/kernels/common.cuh) for the CSR: parts 0..G-1 are the GPU buffers, part G the
+  (impls/core/kernels/gather.cu) for features, the sampling kernels' graph descriptor
+  (impls/core/kernels/common.cuh) for the CSR: parts 0..G-1 are the GPU buffers, part G the
   host rows (the last part takes every index past the GPU buffers).
 
 CPU ranks: host shared memory stands in for both tiers. The physical index space (every GPU buffer,
@@ -39,10 +39,11 @@ import torch.distributed as dist
 
 from harness.errors import HarnessError
 from harness.shm import segment_path
-from impls.sampling import gpu
+from impls.core import cuda
+from impls.core.layout import RowPartition, check_ids
 
 from .budget import SYMM_ALIGN_WORDS, DegreeIndex, layout_memory
-from .layout import RowPartition, check_ids
+from .gpu import KERNELS
 from .reorder import Reordering
 from .tiers import HOST, LOCAL_GPU, REMOTE_GPU, TIERS, TierLayout
 
@@ -205,14 +206,14 @@ class TierCounters:
         tier_count) where the kernels run."""
         if not self.enabled or index.numel() == 0:
             return
-        if gpu.kernel_device_ok(index.device):
+        if cuda.kernel_device_ok(index.device):
             k = self.KINDS.index(kind)
             index = index.contiguous()
-            gpu.launch(index.device, "tiers.cu", "tier_count", gpu.grid_for(index.device, index.numel()), 256,
-                       (gpu.ptr(index), np.int64(index.numel()),
-                        gpu.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
-                        np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),
-                        np.int64(worker), gpu.ptr(self.accesses[k]), gpu.ptr(self.bytes[k])))
+            KERNELS.launch(index.device, "tiers.cu", "tier_count", cuda.grid_for(index.device, index.numel()), 256,
+                           (cuda.ptr(index), np.int64(index.numel()),
+                            cuda.ptr(offsets.contiguous() if offsets is not None else None), np.int64(const_bytes),
+                            np.int64(per_item_bytes), np.int64(layout.rows_per_gpu), np.int64(layout.host_base),
+                            np.int64(worker), cuda.ptr(self.accesses[k]), cuda.ptr(self.bytes[k])))
             return
         nbytes = const_bytes if offsets is None else const_bytes + (offsets[1:] - offsets[:-1]) * per_item_bytes
         read = index >= 0
@@ -365,7 +366,7 @@ class TieredFeatures:
             self.counters.add_rows("features", self.layout, index, self.worker, self.row_bytes)
         if self.whole is not None:
             return torch.index_select(self.rows, 0, index)
-        from impls.gather.kernel import gather_into
+        from impls.core.row_gather import gather_into
 
         out = torch.empty((ids.numel(), self.row_elems), dtype=self.dtype, device=self.device)
         return gather_into(out, self.table, self.rows_per_part, index, self.row_bytes)
@@ -539,7 +540,7 @@ class TieredCSR:
         return parts
 
     def desc(self, counting: bool = False) -> torch.Tensor:
-        """The sampling kernels' graph descriptor (kernels/common.cuh); no request counting."""
+        """The sampling kernels' graph descriptor (impls/core/kernels/common.cuh); no request counting."""
         if self._desc is None:
             parts = self._parts()
             if len(parts) > MAXP:
@@ -655,7 +656,7 @@ class TieredSampler(_OverTieredCSR):
 
     def __init__(self, csr: TieredCSR, counters: TierCounters | None = None, *, variant: str = "batched",
                  engine: str = "auto", seed: int | None = 0):
-        from impls.sampling.samplers import KHopBatchedSampler
+        from impls.sampling import KHopBatchedSampler
 
         self.csr, self.counters = csr, counters
         self.layout, self.worker, self.device = csr.layout, csr.worker, csr.device
@@ -683,7 +684,7 @@ class TieredWalkSampler(_OverTieredCSR):
 
     def __init__(self, csr: TieredCSR, counters: TierCounters | None = None, *, random_walks: int = 4,
                  walk_length: int = 3, restart_prob: float = 0.5, engine: str = "auto", seed: int | None = 0):
-        from impls.sampling.random_walk import RandomWalkSampler
+        from impls.sampling import RandomWalkSampler
 
         self.csr, self.counters = csr, counters
         self.layout, self.worker, self.device = csr.layout, csr.worker, csr.device

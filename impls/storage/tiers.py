@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from impls.sampling import gpu
+from impls.core import cuda
+
+from .gpu import KERNELS
 
 LOCAL_GPU, REMOTE_GPU, HOST = 0, 1, 2
 TIERS = ("local_gpu", "remote_gpu", "host")
@@ -169,15 +171,15 @@ class TierLayout:
     def physical(self, ids: torch.Tensor, worker: int) -> torch.Tensor:
         """Physical row index of every id as ``worker`` reads it (one modulo and one division; one
         kernel launch where the sampling kernels run, five torch operations elsewhere)."""
-        if self.gpu_rows == 0 or not gpu.kernel_device_ok(ids.device):
+        if self.gpu_rows == 0 or not cuda.kernel_device_ok(ids.device):
             return self.physical_reference(ids, worker)
         ids = ids.to(torch.int64).contiguous()
         _, _, base = self._table(worker, ids.device)
         out = torch.empty_like(ids)
         if ids.numel():
-            gpu.launch(ids.device, "tiers.cu", "tier_physical", gpu.grid_for(ids.device, ids.numel()), 256,
-                       (gpu.ptr(ids), np.int64(ids.numel()), gpu.ptr(base), np.int64(self.num_parts),
-                        np.int64(self.gpu_rows), np.int64(self.host_base), gpu.ptr(out)))
+            KERNELS.launch(ids.device, "tiers.cu", "tier_physical", cuda.grid_for(ids.device, ids.numel()), 256,
+                       (cuda.ptr(ids), np.int64(ids.numel()), cuda.ptr(base), np.int64(self.num_parts),
+                        np.int64(self.gpu_rows), np.int64(self.host_base), cuda.ptr(out)))
         return out
 
     def physical_reference(self, ids: torch.Tensor, worker: int) -> torch.Tensor:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from harness.errors import SkipPoint
 
-from .layout import RowPartition
+from impls.core.layout import RowPartition
 
 # Driver results that mean "this machine cannot do it" (a skipped row), not "it broke".
 REFUSALS = ("CUDA_ERROR_NOT_SUPPORTED", "CUDA_ERROR_NOT_PERMITTED", "CUDA_ERROR_INVALID_DEVICE",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from impls.storage.layout import TableSpec, closed_form_rows
+from impls.core.layout import TableSpec, closed_form_rows
 
 GROUP = "hot-paths"
 
@@ -103,7 +103,7 @@ def test_placement_algorithm1(benchmark, small_graph):
     from harness import registry
     from impls.placement.hotness import degree_hotness
     from impls.placement.policies import PlacementProblem
-    from impls.placement.topology import h200
+    from impls.core.topology import h200
 
     indptr, indices = (t.numpy() for t in small_graph)
     n = len(indptr) - 1

@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 
 from harness import registry, runner
+from harness.artifact import RunInfo
 from harness.config import RunConfig
+from harness.experiment import RunContext
 from harness.launcher import RankContext
-from harness.report import RunInfo, report_runs, write_artifact
+from harness.report import report_runs, write_artifact
 
 EXPERIMENTS = ("mggcn.table3", "mggcn.fig5", "mggcn.fig7", "mggcn.fig8", "mggcn.fig9", "mggcn.memory")
 # small models and one small graph keep every artifact to a few seconds on one core
@@ -41,7 +43,10 @@ def test_grids_on_two_cpu_ranks(data_root):
     models = {(p.params["dataset"], p.params["model"]) for p in table3}
     assert {("reddit", "2x16"), ("products", "3x256"), ("proteins", "3x256"), ("papers", "3x208"),
             ("reddit", "2x512")} <= models
-    assert {p.world_size for p in points["mggcn.fig5"]} == {1}            # the paper profiles one GPU
+    assert {p.world_size for p in points["mggcn.fig5"]} == {2}            # asked for, so honoured
+    by_default = RunConfig(device="cpu", quick=True, data_root=data_root)
+    fig5 = registry.get_experiment("mggcn.fig5").points(by_default)
+    assert {p.world_size for p in fig5} == {1}                             # the paper profiles one GPU
     assert {p.world_size for p in points["mggcn.fig8"]} == {2}
     assert {p.params["overlap"] for p in points["mggcn.fig8"]} == {False, True}
     assert {p.params["permute"] for p in points["mggcn.fig7"]} == {False, True}
@@ -83,14 +88,15 @@ def test_reports_from_measured_rows(data_root, tmp_path):
     info = RunInfo("0001_cpu_test", "cpu", {"host": {"cpu_model": "test", "cpu_count": 2}})
     for exp_id in EXPERIMENTS:
         exp = registry.get_experiment(exp_id)
-        cfg = _cfg(exp_id, data_root, world=1 if exp_id == "mggcn.fig8" else 2)  # fig8: the largest world only
+        # fig8 and fig5 run the run's count alone: one rank here
+        cfg = _cfg(exp_id, data_root, world=1 if exp_id in ("mggcn.fig8", "mggcn.fig5") else 2)
         rows = []
         for point in exp.points(cfg):
             reason = runner.impl_skip_reason(exp, point, cfg)
             if reason:
                 rows.append(runner.make_row(exp, point, cfg, None, "skipped", reason))
             elif point.world_size == 1:
-                got = runner.run_one_point(exp, point, cfg, ctx)
+                got = runner.run_one_point(exp, point, RunContext(cfg, ctx))
                 assert all(r["status"] == "ok" for r in got), got
                 rows += got
         # the same measurements as if taken on two ranks, half as long

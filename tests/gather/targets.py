@@ -6,7 +6,7 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
-from impls.storage.layout import TableSpec, closed_form_rows
+from impls.core.layout import TableSpec, closed_form_rows
 
 
 def check_gather(ctx, impl: str, mode: str | None, num_rows: int, row_elems: int, dtypes: list[str],

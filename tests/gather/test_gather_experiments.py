@@ -99,7 +99,7 @@ def test_launch_geometries_parse_and_are_listed_apart(tmp_path):
     import pytest
 
     from experiments.wholegraph.gather import launch_list
-    from impls.gather.kernel import DEFAULT_LAUNCH, parse_launch
+    from impls.core.row_gather import DEFAULT_LAUNCH, parse_launch
     from tests.helpers import H200_MANIFEST, row, write_run
 
     assert parse_launch(None) == DEFAULT_LAUNCH and parse_launch("16x256u8") == (16, 256, 8)

@@ -33,7 +33,7 @@ class FakeNvml:
 
 def test_counters_sum_active_links_and_split_payload_from_protocol(monkeypatch):
     fake = FakeNvml()
-    monkeypatch.setattr("impls.pipelines.monitor.nvml_handle", lambda device: (fake, "handle"))
+    monkeypatch.setattr("impls.core.nvml.nvml_handle", lambda device: (fake, "handle"))
 
     def work():
         fake.kib += 1
@@ -47,10 +47,10 @@ def test_counters_sum_active_links_and_split_payload_from_protocol(monkeypatch):
 
 
 def test_unsupported_counters_say_why(monkeypatch):
-    monkeypatch.setattr("impls.pipelines.monitor.nvml_handle", lambda device: (FakeNvml(supported=False), "h"))
+    monkeypatch.setattr("impls.core.nvml.nvml_handle", lambda device: (FakeNvml(supported=False), "h"))
     out = link_counters.link_traffic(lambda: None, torch.device("cpu"), payload_bytes=1.0, seconds=0.001)
     assert set(out) == {"reason"} and "does not support" in out["reason"]
-    monkeypatch.setattr("impls.pipelines.monitor.nvml_handle", lambda device: (None, "pynvml does not import"))
+    monkeypatch.setattr("impls.core.nvml.nvml_handle", lambda device: (None, "pynvml does not import"))
     assert link_counters.link_traffic(lambda: None, torch.device("cpu"), 1.0)["reason"] == "pynvml does not import"
 
 

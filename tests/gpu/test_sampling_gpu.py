@@ -215,7 +215,7 @@ def test_wholegraph_lib_append_unique():
 
 
 def _wholegraph_unique_rank(ctx) -> bool:
-    from experiments.wholegraph.sampling import check_unique
+    from experiments.wholegraph.unique import check_unique
     from impls.sampling.unique import WholeGraphAppendUnique
 
     u = WholeGraphAppendUnique(ctx)

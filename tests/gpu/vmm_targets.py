@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from harness import registry
 from harness.errors import SkipPoint
-from impls.storage.layout import TableSpec
+from impls.core.layout import TableSpec
 
 
 def _row_plus_column(ids: torch.Tensor, row_elems: int) -> torch.Tensor:

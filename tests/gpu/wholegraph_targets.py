@@ -11,7 +11,8 @@ import torch
 import torch.distributed as dist
 
 from harness.errors import HarnessError, SkipPoint
-from impls.storage.layout import RowPartition, TableSpec, closed_form_rows
+from impls.core import wholegraph
+from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 
 def _random_ids(num_rows: int, n_ids: int, seed: int, device) -> torch.Tensor:
@@ -79,7 +80,7 @@ def check_gather_mode(ctx, mode: str, cases: list, n_ids: int, seed: int) -> dic
                             "describe": g.describe()}
         finally:
             g.close()
-    wg.shutdown()
+    wholegraph.shutdown()
     return results
 
 
@@ -131,7 +132,6 @@ def check_sampler(ctx, mode: str, location: str, num_nodes: int, fanout: int, n_
     """wholegraph_lib sampler on small CSRs (int32 and int64 ids): neighbors within each seed's
     list, no repeats, everything when degree <= fanout; fixed random_seed reproduces; empty seed
     list; out-of-range seeds refused."""
-    from impls.gather import wholegraph_lib as wg
     from impls.sampling import wholegraph_lib as ws
 
     device = ctx.torch_device()
@@ -171,5 +171,5 @@ def check_sampler(ctx, mode: str, location: str, num_nodes: int, fanout: int, n_
                             "row_split": sampler.row_split, "describe": sampler.describe()}
         finally:
             sampler.close()
-    wg.shutdown()
+    wholegraph.shutdown()
     return results

@@ -66,6 +66,6 @@ def test_dgl_backend_has_no_pinsage():
 
 
 def test_dgl_layers_run_on_cpu():
-    from impls.models.dgl import layers_unavailable
+    from harness.dgl_compat import layers_unavailable
 
     assert layers_unavailable("cpu") is None

@@ -7,8 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from impls.core.blocks import set_edge_weight
 from impls.models.layers import GATConv, GCNConv, PinSAGEConv, SAGEConv
-from impls.models.ops import BlockGraph, set_edge_weight
+from impls.models.ops import BlockGraph
 
 from .util import adjacency, random_block, with_one_self_loop
 
@@ -158,7 +159,7 @@ def test_gcn_both_uses_dup_count_as_source_degree(block):
     layer = GCNConv(4, 3, norm="both")
     x = _x(block, 4)
     base = layer(block, x)
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     fake = Block(block.indptr, block.indices, block.src_ids, block.num_dst, block.dup_count * 3)
     assert not torch.allclose(layer(fake, x), base)

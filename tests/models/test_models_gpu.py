@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from impls import models
-from impls.models.ops import BlockGraph, gspmm, set_edge_weight
+from impls.core.blocks import set_edge_weight
+from impls.models.ops import BlockGraph, gspmm
 
 from .util import random_block
 

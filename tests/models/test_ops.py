@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from impls.models.ops import BlockGraph, edge_softmax, gspmm, gsddmm_dot, set_edge_weight, edge_weight_of
+from impls.core.blocks import edge_weight_of, set_edge_weight
+from impls.models.ops import BlockGraph, edge_softmax, gspmm, gsddmm_dot
 
 from .util import adjacency, random_block
 
@@ -94,7 +95,7 @@ def test_chunked_paths_equal_unchunked(gen, impl, backward, heads):
 
 @pytest.mark.parametrize("impl", ["sparse", "segment"])
 def test_empty_block(impl):
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     block = Block(torch.zeros(4, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
                   torch.arange(5), 3, torch.zeros(5, dtype=torch.int64))

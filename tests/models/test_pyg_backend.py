@@ -9,7 +9,7 @@ import torch
 pytest.importorskip("torch_geometric")
 
 from impls import models  # noqa: E402
-from impls.models.ops import set_edge_weight  # noqa: E402
+from impls.core.blocks import set_edge_weight  # noqa: E402
 
 from .util import planted_graph, random_block, sample_blocks  # noqa: E402
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from impls import models
-from impls.models.ops import set_edge_weight
+from impls.core.blocks import set_edge_weight
 
 from .util import planted_graph, sample_blocks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from impls.sampling.blocks import Block
+from impls.core.blocks import Block
 
 
 def random_block(gen: torch.Generator, num_dst: int, num_src: int, max_deg: int, *,

@@ -76,7 +76,7 @@ def block_np(b) -> dict:
 
 
 def block_of(d: dict):
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     return Block(torch.from_numpy(d["indptr"]), torch.from_numpy(d["indices"]), torch.from_numpy(d["src_ids"]),
                  d["num_dst"])
@@ -150,7 +150,7 @@ def failing_point(ctx) -> None:
     from experiments.wholegraph.training import train_point
     from harness import registry
     from harness.config import RunConfig
-    from harness.experiment import Point
+    from harness.experiment import Point, RunContext
     from impls.pipelines.wholegraph import WholeGraphPipeline
 
     class Failing(WholeGraphPipeline):
@@ -175,7 +175,7 @@ def failing_point(ctx) -> None:
         return config
 
     training.pipeline_config = with_graph
-    train_point(exp, point, cfg, ctx)
+    train_point(exp, point, RunContext(cfg, ctx))
 
 
 def prefetch_runs(ctx, graph: Graph, case: dict) -> dict:

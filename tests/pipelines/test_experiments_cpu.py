@@ -214,13 +214,13 @@ def test_derives_from_is_honoured_by_report_runs_and_report_all(registry_sandbox
         def points(self, cfg):
             return [Point("local")]
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             return [Measurement("x", "s", value=1.0)]
 
         def report(self, rows, runs):
             import pandas as pd
 
-            from harness.report import ReportArtifact
+            from harness.artifact import ReportArtifact
 
             return ReportArtifact(self.artifact, self.id, "caption", pd.DataFrame({"experiments": [
                 ",".join(sorted(set(rows["experiment"])))]}))

@@ -301,9 +301,9 @@ def test_profile_ranks_pick_which_ranks_profile(tmp_path, monkeypatch):
 def test_prefetched_batches_protect_every_block_tensor():
     """The prefetcher marks every tensor of a batch as used by the training stream, a Block's
     edge weights included (not a dataclass field: PinSAGE's visit counts); block_bytes counts them."""
-    from impls.models.ops import set_edge_weight
+    from impls.core.blocks import set_edge_weight
     from impls.pipelines.base import _tensors, block_bytes
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
     block = Block(torch.tensor([0, 2]), torch.tensor([1, 2]), torch.tensor([5, 6, 7]), 1, torch.tensor([0, 1, 1]))
     plain = block_bytes([block])

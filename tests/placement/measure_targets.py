@@ -7,13 +7,13 @@ import importlib.util
 import numpy as np
 
 from harness.launcher import launch
+from impls.core.topology import by_name
+from impls.gather.placement_loader import MeasureJob, measure_jobs, portable
 from impls.placement import make_policy
 from impls.placement.hotness import lhop_hotness
-from impls.placement.measure import MeasureJob, measure_jobs, portable
 from impls.placement.policies import PlacementProblem
 from impls.placement.sampling import LayerWiseSampler
 from impls.placement.simulate import replay
-from impls.placement.topology import by_name
 from tests.placement.placement_graphs import random_graph
 
 POLICIES = ["naive", "random", "pagraph", "hash_modulo", "clique", "clique_opt", "xgnn_solver"] + \

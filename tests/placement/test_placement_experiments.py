@@ -17,11 +17,7 @@ from harness.store import load_run
 def data_root(monkeypatch, tmp_path):
     # stand-ins are generated into a scratch root, never into ./data
     monkeypatch.setenv("HARNESS_DATA_ROOT", str(tmp_path / "data"))
-    from experiments.placement.common import load_graph
-
-    load_graph.cache_clear()
-    yield tmp_path / "data"
-    load_graph.cache_clear()
+    return tmp_path / "data"
 
 
 def run(exp_id, tmp_path, scale, **params):
@@ -53,7 +49,8 @@ def test_breakdown_figure(data_root, tmp_path):
                 and x["params"].get("topology") == r["params"]["topology"] and x["params"].get("las") == r["params"]["las"]
                 and x["params"]["mode"] == "simulated" and x["metric"].endswith("_fraction")]
         assert sum(x["value"] for x in same) == pytest.approx(1.0)
-    # measured on 2 CPU ranks (one launch for every policy): labelled CPU, beside the modeled time
+    # measured on 2 CPU ranks the runner launched (one launch for every policy): labelled CPU,
+    # beside the modeled time of the same batches
     measured = [r for r in rows if r["params"].get("mode") == "measured"]
     assert {r["params"]["topology"] for r in measured} == {"2GPU"}
     timed = [r for r in ok_rows(measured, "loading_time")]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from impls.core.topology import ics22_topology
 from impls.placement import ics22, make_policy
 from impls.placement.cost import CostModel, eq6_terms, expected_costs
 from impls.placement.hotness import lhop_hotness
 from impls.placement.policies import PlacementProblem
 from impls.placement.sampling import ScaleController, build_locality_sets, las_probabilities, locality_vectors
-from impls.placement.topology import ics22_topology
 
 
 def paper_numbering(dev_num: np.ndarray) -> list[int]:

@@ -7,12 +7,12 @@ import importlib.util
 import numpy as np
 import pytest
 
+from impls.core.topology import by_name
 from impls.placement import POLICIES, make_policy
 from impls.placement.hotness import degree_hotness, lhop_hotness, presample_hotness
 from impls.placement.pagraph import PlacementTimeout, lhop_neighborhood, pagraph_partition
 from impls.placement.policies import PlacementProblem
 from impls.placement.sampling import NodeWiseSampler
-from impls.placement.topology import by_name
 
 HAVE_PYMETIS = importlib.util.find_spec("pymetis") is not None
 TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU", "8GPU", "4Gc", "6G", "8G")

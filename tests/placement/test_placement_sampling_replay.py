@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from impls.core.topology import by_name
 from impls.placement import make_policy
 from impls.placement.cost import CostModel, LinkModel
 from impls.placement.hotness import lhop_hotness
@@ -12,8 +13,6 @@ from impls.placement.policies import PlacementProblem
 from impls.placement.sampling import (LayerWiseSampler, LocalityBoost, NodeWiseSampler,
                                       aggregate_mean_estimate, build_locality_sets)
 from impls.placement.simulate import gpu_batches, replay
-from impls.placement.topology import by_name
-
 from tests.placement.placement_graphs import random_graph
 
 
@@ -153,7 +152,7 @@ def test_replay_cost_and_link_models():
 
 
 def test_sample_converts_to_the_shared_block_format(small_graph):
-    pytest.importorskip("impls.sampling.blocks")
+    pytest.importorskip("impls.core.blocks")
     indptr, indices, train = small_graph
     sampler = LayerWiseSampler(40, 2)
     sample = sampler.sample(indptr, indices, train[:10], np.random.default_rng(0))

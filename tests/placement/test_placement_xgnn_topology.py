@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from impls.placement import topology as topo
+from impls.core import topology as topo
 from impls.placement.xgnn_solver import solve
 
 

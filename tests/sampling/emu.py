@@ -1,6 +1,6 @@
 """Run the sampling CUDA kernels on the CPU (tests only): g++ + cuda_emu.h + ctypes.
 
-``install()`` makes impls.sampling.gpu launch kernels through this emulator, with "device"
+``installed()`` makes impls.core.cuda launch kernels through this emulator, with "device"
 pointers being host pointers of CPU tensors. Kernel signatures are read from the
 preprocessed source; each kernel gets a C wrapper that unpacks a cuLaunchKernel-style
 array of argument pointers. Built libraries are cached by content hash.
@@ -22,6 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "cuda_emu.h"
+SHARED = HERE.parent.parent / "impls" / "core" / "kernels"      # headers every kernel may include
 CACHE = Path(os.environ.get("HARNESS_EMU_CACHE", Path(tempfile.gettempdir()) / "harness-cuda-emu"))
 _LIBS: dict = {}
 
@@ -40,7 +41,7 @@ def available() -> str | None:
 
 
 def _signatures(source: Path) -> dict[str, list[str]]:
-    pre = subprocess.run(["g++", "-E", "-P", "-x", "c++", f"-I{source.parent}", str(source)],
+    pre = subprocess.run(["g++", "-E", "-P", "-x", "c++", f"-I{source.parent}", f"-I{SHARED}", str(source)],
                          capture_output=True, text=True, check=True).stdout
     out = {}
     for name, params in re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)', pre):
@@ -61,7 +62,8 @@ def _build(source: Path) -> tuple[ctypes.CDLL, dict]:
         wrappers.append(f'extern "C" void emu_{name}(unsigned g, unsigned b, size_t sh, void** a) '
                         f'{{ emu::launch(g, b, sh, [&] {{ {name}({args}); }}); }}')
     text = (f'#include "{HEADER}"\n#include "{source}"\n' + "\n".join(wrappers) + "\n")
-    deps = HEADER.read_bytes() + b"".join(p.read_bytes() for p in sorted(source.parent.glob("*.cu*")))
+    deps = HEADER.read_bytes() + b"".join(p.read_bytes() for folder in (source.parent, SHARED)
+                                          for p in sorted(folder.glob("*.cu*")))
     digest = hashlib.sha256(text.encode() + deps).hexdigest()[:16]
     CACHE.mkdir(parents=True, exist_ok=True)
     lib = CACHE / f"{source.stem}-{digest}.so"
@@ -70,7 +72,7 @@ def _build(source: Path) -> tuple[ctypes.CDLL, dict]:
         cpp.write_text(text)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")
         proc = subprocess.run(["g++", "-std=c++20", "-O1", "-g0", "-shared", "-fPIC", "-pthread",
-                               "-w", f"-I{source.parent}", "-o", str(tmp), str(cpp)],
+                               "-w", f"-I{source.parent}", f"-I{SHARED}", "-o", str(tmp), str(cpp)],
                               capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError(f"emulator build of {source.name} failed:\n{proc.stderr[-4000:]}")
@@ -119,11 +121,11 @@ def kernel(source: Path, name: str) -> EmuKernel:
 
 @contextlib.contextmanager
 def installed():
-    """Within the block, impls.sampling.gpu launches through the emulator."""
-    from impls.sampling import gpu
+    """Within the block, impls.core.cuda launches through the emulator."""
+    from impls.core import cuda
 
-    previous = gpu.set_emulator(kernel)
+    previous = cuda.set_emulator(kernel)
     try:
         yield
     finally:
-        gpu.set_emulator(previous)
+        cuda.set_emulator(previous)

@@ -1,6 +1,6 @@
 """The CUDA kernels themselves, run on the CPU by tests/sampling/cuda_emu.h (g++), against numba.
 
-Same host code as on a GPU (impls/sampling/gpu.py launches through the emulator), CPU tensors
+Same host code as on a GPU (impls/core/cuda.py launches through the emulator), CPU tensors
 as device memory. Outputs and the remote-request counts must equal the numba versions exactly.
 """
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from impls.sampling import gpu
+from impls.sampling.gpu import KERNELS
 
 ENTRIES = {
     "sampling.cu": {"row_counts"} | {f"{k}_{t}" for k in ("path_doubling", "reservoir", "khop_batched")
@@ -30,7 +30,7 @@ def nvcc():
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_kernels_compile_to_ptx(nvcc, tmp_path, source, arch):
     cu = tmp_path / source
-    cu.write_text(gpu.source_text(source))          # includes inlined, as handed to NVRTC
+    cu.write_text(KERNELS.source_text(source))          # includes inlined, as handed to NVRTC
     ptx = tmp_path / "out.ptx"
     proc = subprocess.run([nvcc, f"-arch={arch}", "--ptx", "-std=c++17", "-o", str(ptx), str(cu)],
                           capture_output=True, text=True, timeout=300)
@@ -40,5 +40,5 @@ def test_kernels_compile_to_ptx(nvcc, tmp_path, source, arch):
 
 
 def test_source_inlines_includes():
-    text = gpu.source_text("sampling.cu")
+    text = KERNELS.source_text("sampling.cu")
     assert '#include "common.cuh"' not in text and "struct Graph" in text

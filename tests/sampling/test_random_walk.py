@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness.errors import HarnessError
-from impls.models.ops import edge_weight_of
+from impls.core.blocks import edge_weight_of
 from impls.sampling.minibatch import sample_blocks
 from impls.sampling.random_walk import RandomWalkSampler
 from impls.sampling.unique import HashAppendUnique

@@ -129,7 +129,7 @@ def build(ctx, design: str, graph, **options):
 
 def isolated_pair():
     """Two GPUs without NVLink: the solver must give each GPU both partitions."""
-    from impls.placement.topology import Topology
+    from impls.core.topology import Topology
 
     return Topology("2 isolated GPUs", np.zeros((2, 2)))
 

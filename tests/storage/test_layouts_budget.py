@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.errors import SkipPoint
-from impls.placement.topology import Topology, xgnn_topology
+from impls.core.topology import Topology, xgnn_topology
 from impls.placement.xgnn_solver import solve
 from impls.storage import budget as B
 from impls.storage.reorder import from_hotness, in_degree, reorder
@@ -173,14 +173,14 @@ def test_parse_bytes_and_workspace():
 
 
 def test_runner_records_oom_as_skipped_row():
-    from harness.experiment import Experiment, Point
+    from harness.experiment import Experiment, Point, RunContext
     from harness.runner import RunConfig, run_one_point
 
     class Exp(Experiment):
         id, paper, artifact, interface, metric, unit = "x.oom", "x", "oom", "storage", "s", "s"
 
-        def run_point(self, point, cfg):
+        def run_point(self, point, ctx):
             B.fit_dgl_cache(_sizes(), 2, 10)
 
-    rows = run_one_point(Exp(), Point("ggms", {}, 2), RunConfig())
+    rows = run_one_point(Exp(), Point("ggms", {}, 2), RunContext(RunConfig()))
     assert rows[0]["status"] == "skipped" and B.is_oom_reason(rows[0]["reason"])

@@ -1,4 +1,4 @@
-"""The fused tier kernels (impls/sampling/kernels/tiers.cu) against their torch reference, run
+"""The fused tier kernels (impls/storage/kernels/tiers.cu) against their torch reference, run
 on the CPU through the CUDA emulator: physical row indices and per-tier access/byte counts."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness.errors import SkipPoint
-from impls.storage.layout import RowPartition
+from impls.core.layout import RowPartition
 from impls.storage.vmm import (DRIVER_NAMES, VmmLayout, VmmRange, exchange_fds, granule_rows, load_driver,
                                recv_fd, send_fd, Refused)
 
@@ -71,7 +71,7 @@ def _emu_gather():
     why = emu.available()
     if why:
         pytest.skip(why)
-    from impls.gather.kernel import source_text
+    from impls.core.row_gather import source_text
 
     # NVRTC knows uint2/uint4; the emulator's g++ does not
     folder = emu.CACHE / "gather-src"

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from impls import models
-from impls.models.ops import edge_weight_of
+from impls.core.blocks import edge_weight_of
 from impls.storage.budget import is_oom_reason
 
 from .targets import block_of, config, small_graph

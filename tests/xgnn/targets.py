@@ -73,16 +73,16 @@ def _np(t):
 
 
 def _block_np(b) -> dict:
-    from impls.models.ops import edge_weight_of
+    from impls.core.blocks import edge_weight_of
 
     return {"indptr": _np(b.indptr), "indices": _np(b.indices), "src_ids": _np(b.src_ids), "num_dst": b.num_dst,
             "dup_count": _np(b.dup_count), "edge_weight": _np(edge_weight_of(b))}
 
 
 def block_of(d: dict):
-    from impls.sampling.blocks import Block
+    from impls.core.blocks import Block
 
-    from impls.models.ops import set_edge_weight
+    from impls.core.blocks import set_edge_weight
 
     t = {k: (None if d[k] is None else torch.from_numpy(d[k])) for k in ("indptr", "indices", "src_ids", "dup_count")}
     block = Block(t["indptr"], t["indices"], t["src_ids"], d["num_dst"], t["dup_count"])

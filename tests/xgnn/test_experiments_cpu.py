@@ -41,7 +41,8 @@ def report_artifact(run_dir, exp_id):
     import matplotlib.pyplot as plt
 
     from harness import registry
-    from harness.report import RunInfo, rows_frame
+    from harness.artifact import RunInfo
+    from harness.report import rows_frame
 
     stored = load_run(run_dir)
     frame = rows_frame([stored])
@@ -263,7 +264,7 @@ def test_v100_budget_rule_gives_table4_oom_cells(model, data_root):
     exp = registry.get_experiment("xgnn.table4")
     cfg = RunConfig(device="cpu", quick=True, params={"max_edges": "2e5"})
     for ds in ("twitter-2010", "ogbn-papers100M", "uk-2006-05", "com-friendster"):
-        g = datasets.load(ds, scale=exp.scale_for(ds, cfg), data_root=data_root)
+        g = datasets.load(ds, scale=exp.scale(cfg, ds), data_root=data_root)
         order = reorder(g.indptr, g.indices, "degree")
         sizes = B.StoreSizes.of(g.indptr, order.order, g.feature_dim * 4)
         budget = budget_bytes("v100", ds, model, topology_bytes(g))

@@ -1,5 +1,5 @@
 // Neighbor sampling kernels: WholeGraph Algorithm 1 (path doubling), the reservoir
-// baseline ("original KHop") and XGNN's batched KHop. Host side: impls/sampling/gpu.py.
+// baseline ("original KHop") and XGNN's batched KHop. Host side: impls/sampling/samplers.py through impls/core/kernels.py.
 //
 // Every kernel writes the neighbors of batch position b at out[offsets[b] ...], where
 // offsets is the exclusive prefix sum of min(degree, fanout) (row_counts + torch.cumsum).

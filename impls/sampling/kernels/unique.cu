@@ -24,7 +24,7 @@
 //               slots from the bucket's first slot to the first empty slot past its end
 //               (linear probing keeps every key between its home and the next empty slot).
 //               (A warp-per-bucket variant that ranked by shuffles was not faster on an H200
-//               at load 1/2: 143 vs 129 us per call, 0125 vs 0124.) It also copies the new-node
+//               at load 1/2: 143 vs 129 us per call.) It also copies the new-node
 //               and overflow counts to `tail`, the one host read-back.
 //   au_lookup   thread per neighbor: local id of its slot; dup_count[local id] += 1
 

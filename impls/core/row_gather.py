@@ -1,4 +1,7 @@
-"""Host side of kernels/gather.cu: picks the vector width, launches on torch's stream."""
+"""The one-kernel row gather (kernels/gather.cu): ``out[i] = row ids[i]`` of a table whose parts
+are device, peer or mapped host memory. The host side picks the vector width and launch geometry
+and launches through :mod:`impls.core.cuda` on torch's stream. The gather implementations,
+the tiered stores and the placement loader share it."""
 
 from __future__ import annotations
 
@@ -6,7 +9,10 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import torch
+
+from . import cuda
 
 SOURCE = Path(__file__).with_name("kernels") / "gather.cu"
 
@@ -19,22 +25,12 @@ class Launch(NamedTuple):
 
 DEFAULT_LAUNCH = Launch(8, 256, 4)
 MAX_PARTS = 16
-_kernels: dict = {}
-_sm_count: dict = {}
+_UNROLL_OPTIONS = {u: (f"-DUNROLL={u}",) for u in range(1, 17)}
 
 
 def source_text(name: str = "gather.cu") -> str:
     """The kernel source as NVRTC compiles it (tests compile-check it with nvcc)."""
-    return (SOURCE.parent / name).read_text()
-
-
-def _kernel(name: str, unroll: int = DEFAULT_LAUNCH.unroll):
-    import cupy as cp
-
-    key = (name, unroll)
-    if key not in _kernels:
-        _kernels[key] = cp.RawKernel(SOURCE.read_text(), name, options=("-std=c++17", f"-DUNROLL={unroll}"))
-    return _kernels[key]
+    return cuda.source_text(SOURCE.parent / name)
 
 
 def parse_launch(text: str | None) -> Launch:
@@ -73,9 +69,6 @@ def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int,
     entry = continuous addressing (row id at ``table_ptrs[0] + id * row_bytes``);
     ``ids``: int64 device tensor; ``out``: contiguous device tensor of len(ids) rows.
     """
-    import cupy as cp
-    import numpy as np
-
     n = ids.numel()
     if n == 0:
         return out
@@ -91,16 +84,12 @@ def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int,
         for lo in range(0, n, step):
             gather_into(out[lo:lo + step], table_ptrs, rows_per_part, ids[lo:lo + step], row_bytes, launch)
         return out
-    device = ids.device.index
-    if device not in _sm_count:
-        _sm_count[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    device = ids.device
     items = n * vecs_per_row
     threads = launch.threads
-    blocks = max(1, min(_sm_count[device] * launch.blocks_per_sm, -(-items // threads)))
-    stream = cp.cuda.ExternalStream(torch.cuda.current_stream(ids.device).cuda_stream, device)
-    with cp.cuda.Device(device), stream:
-        _kernel(f"gather_v{width}", launch.unroll)((blocks,), (threads,), (
-            np.uint64(table_ptrs.data_ptr()), np.int32(nparts), np.uint32(rows_per_part),
-            np.uint64(ids.data_ptr()), np.uint32(items), np.uint32(vecs_per_row),
-            np.uint32(row_bytes), np.uint64(out.data_ptr())))
+    blocks = max(1, min(cuda.sm_count(device) * launch.blocks_per_sm, -(-items // threads)))
+    cuda.launch(device, SOURCE, f"gather_v{width}", blocks, threads, (
+        np.uint64(table_ptrs.data_ptr()), np.int32(nparts), np.uint32(rows_per_part),
+        np.uint64(ids.data_ptr()), np.uint32(items), np.uint32(vecs_per_row),
+        np.uint32(row_bytes), np.uint64(out.data_ptr())), options=_UNROLL_OPTIONS[launch.unroll])
     return out

@@ -1,4 +1,4 @@
-"""Measured feature loading of a placement: every rank gathers its replayed mini-batches for real.
+"""Feature loading of a placement measured: every rank gathers its replayed mini-batches for real.
 
 Run on every rank of a spawned group (``harness.launcher.launch``; CUDA ranks with NCCL, or
 CPU ranks with gloo and host shared memory). One rank stands for one GPU of the placement's
@@ -14,14 +14,14 @@ topology (rank g = GPU g). For each :class:`MeasureJob`:
    ``Placement.split_for_gather`` splits the input nodes into store rows (local + peer) and
    host ids outside the timed region (the dev_num / buf_pos lookup). The timed region is
    - ``gather="fused"`` (CUDA; ICS'22 3.2's loader): ONE gather kernel over a pointer table of
-     the GPU buffers and the mapped host table (``impls.gather.kernel``, the host as the last,
+     the GPU buffers and the mapped host table (``impls.core.row_gather``, the host as the last,
      larger part), each row read from where dev_num says, straight into the batch's order;
    - ``gather="split"`` (and every CPU run): one ``p2p_shared`` gather over the store rows, one
      host gather, and both scattered into the batch's order.
    Each step is barrier-bracketed and timed by CUDA events (GPU) or ``perf_counter`` (CPU); ranks
    past their last batch time an empty step.
 3. The first ``check_batches`` batches are compared with the features of their node ids
-   (closed form, ``impls.storage.layout.closed_form_rows``); a mismatch on any rank fails the
+   (closed form, ``impls.core.layout.closed_form_rows``); a mismatch on any rank fails the
    job on every rank.
 
 The feature content is the closed form of the node id, not the dataset's values: loading time
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .result import Placement
+from impls.placement import Placement
 
 
 @dataclass
@@ -72,7 +72,7 @@ def measure_jobs(rank, jobs: list[MeasureJob]) -> list[dict]:
 
 
 def _zero_copy_host(rank, spec):
-    from impls.gather.host_paths import HostZeroCopyGather
+    from .host_paths import HostZeroCopyGather
 
     return HostZeroCopyGather(rank, spec)
 
@@ -82,9 +82,9 @@ def measure_placement(rank, job: MeasureJob) -> dict:
     import torch.distributed as dist
 
     from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, reduce_across_ranks
-    from impls.gather.p2p_shared import SharedMemoryGather
-    from impls.storage.host_table import HostTable
-    from impls.storage.layout import TableSpec, closed_form_rows
+    from .p2p_shared import SharedMemoryGather
+    from impls.storage import HostTable
+    from impls.core.layout import TableSpec, closed_form_rows
 
     placement = job.placement
     n_gpus, bsize = placement.num_gpus, placement.buffer_size
@@ -126,7 +126,7 @@ def measure_placement(rank, job: MeasureJob) -> dict:
             raise ValueError(f"gather must be fused or split, not '{job.gather}'")
         fused = cuda and job.gather == "fused"
         if fused:
-            from impls.gather.kernel import gather_into
+            from impls.core.row_gather import gather_into
 
             if store.rows_per_part != store.rows_per_rank:
                 raise RuntimeError("the fused gather needs one store part per GPU")

@@ -59,3 +59,18 @@ class Block:
         assert self.num_dst <= self.num_src, "dst nodes are a prefix of src nodes"
         if self.num_edges:
             assert int(self.indices.min()) >= 0 and int(self.indices.max()) < self.num_src, "local ids"
+
+
+EDGE_WEIGHT_ATTR = "edge_weight"     # per-edge weights a sampler attaches (PinSAGE's visit counts)
+
+
+def set_edge_weight(block, weight: torch.Tensor):
+    """Attach per-edge weights (``[nnz]``, CSR edge order) to ``block``; returns the block."""
+    if weight.dim() != 1 or weight.numel() != block.num_edges:
+        raise ValueError(f"edge_weight must have shape [{block.num_edges}], got {tuple(weight.shape)}")
+    setattr(block, EDGE_WEIGHT_ATTR, weight)
+    return block
+
+
+def edge_weight_of(block) -> torch.Tensor | None:
+    return getattr(block, EDGE_WEIGHT_ATTR, None)

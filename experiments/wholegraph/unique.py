@@ -1,0 +1,168 @@
+"""WholeGraph's append-unique (section III-C), every implementation: not a paper table.
+
+Append-unique of real frontiers (hop h of a [30,30,30] mini-batch of 512 seeds): WholeGraph's hash
+table and a direct-mapped id table (ours), torch.unique (sort) and real WholeGraph, each checked
+against the sort reference before it is timed.
+"""
+
+from __future__ import annotations
+
+from harness.argtypes import dataset_names as name_list
+from harness.argtypes import fanout_sets, int_list, positive_int
+from harness.artifact import ReportArtifact
+from harness.errors import HarnessError
+from harness.experiment import Experiment, Measurement, Param, Point
+from harness.registry import register_experiment
+from harness.reportkit import Report, bars, figure, finish
+from harness.timing import CacheFlush
+from harness.worlds import Worlds
+
+from . import PAPER_HARDWARE
+from .sampled_graphs import default_scale, short_name
+
+UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
+
+
+def frontier(graph, ctx, batch: int, fanouts, hop: int):
+    """(targets, neighbors) of hop ``hop`` (1-based) of one path_doubling mini-batch."""
+    from impls.sampling.bench import implementation, seed_batches
+
+    cfg = ctx.cfg
+    sampler = implementation(ctx, "sampling", "path_doubling", graph, store="local")
+    unique = implementation(ctx, "unique", "sort", graph)
+    device = ctx.rank.torch_device()
+    targets = seed_batches(graph, batch, 1, cfg.seed, 0, device)[0]
+    for h in range(hop):
+        _, neighbors = sampler.sample(targets, fanouts[h], seed=cfg.seed * 31 + h, check=False)
+        if h == hop - 1:
+            return targets, neighbors
+        targets = unique.append_unique(targets, neighbors, check=False)[0]
+    raise HarnessError("hop must be >= 1")
+
+
+def check_unique(out, targets, neighbors) -> None:
+    """Targets first in order, every neighbor once, local ids reconstruct the neighbors."""
+    import torch
+
+    uniq, local, dup = out
+    nt = targets.numel()
+    ok = torch.equal(uniq[:nt], targets) and torch.equal(uniq[local], neighbors)
+    ok = ok and torch.unique(uniq).numel() == uniq.numel()
+    ok = ok and torch.equal(torch.unique(uniq), torch.unique(torch.cat([targets, neighbors])))
+    if dup is not None:
+        ok = ok and torch.equal(dup.to(torch.int64), torch.bincount(local, minlength=uniq.numel()))
+    if not ok:
+        raise RuntimeError("append-unique output differs from the sort reference")
+
+
+@register_experiment
+class UniqueTable(Experiment):
+    title = "Append-unique: hash table, direct-mapped table, sort (torch.unique) and real WholeGraph"
+    interface = "unique"
+    impls = UNIQUE_IMPLS
+    metric, unit, better = "time", "us", "lower"
+    paper_hardware = PAPER_HARDWARE
+    warm_and_cold = ("Warm: the inputs, as a sampler that just wrote them leaves them, and compiled kernels. "
+                     "Cold: the hash and id tables and all else: the L2 is flushed before each call (rows: "
+                     "flush_mib).")
+    spawn_ranks = True
+    worlds = Worlds(fixed=(1,))
+    parameters = {
+        "datasets": Param(("ogbn-products", "ogbn-papers100M"), name_list, "stand-ins whose frontiers are used"),
+        "batch": Param(512, positive_int, "seeds of the mini-batch"),
+        "fanouts": Param(((30, 30, 30),), fanout_sets, "the mini-batch's fanouts (one set)"),
+        "hops": Param((1, 2), int_list, "frontiers: hop h's targets and sampled neighbors"),
+    }
+
+    def default_scale(self, cfg, dataset=None) -> float:
+        return default_scale(dataset, cfg)
+
+    def points(self, cfg):
+        (world,) = self.world_sizes(cfg)
+        fanouts = self.param(cfg, "fanouts")[0]
+        batch = self.param(cfg, "batch") if (cfg.device == "cuda" or "batch" in cfg.params) else 64
+        for name in self.param(cfg, "datasets"):
+            for hop in self.param(cfg, "hops"):
+                if hop < 1 or hop > len(fanouts):
+                    raise HarnessError(f"hops must lie in 1..{len(fanouts)}")
+                for impl in UNIQUE_IMPLS:
+                    yield Point(impl, {"dataset": name, "scale": self.scale(cfg, name), "batch": batch,
+                                       "fanouts": list(fanouts), "hop": hop}, world)
+
+    def run_point(self, point, ctx):
+        from impls.sampling.bench import implementation, load_graph, timed
+
+        cfg, rank = ctx.cfg, ctx.rank
+        p = point.params
+        graph = load_graph(ctx, p["dataset"], p["scale"])
+        device = rank.torch_device()
+        targets, neighbors = frontier(graph, ctx, p["batch"], p["fanouts"], p["hop"])
+        options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
+        unique = implementation(ctx, "unique", point.impl, graph, **options)
+        id_bound = len(graph.indptr) - 1          # as sample_blocks passes it: the graph's node count
+        out = unique.append_unique(targets, neighbors, id_bound=id_bound)
+        check_unique(out, targets, neighbors)
+        n_unique = int(out[0].numel())
+        if point.impl == "wholegraph_lib":       # time the library call alone
+            from pylibwholegraph.torch.graph_ops import append_unique
+
+            fn = lambda _: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
+        else:
+            fn = lambda _: unique.append_unique(targets, neighbors, check=False, id_bound=id_bound)  # noqa: E731
+        flush = CacheFlush([device] if device.type == "cuda" else ())
+
+        def flush_and_read_inputs():
+            # the tables start cold; the inputs are warm, as a sampler that just wrote them leaves them
+            flush()
+            targets.max(), neighbors.max()
+
+        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
+                            flush=flush_and_read_inputs)
+        extra = {"placement": unique.describe(), "targets": int(targets.numel()),
+                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
+        return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
+
+    def report(self, rows, runs) -> ReportArtifact:
+        rep = Report(self, rows, runs)
+        out = [unique_row(rep, first_group, grp) for first_group, grp in
+               rep.ok.groupby(["run_id", "p_dataset", "p_hop"], sort=False)]
+        table = rep.table(out, empty="no rows", single=(), keep=())
+        rep.notes.append("Every implementation's output is checked against the sort reference before timing (targets "
+                         "first in order, each node once, local ids reconstruct the neighbors). Ours get the graph's "
+                         "node count as id_bound, as in a mini-batch. WholeGraph is timed without duplicate counts (its API has "
+                         "none); ours computes them.")
+        fig, ax = figure((8, 4))
+        cols = [c for c in table.columns if c.endswith(" us")]
+        if cols:
+            bars(ax, table.set_index(["Machine", "Dataset", "Hop"])[cols], logy=True, ylabel="us per call (log)")
+        caption = rep.caption("Append-unique of real frontiers: hop h of a path_doubling mini-batch (targets = the "
+                              "hop's input nodes, neighbors = its samples), one GPU, median of repeats. WholeGraph "
+                              f"(SC'22, {PAPER_HARDWARE}) describes the hash method without timing it.")
+        headline = [n for n in rep.notes if "(issue target" in n][-1:]
+        return rep.artifact("Append-unique: hash table, direct-mapped table, sort and WholeGraph", caption, table,
+                            finish(fig), headline=headline[0] if headline else "")
+
+
+def unique_row(rep, cell: tuple, grp) -> dict:
+    """A row of the table (every implementation's time on one run's frontier, the ratios to sort) and
+    the hop-1 note of the issue's target."""
+    run_id, ds, hop = cell
+    first = grp.iloc[0]
+    rec = {"Machine": rep.label(run_id), "Dataset": short_name(ds), "Hop": int(hop), "Targets": int(first["p_targets"]),
+           "Neighbors": int(first["p_neighbors"]), "Unique": int(first["p_unique"])}
+    vals = {}
+    for impl in UNIQUE_IMPLS:
+        sel = grp[grp["impl"] == impl]
+        vals[impl] = rec[f"{impl} us"] = float(sel["value"].iloc[0]) if not sel.empty else None
+    if vals["hash_append"] and vals["sort"]:
+        rec["sort / hash"] = vals["sort"] / vals["hash_append"]
+        if hop == 1:
+            line = (f"{rec['Machine']}, {rec['Dataset']} hop 1 ({rec['Targets']} targets, {rec['Neighbors']} "
+                    f"neighbors): hash_append {vals['hash_append']:.1f} us, torch.unique {vals['sort']:.1f} us = "
+                    f"{rec['sort / hash']:.2f}x")
+            if first["device"] == "cuda":
+                line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
+            rep.notes.append(line)
+    if vals["dense_append"] and vals["sort"]:
+        rec["sort / dense"] = vals["sort"] / vals["dense_append"]
+    return rec

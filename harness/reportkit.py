@@ -1,0 +1,303 @@
+"""The report kit: what every experiment's ``report(rows, runs)`` builds its artifact with.
+
+A report reads stored rows (every run that measured the experiment) and returns the paper's
+table beside ours, a caption, notes, a figure, a headline for the reports index and a status. The
+kit holds what they all do alike, so that a change of layout happens here once:
+
+- :class:`Report`: the rows with their parameters expanded (``p_<name>`` columns), the run labels
+  (``4xH200``, or ``4xH200 #0047`` where several runs share a machine kind), the ok rows, the
+  notes; :meth:`Report.table` (records -> the table: columns nobody filled and single-valued
+  ``Machine`` columns dropped, a note row when empty), :meth:`Report.caption` (ends with the
+  hardware and software of every run), :meth:`Report.artifact` (adds the notes of skipped and
+  failed points and returns the :class:`ReportArtifact`);
+- figures: :func:`figure`, :func:`bars` and :func:`lines` draw the plots of the reports, one
+  palette (:data:`PALETTE`, :func:`colour`: one colour per system) and one style for the paper's
+  values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's ``history`` (every
+  run, where its headline table shows fewer) is written apart from its table;
+- paper tables: :func:`group` (records by cell), :func:`pivot` (rows -> one column per
+  implementation), :func:`ratio`,
+  :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
+- runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
+  machine kind of every cell), :func:`skip_notes`, :func:`caption_hardware`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from .artifact import ReportArtifact
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .artifact import RunInfo
+
+
+# ----------------------------------------------------------------------------- rows and runs
+
+def expand_params(rows: "pd.DataFrame") -> "pd.DataFrame":
+    """A copy of ``rows`` with each key of ``params`` and of the measurement's ``extra`` as its
+    own column ``p_<key>`` (rows that carry no ``extra`` hold those keys inside ``params``)."""
+    import pandas as pd
+
+    out = rows.copy()
+    extras = out["extra"].tolist() if "extra" in out else [None] * len(out)
+    merged = [{**(p or {}), **(e if isinstance(e, dict) else {})} for p, e in zip(out["params"], extras)]
+    params = pd.json_normalize(merged, max_level=0).add_prefix("p_")
+    params.index = out.index
+    return pd.concat([out, params], axis=1)
+
+
+def run_labels(rows: "pd.DataFrame", runs: list["RunInfo"]) -> dict[str, str]:
+    """run_id -> column label: the hardware tag, made unique with the run number if needed."""
+    tags = {r.run_id: _tag_with_gpus_used(r.hardware, rows, r.run_id) for r in runs}
+    for run_id in rows["run_id"].unique():
+        tags.setdefault(run_id, "unknown")
+    counts: dict[str, int] = {}
+    for tag in tags.values():
+        counts[tag] = counts.get(tag, 0) + 1
+    return {rid: (tag if counts[tag] == 1 else f"{tag} #{rid.split('_')[0]}") for rid, tag in tags.items()}
+
+
+def _tag_with_gpus_used(tag: str, rows: "pd.DataFrame", run_id: str) -> str:
+    """'2 of 4xH200' for a run that used 2 GPUs of a 4-GPU machine (``--gpus 2``)."""
+    m = re.fullmatch(r"(\d+)x(.+)", tag or "")
+    if not m or "world_size" not in rows or "run_id" not in rows:
+        return tag
+    mine = rows[(rows["run_id"] == run_id) & (rows.get("device", "cuda") == "cuda")]
+    used = set(mine["world_size"].dropna().astype(int)) if not mine.empty else set()
+    if len(used) == 1 and 0 < (w := used.pop()) < int(m.group(1)):
+        return f"{w} of {tag}"
+    return tag
+
+
+def machine_kind(label: str) -> str:
+    """'4xH200 #0084' -> '4xH200': the run label without its run number."""
+    return re.sub(r" #\d+$", "", label)
+
+
+def newest_per_kind(items: Iterable, labels: dict[str, str], cell: Callable, run_of: Callable) -> dict:
+    """{(machine kind, *cell(item)): item}: for every cell, the item of the newest run on each
+    kind of machine (run ids are numbered in the order the runs were made)."""
+    out: dict = {}
+    for item in sorted(items, key=run_of):
+        run_id = run_of(item)
+        out[(machine_kind(labels.get(run_id, run_id)), *cell(item))] = item
+    return out
+
+
+def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
+    """One note per distinct (run, impl, reason) of skipped or failed rows, leaving out those a later
+    run on the same kind of machine superseded by trying that implementation of the experiment
+    again (its own rows or notes say how it went; an old reason, such as a package then missing or
+    code then unwritten, no longer explains anything)."""
+    notes, seen = [], set()
+    ran: dict = {}
+    for _, r in rows.iterrows():
+        key = (machine_kind(labels.get(r["run_id"], r["run_id"])), r.get("experiment"), r["impl"])
+        ran[key] = max(ran.get(key, ""), r["run_id"])
+    for _, r in rows[rows["status"] != "ok"].iterrows():
+        key = (labels.get(r["run_id"], r["run_id"]), r["impl"], r.get("reason"))
+        if key in seen or ran.get((machine_kind(key[0]), r.get("experiment"), r["impl"]), "") > r["run_id"]:
+            continue
+        seen.add(key)
+        notes.append(f"{key[0]} `{r['impl']}` {r['status']}: {r.get('reason')}")
+    return notes
+
+
+def caption_hardware(runs: list["RunInfo"]) -> str:
+    return " ".join(f"Measured on {r.describe()}." for r in runs)
+
+
+# ----------------------------------------------------------------------------- numbers
+
+def finite(x) -> bool:
+    """True for a real number that is neither NaN nor infinite (not None, a bool or a table's
+    "OOM" / "x" text)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def ratio(a, b):
+    """a / b where both are finite and b > 0, else None."""
+    return a / b if finite(a) and finite(b) and b > 0 else None
+
+
+def span(values, fmt: str = ".2f", sep: str = "-") -> str:
+    """'lo-hi' of ``values`` in ``fmt``."""
+    values = list(values)
+    return f"{min(values):{fmt}}{sep}{max(values):{fmt}}"
+
+
+def verdict(flags: Iterable[bool], none: str = "measured") -> str:
+    """reproduced (every claim held), partly (some), not reproduced (none); ``none`` without claims."""
+    flags = list(flags)
+    if not flags:
+        return none
+    return "reproduced" if all(flags) else "partly" if any(flags) else "not reproduced"
+
+
+def group(items: Iterable, key: Callable, sub: Callable | None = None) -> dict:
+    """{key(item): [items]} in first-seen order, or {key(item): {sub(item): item}} with ``sub``."""
+    out: dict = {}
+    for item in items:
+        if sub is None:
+            out.setdefault(key(item), []).append(item)
+        else:
+            out.setdefault(key(item), {})[sub(item)] = item
+    return out
+
+
+def pivot(frame: "pd.DataFrame", index: list[str], columns: str = "impl", values: str = "value",
+          order: Iterable[str] | None = None) -> "pd.DataFrame":
+    """One row per ``index`` tuple and one column per value of ``columns`` (the first value where
+    several rows share a cell), in ``order`` where given."""
+    wide = frame.pivot_table(index=index, columns=columns, values=values, aggfunc="first")
+    if order is not None:
+        wide = wide[[c for c in order if c in wide.columns]]
+    return wide
+
+
+def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFrame":
+    """``table``'s ``columns`` as numbers (text cells such as "OOM" -> NaN) over its ``index``
+    column(s): what a figure plots of a table; empty where the table lacks them."""
+    import pandas as pd
+
+    columns = [c for c in columns if c in table]
+    index_columns = [index] if isinstance(index, str) else list(index)
+    if not columns or any(c not in table for c in index_columns):
+        return pd.DataFrame()
+    return table.set_index(index)[columns].apply(pd.to_numeric, errors="coerce")
+
+
+# ----------------------------------------------------------------------------- figures
+
+# One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
+# the paper's values are their own series, drawn in PAPER_STYLE.
+PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
+           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f"}
+PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
+
+
+def colour(label: str) -> str | None:
+    """The palette's colour of the system a series label names (the longest name it contains,
+    so 'DGL+C (re-impl.)' is DGL+C, not DGL), or None."""
+    hits = [name for name in PALETTE if name.lower() in str(label).lower()]
+    return PALETTE[max(hits, key=len)] if hits else None
+
+def figure(figsize=(8, 4), ncols: int = 1, **kwargs):
+    """A new figure (and its axes): every report's plot starts here."""
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(1, ncols, figsize=figsize, **kwargs) if ncols > 1 else plt.subplots(figsize=figsize, **kwargs)
+
+
+def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
+         horizontal: bool = False, xlabel: str = "", by_system: bool = False, **style) -> None:
+    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's;
+    ``by_system``: each column in its system's palette colour); cells that are not numbers ("OOM",
+    "x") have no bar, and a frame without numbers draws nothing."""
+    import pandas as pd
+
+    frame = pd.to_numeric(frame, errors="coerce") if isinstance(frame, pd.Series) else \
+        frame.apply(pd.to_numeric, errors="coerce")
+    if frame.dropna(how="all").empty:
+        return
+    if by_system and isinstance(frame, pd.DataFrame):
+        style["color"] = [colour(c) or f"C{i}" for i, c in enumerate(frame.columns)]
+    if "color" in style and isinstance(style["color"], list):
+        style["color"] = style["color"][: len(frame.columns)]
+    if horizontal:
+        frame.plot.barh(ax=ax, stacked=stacked, **style)
+    else:
+        frame.plot.bar(ax=ax, logy=logy, stacked=stacked, **style)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+
+
+def lines(ax, series: Iterable[tuple], *, xlabel: str = "", ylabel: str = "", legend_size: float | None = 7,
+          grid: bool = True, by_system: bool = False, **style) -> None:
+    """One line per ``(label, xs, ys)`` or ``(label, xs, ys, own_style)`` (a legend when there is
+    any): ``own_style`` adds to ``style`` for that line, and ``{"paper": True}`` draws it as the
+    paper's values (PAPER_STYLE); ``by_system``: each line in its system's palette colour."""
+    drawn = 0
+    for label, xs, ys, *own in series:
+        mine = {**style, **(own[0] if own else {})}
+        if mine.pop("paper", False):
+            mine = {**PAPER_STYLE, **mine}
+        if by_system and "color" not in mine and colour(label):
+            mine["color"] = colour(label)
+        ax.plot(xs, ys, label=label, **mine)
+        drawn += 1
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if grid:
+        ax.grid(True, alpha=0.3)
+    if drawn and legend_size:
+        ax.legend(fontsize=legend_size)
+
+
+def finish(fig, ax=None, title: str | None = None, tight: bool = True):
+    """Title and layout of a report's figure; returns it."""
+    if title is not None and ax is not None:
+        ax.set_title(title)
+    if tight:
+        fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------- the report
+
+class Report:
+    """One experiment's report in the making (module doc)."""
+
+    def __init__(self, exp, rows: "pd.DataFrame", runs: list["RunInfo"], expand: bool = True):
+        self.exp, self.runs = exp, runs
+        self.rows = expand_params(rows) if expand and not rows.empty else rows
+        self.labels = run_labels(self.rows, runs)
+        self.ok = self.rows[self.rows["status"] == "ok"] if "status" in self.rows else self.rows
+        self.notes: list[str] = []
+
+    def label(self, run_id: str) -> str:
+        return self.labels.get(run_id, run_id)
+
+    def table(self, records: list[dict], *, empty: str = "no rows", single: Iterable[str] = ("Machine",),
+              keep: Iterable[str] = ("paper",), drop_empty: bool = True) -> "pd.DataFrame":
+        """The records as the table: the ``single`` columns dropped where they hold one value, the
+        columns no record filled dropped (but those starting with a ``keep`` prefix), or one
+        ``note`` row saying ``empty``."""
+        import pandas as pd
+
+        table = pd.DataFrame.from_records(records)
+        if table.empty:
+            return pd.DataFrame({"note": [empty]})
+        for column in single:
+            if column in table and table[column].nunique() <= 1:
+                table = table.drop(columns=[column])
+        if drop_empty:
+            keep = tuple(keep)
+            table = table[[c for c in table.columns if table[c].notna().any() or (keep and c.startswith(keep))]]
+        return table
+
+    def caption(self, *parts: str) -> str:
+        """The sentences of the caption, then the hardware and software of every run."""
+        return " ".join(p for p in parts if p) + " " + caption_hardware(self.runs)
+
+    def skip_notes(self, rows: "pd.DataFrame | None" = None) -> list[str]:
+        return skip_notes(self.rows if rows is None else rows, self.labels)
+
+    def artifact(self, title: str, caption: str, table, figure=None, *, headline: str = "", status: str = "",
+                 skips: "bool | pd.DataFrame" = True, history=None) -> ReportArtifact:
+        """The artifact, its notes ending with those of the skipped and failed points among the rows
+        (``skips=True``) or among the given rows; ``history``: every run's table, written apart."""
+        if skips is True or skips is False:
+            skips = self.rows if skips else None
+        notes = self.notes + (self.skip_notes(skips) if skips is not None else [])
+        return ReportArtifact(self.exp.artifact, title, caption, table, notes, figure, headline=headline,
+                              status=status, history=history)
