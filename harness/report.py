@@ -248,7 +248,7 @@ def write_paper_pages(artifacts: dict, out_dir: Path) -> list[Path]:
                 continue
             artifact, run_ids, rows = entry
             runs = [RunInfo(r, _hardware_of(rows, r), {}) for r in run_ids]
-            lines.append(f"**{_status(artifact, rows)}**" + (f": {artifact.headline}" if artifact.headline else ""))
+            lines.append(f"**{artifact_status(artifact, rows)}**" + (f": {artifact.headline}" if artifact.headline else ""))
             lines += ["", f"Setup: {setup_line(exp, runs)}", ""]
             if artifact.figure is not None:
                 lines += [f"![{exp.id}]({artifact.name}.png)", ""]

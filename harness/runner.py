@@ -240,9 +240,15 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     try:
         try:
             with BudgetClock(deadline):
-                for exp, entries in _by_experiment(run_plan.entries):
-                    _run_experiment(exp, entries, cfg, store, outcome, eta, cheapest_first=deadline is not None)
-                if deadline is not None:
+                if deadline is None:
+                    for exp, entries in _by_experiment(run_plan.entries):
+                        _record_skips(exp, entries, cfg, store, eta)
+                        _run_jobs(exp, [_job(e, e.level) for e in entries if e.runnable], cfg, store, outcome, eta)
+                else:
+                    for exp, entries in _by_experiment(run_plan.entries):
+                        _record_skips(exp, entries, cfg, store, eta)
+                    for exp, entries in _by_experiment(plan.first_pass_order(run_plan.runnable)):
+                        _run_jobs(exp, [_job(e, e.level) for e in entries], cfg, store, outcome, eta)
                     _refine(run_plan, cfg, store, outcome, deadline)
         except BudgetEnded:
             outcome.budget_ended = True
@@ -357,21 +363,21 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     return RunOutcome(store=None)
 
 
-def _run_experiment(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunConfig, store: RunStore,
-                    outcome: RunOutcome, eta: Eta, cheapest_first: bool = False) -> None:
+def _record_skips(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunConfig, store: RunStore,
+                  eta: Eta) -> None:
+    """The rows of the points that cannot run here, with their reasons."""
     skipped = [e for e in entries if not e.runnable]
     for e in skipped:
         store.append(make_row(exp, e.point, cfg, None, "skipped", e.skip))
-    runnable = [e for e in entries if e.runnable]
-    if cheapest_first:       # a budget that ends early leaves the dearest points unmeasured, not whole datasets
-        runnable.sort(key=lambda e: (e.cost(e.level) is None, e.cost(e.level) or 0.0))
-    jobs = [Job(e.index, e.levels[e.level].point, e.levels[e.level].cfg_changes, e.fidelity(e.level))
-            for e in runnable]
     if skipped:
         with PointProgress(exp.id, eta) as progress:
             for e in skipped:
                 progress.finish_point(e.point.label(), f"skipped: {e.skip}", e.index)
-    _run_jobs(exp, jobs, cfg, store, outcome, eta)
+
+
+def _job(entry: plan.PlannedPoint, level: int) -> Job:
+    lv = entry.levels[level]
+    return Job(entry.index, lv.point, lv.cfg_changes, entry.fidelity(level))
 
 
 def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore, outcome: RunOutcome,
@@ -581,9 +587,7 @@ def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: Ru
         eta = Eta(len(chosen), {e.index: e.cost(level) for e, level in chosen}, deadline=deadline, tag="refine ")
         levels = dict((e.index, level) for e, level in chosen)
         for exp, group in _by_experiment(sorted((e for e, _ in chosen), key=lambda e: e.index)):
-            jobs = [Job(e.index, e.levels[levels[e.index]].point, e.levels[levels[e.index]].cfg_changes,
-                        e.fidelity(levels[e.index])) for e in group]
-            _run_jobs(exp, jobs, cfg, store, outcome, eta)
+            _run_jobs(exp, [_job(e, levels[e.index]) for e in group], cfg, store, outcome, eta)
         rows = load_run(store.path).rows
         for e, level in chosen:
             mine = _level_rows(rows, e, level)

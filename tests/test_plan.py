@@ -14,7 +14,8 @@ from harness import cli, plan, runner
 from harness.config import RunConfig
 from harness.errors import HarnessError
 from harness.estimate import Estimator, PointTime, fmt_duration, load_history, point_key, settings_key
-from harness.experiment import Experiment, Measurement, Param, Point, positive_int
+from harness.argtypes import positive_int
+from harness.experiment import Experiment, Measurement, Param, Point
 from harness.progress import Eta
 from harness.report import ReportArtifact
 from harness.store import load_run, withdraw_run
@@ -174,10 +175,20 @@ def test_the_plan_fills_every_cell_first_and_upgrades_the_cheapest_steps_while_t
     assert bounded.cost(1) == 6 and bounded.cost(2) == 1
 
 
+def test_the_first_pass_runs_cheapest_first_keeping_experiments_together_within_a_cost_band():
+    a, b = object(), object()
+    entries = [entry(0, [100]), entry(1, [1]), entry(2, [None]), entry(3, [5]), entry(4, [2]), entry(5, [4.5])]
+    for e, exp in zip(entries, (a, a, a, a, b, b)):
+        e.exp = exp
+    order = [e.index for e in plan.first_pass_order(entries)]
+    # bands of x4: [1, 4) a:1, b:2; [4, 16) a's unknown (the median, 4.5) and a:5, then b:4.5; then a:100
+    assert order == [1, 4, 2, 3, 5, 0]
+
+
 class Sleepy(Experiment):
     """Points that take ``sleep`` seconds per repeat: the default budget level is one repeat."""
 
-    id, paper, artifact = "zzbudget.table1", "zzbudget", "table1"
+    id = "zzbudget.table1"
     title = "budget test"
     interface = "zztest"
     impls = ("a", "b")
@@ -190,9 +201,9 @@ class Sleepy(Experiment):
             for i in range(self.param(cfg, "n")):
                 yield Point(impl, {"i": i})
 
-    def run_point(self, point, cfg):
-        repeats = cfg.repeats_or(3)
-        time.sleep(self.param(cfg, "ms") / 1000 * repeats)
+    def run_point(self, point, ctx):
+        repeats = ctx.cfg.repeats_or(3)
+        time.sleep(self.param(ctx.cfg, "ms") / 1000 * repeats)
         return [Measurement("time", "s", Stats.from_samples([1.0 + point.params["i"]] * repeats))]
 
     def report(self, rows, runs):
@@ -282,6 +293,26 @@ def test_refined_rows_replace_the_coarse_ones_in_the_plans_order(sleepy, tmp_pat
         [(i, n, False) for i in "ab" for n in range(3)]
 
 
+def test_a_refinement_that_fails_keeps_the_coarse_measurement(registry_sandbox, tmp_path):
+    class Fragile(Sleepy):
+        id = "zzfragile.table1"
+
+        def run_point(self, point, ctx):
+            if ctx.cfg.repeats is None and point.impl == "b":
+                raise RuntimeError("out of memory at full fidelity")
+            return super().run_point(point, ctx)
+
+    registry_sandbox.impl("zztest", "a")
+    registry_sandbox.impl("zztest", "b")
+    registry_sandbox.experiment(Fragile)
+    outcome = runner.run(["zzfragile.table1"], RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0), ["x"])
+    run = load_run(outcome.store.path)
+    assert [r["status"] for r in run.rows] == ["ok"] * 6
+    assert [("fidelity" in r) for r in run.rows] == [False] * 3 + [True] * 3      # b stays at one repeat
+    failed = run.manifest["budget"]["refinements_failed"]
+    assert len(failed) == 3 and all("out of memory at full fidelity" in f for f in failed)
+
+
 # ------------------------------------------------------------------------------ the experiments' levels
 
 def test_wholegraph_training_levels_cap_host_epochs_then_every_epoch():
@@ -293,7 +324,9 @@ def test_wholegraph_training_levels_cap_host_epochs_then_every_epoch():
               "hidden": 256, "fanouts": [30, 30, 30], "batch_size": 512, "epochs": 2}
     host, ours = Point("pyg_host", params, 1), Point("wholegraph", {**params, "backend": "native"}, 1)
     one = exp.cheaper(host, 1, cfg)
-    assert one.point.params == {**params, "epochs": 1, "max_batches": 16} and not one.cfg
+    assert one.point.params == {**params, "epochs": 1, "max_batches": 16}
+    assert one.cfg == {"params": {"eval_nodes": "2048"}} and "2048 labelled nodes" in one.note
+    assert "params" not in exp.cheaper(host, 1, RunConfig(device="cuda", params={"eval_nodes": "1000"})).cfg
     assert exp.cheaper(ours, 1, cfg).point.params == {**ours.params, "epochs": 1}
     assert exp.cheaper(ours, 2, cfg).point.params == {**ours.params, "epochs": 1, "max_batches": 20}
     assert exp.cheaper(host, 2, cfg).point.params["max_batches"] == 8
@@ -310,8 +343,8 @@ def test_xgnn_training_keeps_the_synced_epochs_and_one_free_one():
     from harness import registry
 
     exp = registry.get_experiment("xgnn.table5")
-    cfg = RunConfig(device="cuda", world_size=1)
-    (point, *_) = exp.points(cfg)
+    cfg = RunConfig(device="cuda")              # the paper's settings (3 epochs, 1 of them synced)
+    point = exp.point("xgnn", "twitter-2010", "gcn", 1, cfg)
     assert point.params["epochs"] == 3
     assert exp.cheaper(point, 1, cfg).point.params == {**point.params, "epochs": 2}
     assert exp.cheaper(point, 2, cfg) is None
