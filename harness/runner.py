@@ -19,7 +19,7 @@ from pathlib import Path
 from . import envinfo, plan, registry
 from .config import RunConfig
 from .errors import HarnessError, LaunchError, SkipPoint
-from .estimate import Estimator, fmt_duration, machine_kind, params_json, run_point_times
+from .estimate import Estimator, fmt_duration, machine_kind, params_json
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .needs import detect
@@ -249,7 +249,8 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
                         _record_skips(exp, entries, cfg, store, eta)
                     for exp, entries in _by_experiment(plan.first_pass_order(run_plan.runnable)):
                         _run_jobs(exp, [_job(e, e.level) for e in entries], cfg, store, outcome, eta)
-                    _refine(run_plan, cfg, store, outcome, deadline)
+                    took = {(e.index, e.level): eta.finished.get(e.index) for e in run_plan.runnable}
+                    _refine(run_plan, cfg, store, outcome, deadline, took)
         except BudgetEnded:
             outcome.budget_ended = True
         unfinished = _finish_rows(run_plan, cfg, store, budget_reason(cfg) if outcome.budget_ended else None)
@@ -552,22 +553,22 @@ def _consolidate(run_plan: plan.RunPlan, store: RunStore) -> None:
 
 
 def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: RunOutcome,
-            deadline: float) -> None:
+            deadline: float, took: dict[tuple[int, int], float | None]) -> None:
     """While time remains, measure again the points the first pass measured at a reduced level: each
     at the finest level that still fits the time left, the cheapest points first. A level without
     an estimate counts at twice the point's measured time per level finer (a guess; the budget's end
-    stops a point that runs longer, and its coarser rows stay)."""
+    stops a point that runs longer, and its coarser rows stay). ``took``: (plan index, level) ->
+    seconds the point took at that level in this run (updated here)."""
     tried: set[tuple[int, int]] = set()
     while True:
         rows = load_run(store.path).rows
         best = _best_levels(run_plan, rows)
-        took = {(t.key[0], t.key[1], params_json(t.params)): t.seconds for t in run_point_times(store.path)}
         candidates = []
         for e in run_plan.runnable:
             level = best.get(e.index)
             if not level:
                 continue
-            coarse = took.get((e.exp.id, e.levels[level].point.impl, params_json(e.levels[level].point.params)))
+            coarse = took.get((e.index, level))
             costs = {j: c if (c := e.cost(j)) is not None else
                      (coarse * 2 ** (level - j) if coarse is not None else None)
                      for j in range(level) if (e.index, j) not in tried}
@@ -590,6 +591,7 @@ def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: Ru
             _run_jobs(exp, [_job(e, levels[e.index]) for e in group], cfg, store, outcome, eta)
         rows = load_run(store.path).rows
         for e, level in chosen:
+            took[(e.index, level)] = eta.finished.get(e.index)
             mine = _level_rows(rows, e, level)
             if not any(r["status"] == "ok" for r in mine):
                 why = next((r.get("reason") for r in mine if r.get("reason")), "no row")
