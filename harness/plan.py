@@ -106,10 +106,11 @@ class RunPlan:
         text = f"estimate: about {fmt_duration(seconds)}" if runnable else "estimate: nothing to run"
         if unknown and unknown == len(runnable):
             text = f"estimate: unknown (no stored run of these points on {self.kind} or a comparable machine)"
-        elif unknown:
-            text += f" plus {unknown} point{'s' if unknown > 1 else ''} of unknown length"
-        if runnable:
-            text += " (" + ", ".join(f"{n} {k}" for k, n in sources.items()) + ")"
+        else:
+            if unknown:
+                text += f" plus {unknown} point{'s' if unknown > 1 else ''} of unknown length"
+            if runnable:
+                text += " (" + ", ".join(f"{n} {k}" for k, n in sources.items()) + ")"
         lines.append(text)
         if self.budget_s is not None:
             reduced = [e for e in runnable if e.level > 0]
@@ -288,18 +289,23 @@ def needs_text(entry: PlannedPoint, cfg: "RunConfig") -> str:
     except Exception:           # an estimate must never stop the plan
         memory = None
     if memory:
-        parts += [f"{memory[k] / 2**30:.3g} GiB {where}" for k, where in (("gpu", "per GPU"), ("host", "host"))
-                  if memory.get(k)]
+        per = "per GPU" if cfg.device == "cuda" else "per rank"
+        parts += [f"{_bytes(memory[k])} {where}" for k, where in (("gpu", per), ("host", "host")) if memory.get(k)]
     packages = list(needs.packages) + (list(needs.cuda_packages) if cfg.device == "cuda" else [])
     if packages:
         parts.append(", ".join(packages))
     return "; ".join(parts)
 
 
+def _bytes(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
 def render(plan: RunPlan, cfg: "RunConfig") -> str:
     """The --dry-run listing: one table per experiment, then the summary."""
     import io
 
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -312,7 +318,7 @@ def render(plan: RunPlan, cfg: "RunConfig") -> str:
         common = common_params([e.point for e in entries])
         shared = " ".join(f"{k}={v}" for k, v in common.items())
         table = Table(title=f"{exp_id}: {len(entries)} points" + (f" (all with {shared})" if shared else ""),
-                      title_justify="left")
+                      title_justify="left", box=box.SIMPLE_HEAD)
         for col in ("#", "point", "needs", "here", "level", "estimate", "from"):
             table.add_column(col, overflow="fold")
         for e in entries:
@@ -329,4 +335,4 @@ def render(plan: RunPlan, cfg: "RunConfig") -> str:
         console.print(table)
     for line in plan.summary():
         console.print(line, markup=False)
-    return buffer.getvalue()
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
