@@ -28,7 +28,7 @@ class Eta:
     def finish(self, index: int, seconds: float | None) -> None:
         self.finished[index] = seconds
 
-    def left(self) -> tuple[float | None, int]:
+    def left(self) -> tuple[float, int]:
         """Seconds left and how many pending points that guess leaves out (no estimate, and no
         finished point yet to take an average from). The pending points' estimates are corrected by
         how long the finished points took against theirs."""

@@ -264,6 +264,8 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
         _finish_rows(run_plan, cfg, store, INTERRUPTED_REASON)
+        print(f"rows so far: {store.rows_path}; `python -m harness report {store.path}` writes their report",
+              file=sys.stderr)
         raise
     finally:
         counts = _status_counts(store)
@@ -547,7 +549,12 @@ def _consolidate(run_plan: plan.RunPlan, store: RunStore) -> None:
         for k in range(len(e.levels)):
             for r in _level_rows(rows, e, k):
                 placed.setdefault(id(r), (e.index, k))
-    keep = [r for r in rows if id(r) not in placed or best.get(placed[id(r)][0], placed[id(r)][1]) == placed[id(r)][1]]
+
+    def kept(row: dict) -> bool:
+        index, level = placed.get(id(row), (None, None))
+        return index is None or best.get(index, level) == level
+
+    keep = [r for r in rows if kept(r)]
     order = {id(r): placed.get(id(r), (len(run_plan.entries), 0))[0] for r in keep}
     store.replace_rows(sorted(keep, key=lambda r: order[id(r)]))
 
