@@ -150,6 +150,8 @@ def table5_row(machine, world, ds, model, impls: dict, is_latest: bool, notes: l
             notes.append(f"{cell} {impl}: extrapolated from {e['batches_run']} of {e['batches_full']} mini-batches "
                          f"per GPU with {e['workers']} loader workers, not whole waves of them: an upper bound on its "
                          "epoch, and on ours' speedup over it")
+    reduced = [col.removesuffix(" s") for impl, col in COLUMNS if impls.get(impl, {}).get("fidelity")]
+    rec["reduced fidelity"] = ", ".join(reduced) or None      # which cells (the notes say how)
     ours = rec["ours s"]
     for col, other in (("ours vs PyG", "PyG s"), ("ours vs DGL", "DGL s"), ("ours vs WG-lib", "WG-lib s")):
         rec[col] = rec[other] / ours if (ours and rec[other]) else None
