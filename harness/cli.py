@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch-per-point", action="store_true",
                    help="start fresh rank processes for every point of a multi-rank experiment (default: one "
                         "launch per GPU count), so no point inherits the state an earlier one left in the process")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the points that would run, what each needs, whether it can run here and how long "
+                        "it should take (from stored runs), and run nothing")
+    p.add_argument("--time-budget", metavar="DURATION", default=None,
+                   help="end within this time (90s, 20m, 1.5h): every point measured first at the cheapest "
+                        "fidelity the budget needs (fewer repeats, one epoch, capped host epochs; rows say so in "
+                        "'fidelity'), then refined while time remains; the report is written either way")
 
     p = sub.add_parser("report", help="regenerate tables and figures from stored runs")
     p.add_argument("runs", nargs="*", type=Path, help="run directories")
@@ -193,11 +200,13 @@ def _interrupt(signum, frame):
 
 
 def cmd_run(args) -> int:
+    import time
+
+    started = time.time()         # a time budget counts from here: the command, not the runner
     from . import runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
-    from .report import report_runs
-    from .store import load_run
+    from .plan import parse_duration, render
 
     cfg = RunConfig(
         device=args.device or default_device(), world_size=args.world_size, scale=args.scale,
@@ -205,24 +214,59 @@ def cmd_run(args) -> int:
         impl_patterns=_split_patterns(args.impl), params=parse_param_assignments(args.param),
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
         data_root=args.data_root, launch_per_point=args.launch_per_point,
+        time_budget_s=parse_duration(args.time_budget) if args.time_budget is not None else None,
+        started_at=started if args.time_budget is not None else None,
     )
+    if args.dry_run:
+        print(render(runner.make_plan(args.ids, cfg), cfg), end="")
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
     print(f"run {outcome.store.run_id}: {outcome.ok} ok, {outcome.skipped} skipped, "
           f"{outcome.errors} errors -> {outcome.store.path}")
-    if not args.no_report and outcome.ok:
-        written = report_runs([outcome.store.path], outcome.store.path / "report")
-        for path in written:
-            if path.suffix == ".md":
+    _print_run_end(outcome, args.no_report)
+    if cfg.time_budget_s is not None:
+        took = time.time() - cfg.started_at
+        print(f"time budget {args.time_budget}: took {took:.0f} s"
+              + ("; it ended before every point was measured at full fidelity" if outcome.budget_ended else ""))
+    return 1 if outcome.errors else 0
+
+
+def _print_run_end(outcome, no_report: bool) -> None:
+    """Where the run's rows and report are, and one line per artifact: its status as the reports
+    index computes it, and its headline."""
+    from .report import artifact_status, report_runs
+    from .runner import skip_summary
+    from .store import load_run
+
+    path = outcome.store.path
+    artifacts: dict = {}
+    if not no_report and outcome.ok:
+        written = report_runs([path], path / "report", artifacts=artifacts)
+        for p in written:
+            if p.suffix == ".md":
                 print()
-                print(path.read_text())
-        print(f"report: {outcome.store.path / 'report'}")
-    summary = runner.skip_summary(load_run(outcome.store.path).rows)
+                print(p.read_text())
+    rows = load_run(path).rows
+    print(f"rows: {path / 'rows.jsonl'} ({len(rows)} rows)")
+    if no_report:
+        print("report: not written (--no-report); `python -m harness report " + str(path) + "` writes it")
+    elif not outcome.ok:
+        print("report: not written (no point was measured)")
+    else:
+        print(f"report: {path / 'report'}")
+        for exp_id, (artifact, _, exp_rows) in sorted(artifacts.items()):
+            where = path / "report" / exp_id.split(".", 1)[0] / f"{artifact.name}.md"
+            headline = artifact.headline or (artifact.notes[0] if artifact.notes else "")
+            headline = " ".join(headline.split())
+            print(f"  {exp_id}: {artifact_status(artifact, exp_rows)}"
+                  + (f": {headline[:160]}{'...' if len(headline) > 160 else ''}" if headline else "")
+                  + f" ({where})")
+    summary = skip_summary(rows)
     if summary:
         print(summary)
-    return 1 if outcome.errors else 0
 
 
 def cmd_report(args) -> int:

@@ -25,6 +25,8 @@ class RunConfig:
     timeout_s: float = 3600.0               # per launched rank group
     data_root: Path | None = None
     launch_per_point: bool = False          # a fresh launch of ranks for every point
+    time_budget_s: float | None = None      # the run ends within this many seconds (harness.plan)
+    started_at: float | None = None         # wall clock the budget counts from (default: when the run starts)
 
     def __post_init__(self):
         if self.device not in ("cpu", "cuda"):
@@ -37,6 +39,8 @@ class RunConfig:
             raise HarnessError("--repeats must be >= 1")
         if self.warmup is not None and self.warmup < 0:
             raise HarnessError("--warmup must be >= 0")
+        if self.time_budget_s is not None and self.time_budget_s <= 0:
+            raise HarnessError("--time-budget must be more than 0 s")
 
     def wants_impl(self, name: str) -> bool:
         return not self.impl_patterns or any(fnmatch.fnmatchcase(name, p) for p in self.impl_patterns)

@@ -71,6 +71,15 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class Cheaper:
+    """A cheaper way to measure a point, for a run under a time budget (``Experiment.cheaper``)."""
+
+    point: Point                 # the point as measured at this level: its params say what changed
+    note: str                    # what is reduced, for rows and reports: "1 epoch; host pipelines 16 batches"
+    cfg: dict = field(default_factory=dict)   # RunConfig fields changed for this point: {"repeats": 1}
+
+
+@dataclass(frozen=True)
 class PaperValue:
     """A number transcribed from a paper, with where it came from."""
 
@@ -156,6 +165,10 @@ class Experiment:
     # experiments whose stored rows this one's report also reads (a view of another run's data,
     # e.g. a breakdown figure of the training runs of a table); its own rows are read too
     derives_from: tuple[str, ...] = ()
+    # the parameters that set a point's size (cost_size): harness.estimate estimates a point from
+    # stored points that differ from it in these alone (and, with cost_per_rank, in rank count)
+    cost_scales: tuple[str, ...] = ("scale",)
+    cost_per_rank: bool = False
 
     @property
     def paper(self) -> str:
@@ -217,6 +230,32 @@ class Experiment:
         """Measure one point: ``ctx.cfg`` is the run's configuration, ``ctx.rank`` this process's
         rank where the experiment runs its points on ranks (``spawn_ranks``), else None."""
         raise NotImplementedError
+
+    # --- time budget (harness.plan) ----------------------------------------------
+    def cheaper(self, point: Point, level: int, cfg: "RunConfig") -> Cheaper | None:
+        """``point`` measured at budget level ``level`` (1: a little cheaper; higher: cheaper still),
+        or None past the experiment's cheapest level. A run under ``--time-budget`` fills its table
+        at the levels that fit, then measures again at full fidelity while time remains; rows
+        measured at a level carry ``fidelity``. Default: one level, a single timed repeat."""
+        if level == 1 and (cfg.repeats is None or cfg.repeats > 1):
+            return Cheaper(point, "1 timed repeat", {"repeats": 1})
+        return None
+
+    def cost_size(self, point: Point, cfg: "RunConfig") -> float | None:
+        """A number the point's time grows with (linearly, plus a fixed part), for estimating it
+        from the same point stored at another size. Default: the product of its ``cost_scales``
+        values, divided by its rank count where ``cost_per_rank``."""
+        size = 1.0
+        for name in self.cost_scales:
+            value = point.params.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                size *= float(value)
+        return size / point.world_size if self.cost_per_rank else size
+
+    def memory_need(self, point: Point, cfg: "RunConfig") -> dict[str, float] | None:
+        """Bytes ``point`` needs, where the experiment can tell without running it: {"gpu": per
+        GPU, "host": in host memory} (either may be absent); None where it cannot tell."""
+        return None
 
     # --- reporting ---------------------------------------------------------------
     def report(self, rows: "pd.DataFrame", runs: list["RunInfo"]) -> "ReportArtifact":

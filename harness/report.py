@@ -126,6 +126,11 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
         if exp.warm_and_cold:
             artifact.caption = f"{artifact.caption.rstrip()} {exp.warm_and_cold}"
+        reduced = fidelity_notes(rows)
+        if reduced:
+            artifact.caption = (f"{artifact.caption.rstrip()} Some points were measured at reduced fidelity to fit a "
+                                "time budget (notes; rows' `fidelity`).")
+            artifact.notes = reduced + list(artifact.notes)
         reimpl = registry.reimplementation_note(exp.interface, rows["impl"].dropna().unique())
         if reimpl and reimpl not in artifact.caption:
             artifact.caption = f"{artifact.caption.rstrip()} {reimpl}"
@@ -133,6 +138,21 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)
     return written
+
+
+def fidelity_notes(rows) -> list[str]:
+    """One note per reduced fidelity level found in ``rows`` (``run --time-budget``): which
+    implementation, how many points, what was reduced."""
+    if "fidelity" not in rows:
+        return []
+    seen: dict[tuple, set] = {}
+    for _, r in rows[rows["status"] == "ok"].iterrows():
+        f = r["fidelity"]
+        if isinstance(f, dict) and f.get("level"):
+            points = seen.setdefault((r["run_id"], r["experiment"], r["impl"], f.get("note", "")), set())
+            points.add(str(sorted((r["params"] or {}).items())))
+    return [f"Reduced fidelity (time budget, run {run.split('_')[0]}): {exp} `{impl}`, {len(points)} point"
+            f"{'s' if len(points) > 1 else ''}: {note}" for (run, exp, impl, note), points in sorted(seen.items())]
 
 
 def derived_ids(present: set[str]) -> list[str]:
@@ -182,7 +202,7 @@ def report_all(results_root: Path, out_dir: Path) -> list[Path]:
     return written + [index] + pages
 
 
-def _status(artifact: ReportArtifact, rows) -> str:
+def artifact_status(artifact: ReportArtifact, rows) -> str:
     if artifact.status:
         return artifact.status
     ok = (rows["status"] == "ok").sum()
@@ -228,7 +248,7 @@ def write_paper_pages(artifacts: dict, out_dir: Path) -> list[Path]:
                 continue
             artifact, run_ids, rows = entry
             runs = [RunInfo(r, _hardware_of(rows, r), {}) for r in run_ids]
-            lines.append(f"**{_status(artifact, rows)}**" + (f": {artifact.headline}" if artifact.headline else ""))
+            lines.append(f"**{artifact_status(artifact, rows)}**" + (f": {artifact.headline}" if artifact.headline else ""))
             lines += ["", f"Setup: {setup_line(exp, runs)}", ""]
             if artifact.figure is not None:
                 lines += [f"![{exp.id}]({artifact.name}.png)", ""]
@@ -267,7 +287,7 @@ def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
         files = f"[table]({base}.md)" + (f", [figure]({base}.png)" if artifact.figure is not None else "")
         headline = (artifact.headline or (artifact.notes[0] if artifact.notes else "")).replace("|", "/")
         runs = ", ".join(f"{r} (abandoned)" if r in (abandoned or ()) else r for r in run_ids)
-        lines.append(f"| `{exp.id}` | {exp.title} | {_status(artifact, rows)} | {runs} | {headline} | {files} |")
+        lines.append(f"| `{exp.id}` | {exp.title} | {artifact_status(artifact, rows)} | {runs} | {headline} | {files} |")
     if withdrawn:
         lines += ["", "Withdrawn runs (kept in results/, left out of every report; `harness withdraw`):", ""]
         lines += [f"- `{run}`: {reason}" for run, reason in sorted(withdrawn.items())]

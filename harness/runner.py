@@ -8,17 +8,22 @@ the only place ranks come from.
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import envinfo, registry
+from . import envinfo, plan, registry
 from .config import RunConfig
 from .errors import HarnessError, LaunchError, SkipPoint
+from .estimate import Estimator, fmt_duration, machine_kind, params_json
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .needs import detect
-from .progress import PointProgress
+from .progress import Eta, PointProgress
 from .store import RunStore, load_run
 from .worlds import run_world
 
@@ -31,6 +36,9 @@ class RunOutcome:
     errors: int = 0
     experiments: list[str] = field(default_factory=list)
     failed_launches: list[str] = field(default_factory=list)   # why each failed launch of ranks ended
+    plan: "plan.RunPlan | None" = None
+    budget_ended: bool = False
+    refinements_failed: list[str] = field(default_factory=list)   # budget refinements that measured nothing
 
 
 def _format_value(m: Measurement) -> str:
@@ -100,30 +108,56 @@ def _outcome_text(rows: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, points: list[Point],
-                store_path: str | None) -> int:
-    """Runs inside every rank: all points of one world size, rank 0 storing rows."""
+@dataclass(frozen=True)
+class Job:
+    """A point as this run measures it: its index in the run's plan, the point at its budget level,
+    that level's RunConfig changes, and the ``fidelity`` field of its rows (None: full fidelity)."""
+
+    index: int
+    point: Point
+    cfg_changes: dict = field(default_factory=dict)
+    fidelity: dict | None = None
+
+
+def run_job(exp: Experiment, job: Job, ctx: RunContext) -> list[dict]:
+    """Measure a job's point with its level's configuration (the process's cache shared) and mark
+    its rows with the level's fidelity."""
+    if job.cfg_changes:
+        ctx = replace(ctx, cfg=replace(ctx.cfg, **job.cfg_changes))
+    rows = run_one_point(exp, job.point, ctx)
+    if job.fidelity:
+        for row in rows:
+            row["fidelity"] = job.fidelity
+    return rows
+
+
+def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job],
+                store_path: str | None, eta: Eta | None = None) -> list[tuple[int, float]]:
+    """Runs inside every rank: all points of one world size, rank 0 storing rows. Returns (plan
+    index, seconds) of every point finished, for the run's time-left estimate."""
     exp = registry.get_experiment(exp_id)
     store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
-    progress = PointProgress(exp.id, len(points), enabled=ctx.is_main) if ctx.is_main else None
-    written = 0
+    progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=ctx.is_main) if ctx.is_main else None
+    finished = []
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
-        for point in points:
-            ctx.set_activity(f"point {point.label()}")
+        for job in jobs:
+            ctx.set_activity(f"point {job.point.label()}")
             if progress:
-                progress.start_point(point.label())
-            rows = run_one_point(exp, point, run)
+                progress.start_point(job.point.label())
+            began = time.monotonic()
+            rows = run_job(exp, job, run)
             if store:
                 for row in rows:
                     store.append(row)
-                    written += 1
+            seconds = time.monotonic() - began
+            finished.append((job.index, seconds))
             if progress:
-                progress.finish_point(point.label(), _outcome_text(rows))
+                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, seconds)
     finally:
         if progress:
             progress.close()
-    return written
+    return finished
 
 
 def check_params_known(exps: list[Experiment], cfg: RunConfig) -> None:
@@ -137,7 +171,7 @@ def check_params_known(exps: list[Experiment], cfg: RunConfig) -> None:
         exp.validate_params(cfg)
 
 
-def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
+def _points(ids: list[str], cfg: RunConfig) -> list[tuple[Experiment, list[Point]]]:
     exps = registry.resolve(ids)
     check_params_known(exps, cfg)
     caps = detect()
@@ -153,16 +187,44 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
             raise HarnessError(f"{exp.id}: no point matches --impl {','.join(cfg.impl_patterns)} "
                                f"(implementations: {', '.join(exp.impls)})")
         plans.append((exp, points))
+    return plans
 
+
+def make_plan(ids: list[str], cfg: RunConfig) -> plan.RunPlan:
+    """What ``run`` would do (``run --dry-run``): every point, its skip reason, its budget level
+    and estimate. Reads stored runs and what ``harness list`` detects; starts nothing."""
+    return _plan(_points(ids, cfg), cfg)
+
+
+def _plan(points: list[tuple[Experiment, list[Point]]], cfg: RunConfig) -> plan.RunPlan:
+    caps = detect()
+    kind = machine_kind(cfg.device, caps.gpu_count, caps.gpu_names)
+    estimator = Estimator.from_roots(kind, plan.history_roots(cfg))
+    budget_s = None
+    if cfg.time_budget_s is not None:
+        spent = max(0.0, time.time() - cfg.started_at) if cfg.started_at else 0.0
+        budget_s = max(0.0, cfg.time_budget_s - plan.budget_reserve(cfg.time_budget_s) - spent)
+    return plan.build(points, cfg, impl_skip_reason, estimator, budget_s, fmt_duration(cfg.time_budget_s)
+                      if cfg.time_budget_s else "")
+
+
+def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
+    points = _points(ids, cfg)
+    exps = [exp for exp, _ in points]
     if torchrun_worker():
-        return _run_as_worker(plans, cfg)
+        return _run_as_worker(points, cfg)
+    if cfg.time_budget_s is not None and _under_torchrun():
+        raise HarnessError("--time-budget needs the harness to launch the ranks itself (not under torchrun): "
+                           "its plan changes as points finish, and every rank would have to follow it")
+    run_plan = _plan(points, cfg)
     manifest = envinfo.capture(argv, extra={
         "experiments": [e.id for e in exps],
         "config": {
             "device": cfg.device, "world_size": cfg.world_size, "quick": cfg.quick,
-            "scale": {e.id: _scales(e, points, cfg) for e, points in plans}, "seed": cfg.seed,
+            "scale": {e.id: _scales(e, pts, cfg) for e, pts in points}, "seed": cfg.seed,
             "warmup": cfg.warmup, "repeats": cfg.repeats, "impls": list(cfg.impl_patterns),
             "params": cfg.params, "launch_per_point": cfg.launch_per_point,
+            **({"time_budget_s": cfg.time_budget_s} if cfg.time_budget_s is not None else {}),
         },
     })
     tag = envinfo.hardware_tag(manifest["gpus"], cfg.device)
@@ -170,21 +232,69 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     if len(label) > 60:
         label = f"{tag}_{len(exps)}-experiments"
     store = RunStore.create(cfg.out_dir, label, {**manifest, "hardware": tag})
-    outcome = RunOutcome(store=store, experiments=[e.id for e in exps])
+    outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan)
+    for line in run_plan.summary():
+        print(line, file=sys.stderr, flush=True)
+    deadline = None if run_plan.budget_s is None else time.time() + run_plan.budget_s
+    eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.runnable}, deadline=deadline)
     status = "failed"
     try:
-        for exp, points in plans:
-            _run_experiment(exp, points, cfg, store, outcome)
-        status = "failed" if outcome.failed_launches else "complete"
+        try:
+            with BudgetClock(deadline):
+                if deadline is None:
+                    for exp, entries in _by_experiment(run_plan.entries):
+                        _record_skips(exp, entries, cfg, store, eta)
+                        _run_jobs(exp, [_job(e, e.level) for e in entries if e.runnable], cfg, store, outcome, eta)
+                else:
+                    for exp, entries in _by_experiment(run_plan.entries):
+                        _record_skips(exp, entries, cfg, store, eta)
+                    for exp, entries in _by_experiment(plan.first_pass_order(run_plan.runnable)):
+                        _run_jobs(exp, [_job(e, e.level) for e in entries], cfg, store, outcome, eta)
+                    took = {(e.index, e.level): eta.finished.get(e.index) for e in run_plan.runnable}
+                    _refine(run_plan, cfg, store, outcome, deadline, took)
+        except BudgetEnded:
+            outcome.budget_ended = True
+        unfinished = _finish_rows(run_plan, cfg, store, budget_reason(cfg) if outcome.budget_ended else None)
+        if outcome.budget_ended:
+            print(f"the time budget of {fmt_duration(cfg.time_budget_s)} ended: "
+                  + (f"{unfinished} points not reached (skipped rows say so)" if unfinished
+                     else "every point has its row"), file=sys.stderr)
+        status = "interrupted" if unfinished else ("failed" if outcome.failed_launches else "complete")
     except KeyboardInterrupt:
         # A time limit (timeout --signal=INT), Ctrl-C or SIGTERM: the rows already written stay, and
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
-        _record_unfinished(plans, cfg, store)
+        _finish_rows(run_plan, cfg, store, INTERRUPTED_REASON)
+        print(f"rows so far: {store.rows_path}; `python -m harness report {store.path}` writes their report",
+              file=sys.stderr)
         raise
     finally:
-        store.update_manifest(end=envinfo.now_iso(), status=status, counts=_status_counts(store))
+        counts = _status_counts(store)
+        outcome.ok, outcome.skipped, outcome.errors = counts["ok"], counts["skipped"], counts["error"]
+        extra = {"budget": _budget_record(run_plan, store, outcome)} if run_plan.budget_s is not None else {}
+        store.update_manifest(end=envinfo.now_iso(), status=status, counts=counts, **extra)
     return outcome
+
+
+def _finish_rows(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, unfinished_reason: str | None) -> int:
+    """The rows a run leaves: under a budget one measurement per point, in the plan's order; a
+    skipped row saying ``unfinished_reason`` for every point without a row. How many those were."""
+    budget = run_plan.budget_s is not None
+    if budget:
+        _consolidate(run_plan, store)
+    missing = _record_unfinished(run_plan, cfg, store, unfinished_reason) if unfinished_reason else 0
+    if budget and missing:
+        _consolidate(run_plan, store)
+    return missing
+
+
+def _by_experiment(entries: list[plan.PlannedPoint]) -> list[tuple[Experiment, list[plan.PlannedPoint]]]:
+    out: list[tuple[Experiment, list[plan.PlannedPoint]]] = []
+    for e in entries:
+        if not out or out[-1][0] is not e.exp:
+            out.append((e.exp, []))
+        out[-1][1].append(e)
+    return out
 
 
 def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):
@@ -211,13 +321,19 @@ def skip_summary(rows: list[dict], most: int = 4) -> str | None:
 INTERRUPTED_REASON = "not measured: the run was interrupted (time limit, Ctrl-C or kill) before this point"
 
 
-def _record_unfinished(plans, cfg: RunConfig, store: RunStore) -> None:
+def budget_reason(cfg: RunConfig) -> str:
+    return f"not measured: the time budget ({fmt_duration(cfg.time_budget_s)}) ended before this point"
+
+
+def _record_unfinished(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, reason: str) -> int:
+    """A skipped row saying ``reason`` for every point of the plan without a row; how many."""
     written = load_run(store.path).rows          # tolerates a rank's write torn by the interrupt
-    for exp, points in plans:
-        for point in points:
-            if not any(r["experiment"] == exp.id and r["impl"] == point.impl
-                       and _covers(r["params"], point.params) for r in written):
-                store.append(make_row(exp, point, cfg, None, "skipped", INTERRUPTED_REASON))
+    missing = 0
+    for e in run_plan.entries:
+        if not any(_rows_of(written, e.exp, lv.point) for lv in e.levels):
+            store.append(make_row(e.exp, e.point, cfg, None, "skipped", reason))
+            missing += 1
+    return missing
 
 
 def _status_counts(store: RunStore) -> dict[str, int]:
@@ -244,98 +360,95 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
         runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
-        group = [p for p in runnable if p.world_size == world]
+        group = [Job(i, p) for i, p in enumerate(runnable) if p.world_size == world]
         if group:
             launch(_rank_entry, (exp.id, cfg, group, None), world_size=world, device=cfg.device,
                    timeout_s=cfg.timeout_s)
     return RunOutcome(store=None)
 
 
-def _tally(outcome: RunOutcome, rows: list[dict]) -> None:
-    for r in rows:
-        if r["status"] == "ok":
-            outcome.ok += 1
-        elif r["status"] == "skipped":
-            outcome.skipped += 1
-        else:
-            outcome.errors += 1
+def _record_skips(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunConfig, store: RunStore,
+                  eta: Eta) -> None:
+    """The rows of the points that cannot run here, with their reasons."""
+    skipped = [e for e in entries if not e.runnable]
+    for e in skipped:
+        store.append(make_row(exp, e.point, cfg, None, "skipped", e.skip))
+    if skipped:
+        with PointProgress(exp.id, eta) as progress:
+            for e in skipped:
+                progress.finish_point(e.point.label(), f"skipped: {e.skip}", e.index)
 
 
-def _run_experiment(exp: Experiment, points: list[Point], cfg: RunConfig, store: RunStore,
-                    outcome: RunOutcome) -> None:
-    runnable: list[Point] = []
-    skipped_rows = []
-    skipped_labels = []
-    for point in points:
-        reason = impl_skip_reason(exp, point, cfg)
-        if reason:
-            skipped_rows.append(make_row(exp, point, cfg, None, "skipped", reason))
-            skipped_labels.append(point.label())
-        else:
-            runnable.append(point)
-    for row in skipped_rows:
-        store.append(row)
-    _tally(outcome, skipped_rows)
+def _job(entry: plan.PlannedPoint, level: int) -> Job:
+    lv = entry.levels[level]
+    return Job(entry.index, lv.point, lv.cfg_changes, entry.fidelity(level))
 
-    ranked = [p for p in runnable if exp.on_ranks(p)]
-    local = [p for p in runnable if not exp.on_ranks(p)]
-    if local or not ranked:
+
+def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore, outcome: RunOutcome,
+              eta: Eta) -> None:
+    """Measure ``jobs`` of ``exp``: in this process, or those it runs ``on_ranks`` in launches of
+    ranks (one per world size, or per point with ``launch_per_point``), rank 0 appending the rows."""
+    local = [j for j in jobs if not exp.on_ranks(j.point)]
+    if local:
         run = RunContext(cfg)            # one cache for the points run in this process
-        with PointProgress(exp.id, len(points) - len(ranked)) as progress:
-            for label, row in zip(skipped_labels, skipped_rows):
-                progress.finish_point(label, f"skipped: {row['reason']}")
-            for point in local:
-                progress.start_point(point.label())
-                rows = run_one_point(exp, point, run)
+        with PointProgress(exp.id, eta) as progress:
+            for job in local:
+                progress.start_point(job.point.label())
+                began = time.monotonic()
+                rows = run_job(exp, job, run)
                 for row in rows:
                     store.append(row)
-                _tally(outcome, rows)
-                progress.finish_point(point.label(), _outcome_text(rows))
+                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, time.monotonic() - began)
 
-    by_world: dict[int, list[Point]] = {}
-    for point in ranked:
-        by_world.setdefault(point.world_size, []).append(point)
+    by_world: dict[int, list[Job]] = {}
+    for job in jobs:
+        if exp.on_ranks(job.point):
+            by_world.setdefault(job.point.world_size, []).append(job)
     if _under_torchrun():
         import os
 
         world_now = int(os.environ["WORLD_SIZE"])
         for world in [w for w in by_world if w != world_now]:
-            for point in by_world.pop(world):
-                row = make_row(exp, point, cfg, None, "skipped",
-                               f"needs {world} ranks; this torchrun has {world_now}")
-                store.append(row)
-                _tally(outcome, [row])
+            for job in by_world.pop(world):
+                store.append(make_row(exp, job.point, cfg, None, "skipped",
+                                      f"needs {world} ranks; this torchrun has {world_now}"))
+                eta.finish(job.index, None)
     launches = [(world, chunk) for world, group in sorted(by_world.items())
-                for chunk in ([[p] for p in group] if cfg.launch_per_point else [group])]
+                for chunk in ([[j] for j in group] if cfg.launch_per_point else [group])]
     for world, group in launches:
         before = len(load_run(store.path).rows)
         try:
-            launch(_rank_entry, (exp.id, cfg, group, str(store.path)), world_size=world,
-                   device=cfg.device, timeout_s=cfg.timeout_s)
+            results = launch(_rank_entry, (exp.id, cfg, group, str(store.path), eta), world_size=world,
+                             device=cfg.device, timeout_s=cfg.timeout_s)
+            for index, seconds in (results or [None])[0] or ():
+                eta.finish(index, seconds)
         except LaunchError as exc:
             outcome.failed_launches.append(str(exc))
             _record_failed_launch(exp, group, cfg, store, before, exc)
-        _tally(outcome, load_run(store.path).rows[before:])
+        for job in group:                  # points a failed launch never finished count as done
+            eta.finished.setdefault(job.index, None)
 
 
-def _record_failed_launch(exp: Experiment, group: list[Point], cfg: RunConfig, store: RunStore,
+def _record_failed_launch(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore,
                           before: int, exc: LaunchError) -> None:
     """The rows of a launch that ended early: points finished before the failure keep the rows
     rank 0 stored as they ended; the point the failing rank was in is the error, and the points
     after it are skipped rows saying why they never ran. Rows rank 0 stored for those points
     after the failure (collectives that lost a peer) are consequences, not results, and go."""
+    group = [j.point for j in jobs]
     rows = load_run(store.path).rows
     mine = rows[before:]
     failed_at = _failed_point(exp, group, mine, exc)
     who = exc.culprit or str(exc)
     kept = [r for r in mine if not any(_rows_of([r], exp, p) for p in group[failed_at:])]
     new = []
-    for i, point in enumerate(group[failed_at:]):
+    for i, job in enumerate(jobs[failed_at:]):
         if i == 0:
-            new.append(make_row(exp, point, cfg, None, "error", who))
+            row = make_row(exp, job.point, cfg, None, "error", who)
         else:
             where = f" during point {group[failed_at].label()}"
-            new.append(make_row(exp, point, cfg, None, "skipped", f"not reached: {who}{where}"))
+            row = make_row(exp, job.point, cfg, None, "skipped", f"not reached: {who}{where}")
+        new.append(row | ({"fidelity": job.fidelity} if job.fidelity else {}))
     store.replace_rows(rows[:before] + kept + new)
 
 
@@ -368,3 +481,143 @@ def _under_torchrun() -> bool:
     from .launcher import under_torchrun
 
     return under_torchrun()
+
+
+# ------------------------------------------------------------------------------------ time budget
+
+class BudgetEnded(KeyboardInterrupt):
+    """The time budget ended: raised in the main thread wherever it is (a point in this process,
+    the wait for a launch of ranks, which then stops its ranks), so the run stops as at Ctrl-C."""
+
+
+class BudgetClock:
+    """Raises BudgetEnded in the main thread at ``deadline`` (wall clock) while entered; nothing
+    without a deadline, or outside the main thread (the runner then stops between points only)."""
+
+    def __init__(self, deadline: float | None):
+        self.deadline = deadline
+        self._previous = None
+        self._armed = False
+
+    def _fire(self, signum, frame):
+        if self._armed:
+            self._armed = False
+            raise BudgetEnded()
+
+    def __enter__(self):
+        if self.deadline is None or threading.current_thread() is not threading.main_thread():
+            return self
+        self._previous = signal.signal(signal.SIGALRM, self._fire)
+        self._armed = True
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.deadline - time.time()))
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            self._armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+            self._previous = None
+        return False
+
+
+def _level_rows(rows: list[dict], entry: plan.PlannedPoint, level: int) -> list[dict]:
+    point = entry.levels[level].point
+    wanted = params_json(point.params)
+    return [r for r in rows if r["experiment"] == entry.exp.id and r["impl"] == point.impl
+            and (r.get("fidelity") or {}).get("level", 0) == level and params_json(r["params"]) == wanted]
+
+
+def _best_levels(run_plan: plan.RunPlan, rows: list[dict]) -> dict[int, int]:
+    """Plan index -> the lowest (finest) level with an ok row."""
+    out = {}
+    for e in run_plan.runnable:
+        ok = [k for k in range(len(e.levels)) if any(r["status"] == "ok" for r in _level_rows(rows, e, k))]
+        if ok:
+            out[e.index] = min(ok)
+    return out
+
+
+def _consolidate(run_plan: plan.RunPlan, store: RunStore) -> None:
+    """One measurement per point, in the plan's order: the rows of its finest level with an ok row
+    (the rows of its other levels go: the coarser measurement a finer one replaced, a refinement
+    that failed), or where it has none, the rows it has. Also drops a last line torn by a rank
+    stopped at the deadline."""
+    rows = load_run(store.path).rows
+    best = _best_levels(run_plan, rows)
+    placed: dict[int, tuple[int, int]] = {}          # id(row) -> (plan index, level)
+    for e in run_plan.entries:
+        for k in range(len(e.levels)):
+            for r in _level_rows(rows, e, k):
+                placed.setdefault(id(r), (e.index, k))
+
+    def kept(row: dict) -> bool:
+        index, level = placed.get(id(row), (None, None))
+        return index is None or best.get(index, level) == level
+
+    keep = [r for r in rows if kept(r)]
+    order = {id(r): placed.get(id(r), (len(run_plan.entries), 0))[0] for r in keep}
+    store.replace_rows(sorted(keep, key=lambda r: order[id(r)]))
+
+
+def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: RunOutcome,
+            deadline: float, took: dict[tuple[int, int], float | None]) -> None:
+    """While time remains, measure again the points the first pass measured at a reduced level: each
+    at the finest level that still fits the time left, the cheapest points first. A level without
+    an estimate counts at twice the point's measured time per level finer (a guess; the budget's end
+    stops a point that runs longer, and its coarser rows stay). ``took``: (plan index, level) ->
+    seconds the point took at that level in this run (updated here)."""
+    tried: set[tuple[int, int]] = set()
+    while True:
+        rows = load_run(store.path).rows
+        best = _best_levels(run_plan, rows)
+        candidates = []
+        for e in run_plan.runnable:
+            level = best.get(e.index)
+            if not level:
+                continue
+            coarse = took.get((e.index, level))
+            costs = {j: c if (c := e.cost(j)) is not None else
+                     (coarse * 2 ** (level - j) if coarse is not None else None)
+                     for j in range(level) if (e.index, j) not in tried}
+            if costs:
+                candidates.append((costs, e))
+        left = deadline - time.time()
+        chosen, total = [], 0.0
+        finest = lambda c: c[0][min(c[0])]           # noqa: E731  (the cost of full fidelity, or the finest left)
+        for costs, e in sorted(candidates, key=lambda c: (finest(c) is None, finest(c) or 0.0, c[1].index)):
+            fits = [j for j, c in sorted(costs.items()) if c is not None and total + c <= left]
+            if fits:
+                chosen.append((e, fits[0]))
+                total += costs[fits[0]]
+        if not chosen:
+            return
+        tried |= {(e.index, level) for e, level in chosen}
+        eta = Eta(len(chosen), {e.index: e.cost(level) for e, level in chosen}, deadline=deadline, tag="refine ")
+        levels = dict((e.index, level) for e, level in chosen)
+        for exp, group in _by_experiment(sorted((e for e, _ in chosen), key=lambda e: e.index)):
+            _run_jobs(exp, [_job(e, levels[e.index]) for e in group], cfg, store, outcome, eta)
+        rows = load_run(store.path).rows
+        for e, level in chosen:
+            took[(e.index, level)] = eta.finished.get(e.index)
+            mine = _level_rows(rows, e, level)
+            if not any(r["status"] == "ok" for r in mine):
+                why = next((r.get("reason") for r in mine if r.get("reason")), "no row")
+                outcome.refinements_failed.append(f"{e.exp.id} {e.point.label()} at level {level}: {why}")
+        _consolidate(run_plan, store)
+
+
+def _budget_record(run_plan: plan.RunPlan, store: RunStore, outcome: RunOutcome) -> dict:
+    """The manifest's account of a budgeted run: the budget, the plan's estimate, and per point
+    the level it was planned at and the level its rows hold."""
+    rows = load_run(store.path).rows
+    best = _best_levels(run_plan, rows)
+    seconds, unknown = run_plan.total()
+    return {
+        "seconds": run_plan.budget_s, "ended": outcome.budget_ended,
+        "planned_estimate_s": seconds, "planned_unknown": unknown,
+        "refinements_failed": outcome.refinements_failed,
+        "points": [{"experiment": e.exp.id, "impl": e.point.impl, "params": e.point.params,
+                    "planned_level": e.level, "measured_level": best.get(e.index),
+                    "levels": [lv.note or "full" for lv in e.levels]} for e in run_plan.runnable],
+    }

@@ -24,7 +24,7 @@ def test_caption_note_names_only_the_reimplementations_present():
 
 
 def test_xgnn_and_placement_labels_mark_reimplementations():
-    from experiments.placement.common import POLICY_LABELS
+    from experiments.placement.paper import POLICY_LABELS
     from experiments.xgnn.training import REIMPL, SYSTEMS
 
     for key, system in SYSTEMS.items():

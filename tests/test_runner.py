@@ -194,7 +194,7 @@ def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, p
     launched = []
 
     def fake_launch(fn, args, *, world_size, device, timeout_s):
-        launched.append([p.params["system"] for p in args[2]])
+        launched.append([job.point.params["system"] for job in args[2]])
 
     monkeypatch.setattr(runner, "launch", fake_launch)
     cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path, launch_per_point=per_point,

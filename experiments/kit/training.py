@@ -34,9 +34,22 @@ class TrainingExperiment(Experiment):
     spawn_ranks = True
     # parameter -> (CUDA, CUDA --quick, CPU, CPU --quick), for the parameters given as None
     defaults: dict[str, tuple] = {}
+    # a point's time grows with the mini-batches each rank trains (cost_size: harness.estimate)
+    cost_scales = ("scale", "epochs", "max_batches")
+    cost_per_rank = True
 
     def setting(self, cfg, name: str):
         return device_setting(self, cfg, name, self.defaults)
+
+    def cost_size(self, point, cfg):
+        """Mini-batches each rank trains over the measured epochs (capped where the point caps them)."""
+        from harness import datasets
+
+        p = point.params
+        if not all(k in p for k in ("dataset", "scale", "batch_size", "epochs")):
+            return super().cost_size(point, cfg)
+        batches = datasets.epoch_batches(p["dataset"], p["scale"], p["batch_size"], point.world_size)
+        return p["epochs"] * min(batches, p.get("max_batches") or batches)
 
 
 @dataclass
@@ -156,7 +169,8 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("dat
             reading: Callable[[dict, str], dict] | None = None) -> list[dict]:
     """One record per trained point (run, world size, implementation and ``key_params``):
     ``{"key": {"run_id", "impl", "world_size", *key_params}, "run_id", "world", "params", "status",
-    "reason", "metrics": {metric: value}, "extra": {metric: extra}, "experiment", "device"}``.
+    "reason", "metrics": {metric: value}, "extra": {metric: extra}, "experiment", "device"}``, and
+    ``"fidelity"`` where the point was measured at a reduced budget level (``run --time-budget``).
 
     Rows of the experiment ``prefer`` come first where several experiments trained the same
     point (the others' are left out); ``defaults`` fills key parameters older rows lack;
@@ -191,4 +205,6 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("dat
         extra = r.get("extra")
         if isinstance(extra, dict):
             rec["extra"][r["metric"]] = extra
+        if isinstance(r.get("fidelity"), dict):         # measured cheaper to fit a time budget
+            rec["fidelity"] = r["fidelity"]
     return list(records.values())

@@ -16,7 +16,7 @@ from harness.artifact import ReportArtifact
 from harness.reportkit import PAPER_STYLE, Report, figure
 
 from . import PAPER_HARDWARE
-from .common import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_COLOURS, POLICY_LABELS, POLICY_ORDER, policy_label
+from .paper import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_COLOURS, POLICY_LABELS, POLICY_ORDER, policy_label
 from .shown import SMOKE_NOTE, shown_rows
 
 CELL = ["impl", "p_topology", "p_buffer", "p_las", "p_mode"]

@@ -11,7 +11,6 @@
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
   (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
   topology's GPUs or NVLinks; its report is breakdown_report.py.
-- the policies' labels, bar order and colours (:data:`POLICY_COLOURS`) every placement figure uses.
 """
 
 from __future__ import annotations
@@ -26,22 +25,10 @@ from harness.argtypes import choice, or_word, positive_float, positive_int, str_
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
-from harness.reportkit import PALETTE
 
 
-# --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
-NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
-PAPER_LAYER_NODES = 8192           # "The number of sampled nodes in each layer is set to 8192"
-PAPER_Q_SIZE = 8192                # "set the size of neighbor set Q'_l to 8192 in all layers"
-PAPER_BATCH = {"reddit": 512, "products": 512, "yelp": 2048, "papers100M": 2048, "mag240m": 2048}
-LAS_LT, LAS_UT, LAS_MAXS = 0.15, 0.2, 8.0
-PAIR_TOPOLOGIES = ("(2+2)GPU", "(2*4)GPU")
-QUICK_PAGRAPH_CAP_S = 5.0          # --quick: PaGraph's quadratic partitioning gets this long
-MEASURABLE_TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU")   # on the lent 2- and 4-GPU H200 machines
-
-def paper_alpha(topology: str) -> float:
-    """ICS'22 Sec. 5.1: alpha = 0.2 on '(2+2)GPU' and '(2*4)GPU', 0 on '2GPU', '4GPU', '8GPU'."""
-    return 0.2 if topology in PAIR_TOPOLOGIES else 0.0
+from .paper import (LAS_MAXS, MEASURABLE_TOPOLOGIES, NUM_LAYERS, PAPER_BATCH, PAPER_LAYER_NODES, PAPER_Q_SIZE,
+                    QUICK_PAGRAPH_CAP_S, paper_alpha)
 
 
 def scaled(value: float, scale: float, floor: int) -> int:
@@ -178,23 +165,6 @@ def timeout_skip(exc) -> SkipPoint:
 
 
 # --- ICS'22 breakdown figures (4, 5, 6, 10, 11) ---------------------------------------------------
-
-POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG (re-impl.)",
-                 "clique_opt": "Our", "hash_modulo": "hash", "clique": "Clique", "xgnn_solver": "Solver"}
-
-
-def policy_label(impl: str, las: bool) -> str:
-    return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
-
-
-# the order bars stand in and one colour per policy in every placement figure: systems in their
-# palette colour (Our is ICS'22's Algorithm 1, XGNN Fig. 13's CliqueOpt; Clique is Quiver's;
-# the Solver is XGNN's), the partitioning baselines in colours no system has
-POLICY_ORDER = ("NAIVE", "RAND", "METIS", "PG (re-impl.)", "Our", "Our+LAS", "Clique", "Solver")
-POLICY_COLOURS = {"NAIVE": "#bdbdbd", "RAND": "#525252", "METIS": "#e7ba52", "PG (re-impl.)": PALETTE["PaGraph"],
-                  "Our": PALETTE["ours"], "Our+LAS": "#08306b", "Clique": PALETTE["Quiver"],
-                  "Solver": PALETTE["XGNN"]}
-
 
 class BreakdownExperiment(Experiment):
     """Loading time and access fractions per topology x buffer size x policy (ICS'22 Sec. 5).

@@ -23,7 +23,8 @@ from harness.timing import measure
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import NUM_LAYERS, POLICY_COLOURS, QUICK_PAGRAPH_CAP_S, load_graph
+from .common import load_graph
+from .paper import NUM_LAYERS, POLICY_COLOURS, QUICK_PAGRAPH_CAP_S
 from .shown import SMOKE_NOTE, shown_rows
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},

@@ -33,8 +33,9 @@ from harness.worlds import Worlds
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE
-from .common import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS,
-                     POLICY_ORDER, QUICK_PAGRAPH_CAP_S, cost_model, load_graph, paper_alpha, scaled, workbench)
+from .common import cost_model, load_graph, scaled, workbench
+from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS, POLICY_ORDER,
+                    QUICK_PAGRAPH_CAP_S, paper_alpha)
 from .shown import SMOKE_NOTE, shown_rows
 
 

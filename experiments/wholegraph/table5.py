@@ -89,7 +89,8 @@ def paper_row(ds: str, model: str) -> dict:
 
 
 def epochs(impls: dict) -> dict:
-    """The epoch-time columns of a cell, its speedups and the pipelines whose epoch was capped."""
+    """The epoch-time columns of a cell, its speedups, the pipelines whose epoch was capped and those
+    measured at reduced fidelity (``run --time-budget``; the notes say how)."""
     rec = {col: (impls[impl]["metrics"].get("epoch_time") if impl in impls else None) for impl, col in COLUMNS}
     ours = rec["ours s"]
     for col, other in SPEEDUPS:
@@ -102,6 +103,8 @@ def epochs(impls: dict) -> dict:
             capped.append(f"{SYSTEMS[impl]} {e['batches_run']}/{e['batches_full']}"
                           + (" (upper bound)" if state == "bound" else ""))
     rec["capped"] = ", ".join(capped) or None
+    reduced = [SYSTEMS[impl] for impl, _ in COLUMNS if impls.get(impl, {}).get("fidelity")]
+    rec["reduced fidelity"] = ", ".join(reduced) or None
     return rec
 
 

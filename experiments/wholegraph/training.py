@@ -39,7 +39,7 @@ from harness.argtypes import (cap, cap_int, choice, fanouts, names_of, nonneg_in
                               positive_int, unit_float)
 from harness.argtypes import dataset_names as name_list
 from harness.errors import HarnessError
-from harness.experiment import Measurement, PaperValue, Param, Point
+from harness.experiment import Cheaper, Measurement, PaperValue, Param, Point
 from harness.reportkit import group
 
 from ..kit import training as kit
@@ -250,6 +250,40 @@ class TrainingExperiment(kit.TrainingExperiment):
 
     def run_point(self, point, ctx):
         return train_point(self, point, ctx)
+
+    # budget levels (harness.plan): the cells Table V reads, cheaper; capped epochs are extrapolated
+    # from their time per batch, host caps in whole loader waves (impls/pipelines/base.py)
+    BUDGET_CAPS = {1: (None, 16), 2: (20, 8)}       # level: (every pipeline's cap, host pipelines' cap)
+    BUDGET_EVAL_NODES = 2048                         # accuracy (Table III) on fewer nodes: host loaders are slow
+
+    def cheaper(self, point, level, cfg):
+        if level not in self.BUDGET_CAPS:
+            return None
+        every, host = self.BUDGET_CAPS[level]
+        params, notes, changes = dict(point.params), [], {}
+        if params.get("epochs", 1) > 1:
+            params["epochs"] = 1
+            notes.append("1 measured epoch")
+        for limit, applies, who in ((every, True, "every pipeline's"), (host, point.impl in HOST_PIPELINES, "host")):
+            if limit and applies and (params.get("max_batches") or float("inf")) > limit:
+                params["max_batches"] = limit
+                notes.append(f"{who} epoch capped at {limit} mini-batches (extrapolated)")
+        evaluated = cap(self.setting(cfg, "eval_nodes"))
+        if evaluated is None or evaluated > self.BUDGET_EVAL_NODES:
+            changes["params"] = {**cfg.params, "eval_nodes": str(self.BUDGET_EVAL_NODES)}
+            notes.append(f"accuracy on {self.BUDGET_EVAL_NODES} labelled nodes per split")
+        return Cheaper(Point(point.impl, params, point.world_size), "; ".join(notes), changes)
+
+    def memory_need(self, point, cfg):
+        """Graph and features as stored: spread over the GPUs for ours and pylibwholegraph, in host
+        memory for the host pipelines (their GPUs hold the model and one mini-batch)."""
+        from harness import datasets
+
+        p = point.params
+        size = datasets.stored_bytes(p["dataset"], p["scale"])
+        if point.impl in HOST_PIPELINES:
+            return {"host": size}
+        return {"gpu": size / max(1, point.world_size)}
 
 
 def default_dgl_layers(device: str) -> str:

@@ -61,8 +61,8 @@ def variant(rec: dict) -> str:
 
 def paper_setting(rec: dict) -> bool:
     """True for a GPU record trained as the paper trains (no variant option such as a layer
-    implementation or an equal-steps cap on our pipeline)."""
-    return rec.get("device") == "cuda" and not variant(rec)
+    implementation or an equal-steps cap on our pipeline, nor a level cheapened to fit a time budget)."""
+    return rec.get("device") == "cuda" and not variant(rec) and not rec.get("fidelity")
 
 
 def kind_of(rec: dict, labels: dict) -> str:

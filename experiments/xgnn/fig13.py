@@ -204,7 +204,7 @@ class Fig13(Experiment):
         system's colour (one row of panels per machine kind)."""
         from matplotlib.patches import Patch
 
-        from experiments.placement.common import POLICY_COLOURS
+        from experiments.placement.paper import POLICY_COLOURS
 
         colours = {impl: POLICY_COLOURS["Our" if impl == "clique_opt" else POLICY_LABELS[impl]] for impl in self.impls}
         datasets = [d for d in DATASETS if d in set(wide["p_dataset"])]

@@ -92,7 +92,8 @@ class Table5(XGNNTraining):
                             **{f"{col} s": fmt(cell(rec, metric)) for metric, col in METRICS},
                             "Mem GiB": fmt(cell(rec, "memory_total_gpus")),
                             "device used GiB": fmt(rec["extra"].get("memory_total_gpus", {})
-                                                   .get("device_used_gib_summed"))})
+                                                   .get("device_used_gib_summed")),
+                            "reduced fidelity": rec.get("fidelity", {}).get("note")})
                 if system in paper:
                     out.append({"Model+DS": combo(model, ds), "System": SYSTEMS[system].label,
                                 "Source": PAPER_SOURCE5, **{f"{col} s": v for (_, col), v in zip(METRICS, paper[system])},
@@ -133,7 +134,8 @@ def side_by_side(model: str, ds: str, systems: dict) -> list[dict]:
                     **{f"{col} s": fmt(cell(rec, metric)) for metric, col in METRICS},
                     "Mem GiB": fmt(cell(rec, "memory_total_gpus")),
                     "device used GiB": fmt(rec["extra"].get("memory_total_gpus", {}).get("device_used_gib_summed")),
-                    **{f"paper {col}": v for (_, col), v in zip(METRICS, pv[:4])}, "paper Mem GB": pv[4]})
+                    **{f"paper {col}": v for (_, col), v in zip(METRICS, pv[:4])}, "paper Mem GB": pv[4],
+                    "reduced fidelity": rec.get("fidelity", {}).get("note")})
     return out
 
 

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 from harness.argtypes import BadValue, cap, cap_int, choice, names_of, nonneg_int, or_word, positive_float, positive_int
 from harness.argtypes import dataset_names as name_list
-from harness.experiment import Measurement, Param, Point
+from harness.experiment import Cheaper, Measurement, Param, Point
 from harness.reportkit import Report, finite, machine_kind, newest_per_kind
 from harness.worlds import Worlds, world_sizes
 
@@ -368,6 +368,15 @@ class XGNNTraining(kit.TrainingExperiment):
 
     def run_point(self, point, ctx):
         return train_system(self, point, ctx)
+
+    def cheaper(self, point, level, cfg):
+        """Budget level 1 (harness.plan): the synchronized epochs (S, E, T) and one free-running
+        epoch (E2E), no more."""
+        least = self.setting(cfg, "synced_epochs") + 1
+        if level != 1 or point.params.get("epochs", 0) <= least:
+            return None
+        return Cheaper(Point(point.impl, {**point.params, "epochs": least}, point.world_size),
+                       f"{least} measured epochs")
 
 
 # ----------------------------------------------------------------------------- one training point

@@ -92,6 +92,24 @@ def scale_for_edges(name: str, max_edges: float) -> float:
     return min(1.0, max_edges / max(stored, 1))
 
 
+def stored_bytes(name: str, scale: float = 1.0) -> float:
+    """Bytes the stand-in of ``name`` at ``scale`` stores: CSR (int64 offsets, int32 ids) and
+    features; an estimate for planning, made without generating anything."""
+    spec = get(name)
+    nodes = spec.nodes * scale
+    edges = (spec.standin.stored_edges if spec.standin else spec.edges) * scale
+    itemsize = 2 if spec.feature_dtype in ("float16", "bfloat16") else 4
+    return 8 * nodes + 4 * edges + nodes * spec.feature_dim * itemsize
+
+
+def epoch_batches(name: str, scale: float, batch_size: int, ranks: int = 1) -> int:
+    """Mini-batches of ``batch_size`` seeds each rank trains per epoch when the training split of
+    ``name`` at ``scale`` is shared out over ``ranks``."""
+    spec = get(name)
+    train = spec.split.counts(max(1, int(round(spec.nodes * scale))), spec.nodes)[0]
+    return max(1, -(-train // (max(1, ranks) * max(1, batch_size))))
+
+
 def real_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
     """True when the real dataset is cached or present in a readable layout under the data root."""
     from . import loaders

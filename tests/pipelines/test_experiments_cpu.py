@@ -501,3 +501,22 @@ def test_table5_names_dgl_layers_once_where_log_lines_differ_by_clock_time_alone
     assert notes == ["DGL column, CUDA: layers: PyG, since DGL is a CPU build (c_runtime_api.cc:82: Check failed) "
                      "(#0147, #0150)"]
     assert len(dgl_layers_notes([rec("0147_a", "21:05:58"), rec("0147_a", "21:05:58", backend="DGL")])) == 2
+
+
+def test_table5_marks_reduced_fidelity_cells_and_shows_them_only_where_nothing_is_at_full_fidelity():
+    from experiments.wholegraph.table5 import epochs
+    from experiments.wholegraph.training_report import paper_setting, shown_records
+
+    def rec(run_id, fidelity=None):
+        r = {"key": {"impl": "wholegraph", "run_id": run_id, "dataset": "ogbn-products", "model": "sage",
+                     "backend": "native"}, "device": "cuda", "params": {"epochs": 2},
+             "metrics": {"epoch_time": 1.0}, "extra": {}}
+        return {**r, "fidelity": fidelity} if fidelity else r
+
+    full, cheap = rec("0001_full"), rec("0002_cheap", {"level": 1, "note": "1 epoch"})
+    assert epochs({"wholegraph": cheap})["reduced fidelity"] == "ours"
+    assert epochs({"wholegraph": full})["reduced fidelity"] is None
+    assert paper_setting(full) and not paper_setting(cheap)
+    labels = {"0001_full": "4xH200", "0002_cheap": "4xH200"}
+    assert shown_records([full, cheap], labels)[0] == [full]
+    assert shown_records([cheap], labels) == ([cheap], False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from experiments.placement.breakdown_report import scale_trend_text
-from experiments.placement.common import PAPER_LAYER_NODES
+from experiments.placement.paper import PAPER_LAYER_NODES
 from harness import registry
 
 
