@@ -53,4 +53,3 @@ print(f"budget: {b.get('seconds', 0):.0f} s for points, ended {b.get('ended')}, 
       f"{len(b.get('refinements_failed', []))}")
 print("report files:", sorted(str(p.relative_to(run)) for p in (run / "report").rglob("*.md"))[:12])
 PY
-tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"

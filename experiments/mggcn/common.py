@@ -124,6 +124,17 @@ class MGGCNExperiment(Experiment):
     # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
     worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
 
+    def shown_caption(self, rep, text: str, shown, paper: str, every: str = "Every run") -> str:
+        """The caption of a report that shows the runs ``shown`` (rows): its text, the paper's
+        machine, the graphs' scales and where every run is (``<artifact>.history.md``)."""
+        return rep.caption(f"{text} Paper: {paper}. " + scale_note(shown), f"{every}: {self.artifact}.history.md.",
+                           runs=shown["run_id"])
+
+    @staticmethod
+    def shown_skips(rep, shown):
+        """The rows of the runs ``shown`` (their skipped points are the report's notes)."""
+        return rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))]
+
     def default_scale(self, cfg, dataset=None) -> float:
         """--param scales=..., else the dataset's default for this device."""
         choice = choice_of(dataset)

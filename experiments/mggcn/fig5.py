@@ -20,7 +20,7 @@ from harness.worlds import Worlds
 from . import PAPER_HARDWARE
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_label, dataset_list, epoch_counts, graph_params, limit_threads, load_graph,
-                     machine_kinds, mggcn_params, newest, release, run_number, scale_note, scale_suffix)
+                     machine_kinds, mggcn_params, newest, release, run_number, scale_suffix)
 
 OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss": "loss layer",
              "allreduce": "all-reduce dW", "adam": "Adam"}
@@ -111,18 +111,18 @@ class Fig5(MGGCNExperiment):
         table = rep.table(records, single=("Machine", "#G"), drop_empty=False)
         flags, headline = bottleneck_claims(records)
         models = sorted(set(shown["p_model"])) if not shown.empty else []
-        caption = rep.caption(
+        caption = self.shown_caption(
+            rep,
             f"Share of an epoch's time per operation, model {', '.join(models) or '-'}, one GPU as in the paper "
             "(Sec. 6.2, its first model); each operation bracketed by CUDA events (perf_counter on CPU ranks), "
             "summed per epoch, median over epochs, rank 0. SpMM includes its stage broadcasts when P > 1. The "
             "paper prints ranges for its large graphs (PROTEIN, PRODUCTS, REDDIT) and says GeMM dominates on the "
             "small ones; the verdict checks that conclusion (SpMM the largest and GeMM the second largest share on "
-            f"each large graph, GeMM the largest on each small one). Paper: {PAPER_HARDWARE}. " + scale_note(shown),
-            "Every run: fig5.history.md.", runs=shown["run_id"])
+            "each large graph, GeMM the largest on each small one).",
+            shown, PAPER_HARDWARE)
         return rep.artifact("MG-GCN Fig. 5: runtime breakdown by operation", caption, table,
                             breakdown_figure(records), headline=headline,
-                            status=verdict(flags, none="measured"), skips=rep.rows[rep.rows["run_id"].isin(
-                                set(shown["run_id"]))], history=history)
+                            status=verdict(flags, none="measured"), skips=self.shown_skips(rep, shown), history=history)
 
 
 # the paper's Sec. 6.2: ranges on its large graphs

@@ -19,7 +19,7 @@ from harness.reportkit import Report, figure, verdict
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_label, dataset_list, gpu_colours, graph_params, limit_threads, load_graph, machine_kinds,
-                     mggcn_params, newest, release, run_number, scale_note, scale_suffix,
+                     mggcn_params, newest, release, run_number, scale_suffix,
                      time_epochs)
 
 
@@ -99,16 +99,17 @@ class Fig7(MGGCNExperiment):
                          "slightly slower with few GPUs. Fig. 6: one Products SpMM 50 ms (original) vs 38 ms "
                          "(permuted). 'stage nnz imbalance' = sum over stages of the heaviest tile's nonzeros / (all "
                          "nonzeros / P): 1.0 is perfect balance.")
-        caption = rep.caption(
+        caption = self.shown_caption(
+            rep,
             "Epoch time with the graph's own vertex order over epoch time after a random permutation (> 1: "
             "permutation helps), uniform 1D partition, overlap on; each machine's newest run per dataset and GPU "
             "count. The verdict checks the paper's trend: on every dataset permutation gains more at the most GPUs "
-            f"measured than at the fewest. Paper: {PAPER_HARDWARE_V100}. " + scale_note(shown),
-            "Every run: fig7.history.md.", runs=shown["run_id"])
+            "measured than at the fewest.",
+            shown, PAPER_HARDWARE_V100)
         return rep.artifact("MG-GCN Fig. 7: effect of permutation", caption, table,
                             improvement_figure(records), headline=improvement_headline(records),
                             status=verdict(improvement_grows(records), none="measured"),
-                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))], history=history)
+                            skips=self.shown_skips(rep, shown), history=history)
 
 
 PAPER_IMPROVEMENT = {("products", 8): 1.5, ("reddit", 8): 1.5}      # Sec. 6.3

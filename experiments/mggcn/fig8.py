@@ -21,7 +21,7 @@ from harness.worlds import Worlds
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_label, epoch_counts, graph_params, limit_threads, load_graph, machine_kinds,
-                     mggcn_params, newest, release, run_number, scale_note, scale_suffix,
+                     mggcn_params, newest, release, run_number, scale_suffix,
                      time_epochs)
 
 
@@ -131,18 +131,19 @@ class Fig8(MGGCNExperiment):
         flags, headline = overlap_claims(shown, records)
         rep.notes.append("Paper (Sec. 6.4, Products, 4 V100s, permuted): one SpMM 38 ms without overlap, 30 ms "
                          "with it (1.27x); overlapping slows both the broadcast and the multiply.")
-        caption = rep.caption(
+        caption = self.shown_caption(
+            rep,
             "Wall time of each staged SpMM of an epoch (slowest rank's first-start to last-end, median over "
             "epochs) and of the epoch, without and with the broadcast of stage j+1 overlapping the multiply of "
             "stage j; each machine's newest run of PRODUCTS on 4 GPUs. The figure shows, as the paper's Fig. 8, "
             "each GPU's heaviest SpMM in three lanes: without overlap (multiplies and broadcasts in turn), and "
             "with overlap the multiplies and the broadcasts (numbers = stage); beside it the SpMM's time against "
             "the paper's. The verdict checks that overlap shortens every SpMM and that it slows the overlapped "
-            f"multiplies and broadcasts, as the paper says. Paper: {PAPER_HARDWARE_V100}. " + scale_note(shown),
-            "Every run: fig8.history.md.", runs=shown["run_id"])
+            "multiplies and broadcasts, as the paper says.",
+            shown, PAPER_HARDWARE_V100)
         return rep.artifact("MG-GCN Fig. 8: SpMM timeline with and without overlap", caption, table,
                             timeline_figure(shown, records), headline=headline, status=verdict(flags, none="measured"),
-                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))], history=history)
+                            skips=self.shown_skips(rep, shown), history=history)
 
 
 PAPER_SPMM_MS = {False: 38.0, True: 30.0}      # Sec. 6.4, one SpMM of Products on 4 V100s

@@ -98,7 +98,7 @@ class Fig9(MGGCNExperiment):
             runs=shown["run_id"])
         return rep.artifact("MG-GCN Fig. 9: speedup vs density", caption, table, density_figure(shown),
                             headline=headline, status=verdict(flags, none="measured"),
-                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))], history=history)
+                            skips=self.shown_skips(rep, shown), history=history)
 
 
 PAPER_SUPERLINEAR_AFTER = {2: 32, 4: 32, 8: 64}     # Sec. 6.5: super-linear beyond these density factors

@@ -151,7 +151,7 @@ class Memory(MGGCNExperiment):
             runs=shown["run_id"])
         return rep.artifact("MG-GCN Sec. 4.2: peak memory per GPU", caption, table, memory_figure(records, peaks),
                             headline=memory_headline(records), history=history,
-                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"]))])
+                            skips=self.shown_skips(rep, shown))
 
 
 HEADLINE_PEAK = ("run", "dataset", "model", "#G", "buffers", "MG-GCN peak (GiB)", "bound (GiB)", "within bound",

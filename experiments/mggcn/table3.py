@@ -17,7 +17,7 @@ from harness.reportkit import Report, colour, lines
 from . import PAPER_HARDWARE_A100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params,
-                     model_list, newest, run_number, scale_note, scale_suffix)
+                     model_list, newest, run_number, scale_suffix)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -94,13 +94,14 @@ class Table3(MGGCNExperiment):
         rep.notes += self._claims(measured) + rep.skip_notes(rep.rows[rep.rows["run_id"].isin(set(measured["run_id"]))])
         rep.notes.append("Paper, Table 3: PAPERS runs out of memory below 8 GPUs ('OOM'); DistGNN's best (Table 2, CPU "
                          "sockets): REDDIT 0.60 s, PAPERS 36.45 s, PRODUCTS 1.74 s, PROTEIN 2.63 s.")
-        caption = rep.caption(
+        caption = self.shown_caption(
+            rep,
             "Seconds per full-batch training epoch of MG-GCN with each dataset's Table 3 model (REDDIT 2x16, "
             "PAPERS 3x208, PRODUCTS and PROTEIN 3x256): forward, loss, backward, all-reduce, Adam; median over "
             "epochs of the slowest rank. Rows: GPUs; per dataset the paper's seconds, then each machine's newest "
             "run (a column marked xS is a stand-in at S times the paper's graph, not comparable with the paper's "
-            f"seconds). Paper: {PAPER_HARDWARE_A100}. " + scale_note(shown),
-            "Every run, model and implementation: table3.history.md.", runs=shown["run_id"])
+            "seconds).",
+            shown, PAPER_HARDWARE_A100, every="Every run, model and implementation")
         return rep.artifact("MG-GCN Table 3: epoch time (s) vs GPUs", caption, table,
                             epoch_figure(shown, machines), headline=table3_headline(shown, machines),
                             skips=False, history=self._history(rep))

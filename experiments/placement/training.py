@@ -27,7 +27,7 @@ import numpy as np
 from harness.argtypes import BadValue, or_word, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
-from harness.experiment import Experiment, Measurement, Param, Point
+from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.reportkit import Report, figure
 from harness.worlds import Worlds
 
@@ -104,8 +104,15 @@ class LossExperiment(Experiment):
     quick_scale = 0.02
     full_scale = 0.1
     topologies = ("2GPU", "(2+2)GPU")
+    paper_accuracy: tuple[str, float, float] = ("", 0.0, 0.0)    # (section, test accuracy, its +/-) of LAS
     # what a run must leave at its default to be at the paper's settings (experiments/placement/shown.py)
     method_params = ("epochs", "buffer_fraction", "las_scale", "hidden", "lr_per_gpu", "batch_size")
+
+    @property
+    def paper_values(self) -> tuple[PaperValue, ...]:
+        section, accuracy, spread = self.paper_accuracy
+        return (PaperValue(f"{section} ({self.figure})", "clique_opt", {"las": True}, "test_accuracy", accuracy, "",
+                           f"(+/- {spread})"),) if section else ()
 
     @property
     def differs_from_paper(self) -> str:
