@@ -11,6 +11,7 @@ import difflib
 import fnmatch
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -143,9 +144,19 @@ def reimplementation_note(interface: str, names) -> str:
     return ("Re-implementations, not the systems' own code: " + "; ".join(parts) + ".") if parts else ""
 
 
+def reading_order(exp_id: str) -> tuple:
+    """A paper's tables, then its figures, by number (Table 2 before Table 10), then the artifacts
+    the paper does not number."""
+    paper, _, artifact = exp_id.partition(".")
+    match = re.fullmatch(r"(table|fig)(\d+)", artifact)
+    if match is None:
+        return paper, 2, 0, artifact
+    return paper, 0 if match[1] == "table" else 1, int(match[2]), artifact
+
+
 def experiments() -> list[Experiment]:
     discover()
-    return sorted(_EXPERIMENTS.values(), key=lambda e: e.id)
+    return sorted(_EXPERIMENTS.values(), key=lambda e: reading_order(e.id))
 
 
 def get_experiment(exp_id: str) -> Experiment:

@@ -84,22 +84,22 @@ def test_bare_artifact_selects_that_artifact_of_every_paper(fakes):
 
 
 def test_paper_name_selects_all_its_artifacts(fakes):
-    assert ids(registry.resolve(["zzfake"])) == ["zzfake.fig2", "zzfake.table1", "zzfake.zzfig"]
+    assert ids(registry.resolve(["zzfake"])) == ["zzfake.table1", "zzfake.fig2", "zzfake.zzfig"]
     assert ids(registry.resolve(["wholegraph"])) == [
         e.id for e in registry.experiments() if e.paper == "wholegraph"]
 
 
 def test_all_selects_everything(fakes):
     got = ids(registry.resolve(["all"]))
-    assert got == sorted(got)
+    assert got == sorted(got, key=registry.reading_order)
     assert {"wholegraph.table1", "zzfake.table1", "zzfake.fig2", "aafake.fig2"} <= set(got)
     assert got == ids(registry.experiments())
 
 
 def test_shell_patterns(fakes):
     assert ids(registry.resolve(["*.zzfig"])) == ["aafake.zzfig", "zzfake.zzfig"]
-    assert ids(registry.resolve(["zzfake.*"])) == ["zzfake.fig2", "zzfake.table1", "zzfake.zzfig"]
-    assert ids(registry.resolve(["zzfake.[ft]*"])) == ["zzfake.fig2", "zzfake.table1"]
+    assert ids(registry.resolve(["zzfake.*"])) == ["zzfake.table1", "zzfake.fig2", "zzfake.zzfig"]
+    assert ids(registry.resolve(["zzfake.[ft]*"])) == ["zzfake.table1", "zzfake.fig2"]
     assert ids(registry.resolve(["zz?ake.fig?"])) == ["zzfake.fig2"]
     got = ids(registry.resolve(["*.table1"]))
     assert "wholegraph.table1" in got and "zzfake.table1" in got and got == sorted(got)
@@ -220,3 +220,10 @@ def test_broken_module_is_left_out_and_named(monkeypatch, tmp_path):
     with pytest.raises(HarnessError, match="failed to import"):
         registry.resolve(["wholegraph.nosuch"])
     sys.modules.pop("experiments.bad", None)
+
+
+def test_a_paper_reads_tables_then_figures_by_number_then_its_other_artifacts():
+    got = [e.artifact for e in registry.experiments() if e.paper == "wholegraph"]
+    assert got == ["table1", "table2", "table3", "table4", "table5", "fig7", "fig8", "fig9", "fig10", "fig11",
+                   "fig12", "gather", "sampling", "unique"]
+    assert registry.reading_order("p.table2") < registry.reading_order("p.table10") < registry.reading_order("p.fig1")

@@ -1,4 +1,4 @@
-"""ICS22 Table 1: the datasets, reproduced from the registry and generated as stand-ins."""
+"""ICS'22 Table 1: the datasets, reproduced from the registry and generated as stand-ins."""
 
 from harness.registry import register_experiment
 from experiments.datasets.tables import DatasetTable
@@ -6,4 +6,4 @@ from experiments.datasets.tables import DatasetTable
 
 @register_experiment
 class DatasetsTable(DatasetTable):
-    title = "ICS22 Table 1: graph datasets (registry + stand-ins)"
+    title = "ICS'22 Table 1: graph datasets (registry + stand-ins)"
