@@ -3,7 +3,11 @@ fresh clone leaves git clean (SVG element ids are salted; PNG and SVG carry no d
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import subprocess
+import sys
+
+import pytest
 
 from harness.report import report_runs
 
@@ -20,3 +24,18 @@ def test_rendering_twice_gives_the_same_bytes(tmp_path):
     for a in first:
         b = tmp_path / "b" / a.relative_to(tmp_path / "a")
         assert b in second and a.read_bytes() == b.read_bytes(), a.name
+
+
+@pytest.mark.slow
+def test_report_all_gives_the_same_bytes_in_processes_of_different_hash_seeds(tmp_path):
+    """A fresh clone regenerates in a new process, whose string hashing (and so set order) differs:
+    every file of `report --all` must not depend on it."""
+    outs = []
+    for seed in ("0", "3"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "harness", "report", "--all", "--out", str(out)], cwd=REPO_ROOT,
+                       env=env, check=True, capture_output=True)
+        outs.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert outs[0].keys() == outs[1].keys() and len(outs[0]) > 100
+    assert [str(p) for p in outs[0] if outs[0][p] != outs[1][p]] == []

@@ -507,7 +507,8 @@ def sampling_figure(grid, hop, loader, mb, kinds: dict):
     hops = hop[hop["metric"] == "time"]
     hops = hops[hops["p_batch"] == hops["p_batch"].max()] if not hops.empty else hops      # the GPU target
     loads = at_setting(loader[loader["metric"] == "time"])
-    several = len({kinds[r] for r in set(times["run_id"]) | set(hops["run_id"]) | set(loads["run_id"])}) > 1
+    shown_kinds = sorted({kinds[r] for r in set(times["run_id"]) | set(hops["run_id"]) | set(loads["run_id"])})
+    several = len(shown_kinds) > 1
     where = (lambda run_id: f"\n{kinds[run_id]}" if several else "")
     panels = []
     if not times.empty:
@@ -545,7 +546,7 @@ def sampling_figure(grid, hop, loader, mb, kinds: dict):
     fig.legend([labels[k] for k in order], order, loc="lower center", ncol=min(len(order), 3), fontsize=9,
                frameon=False)
     fig.suptitle("Neighbor sampling: ours beside real WholeGraph and PyG/DGL's host loaders"
-                 + ("" if several or not kinds else f" ({next(iter(set(kinds.values())))})")
+                 + ("" if several or not shown_kinds else f" ({shown_kinds[0]})")
                  + "\n(numbers over bars: that sampler's time over ours with hash_append)", fontsize=11)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
