@@ -19,10 +19,12 @@ from .errors import HarnessError
 
 COMPARE_EXIT_CODES = """exit codes:
   0  no regression, and every point measured (ok) in A is measured in B
-  1  a regression, or a point measured in A that B skipped, failed or lacks (a lost point;
-     listed, and not counted with --allow-missing)
-  2  bad input (one error: line)
-  4  --reference found no run of B's hardware, experiments and quick flag under A
+  1  a regression, a time or rate of 0 or below, or a point measured in A that B skipped,
+     failed or lacks (a lost point; listed, and not counted with --allow-missing)
+  2  bad input (one error: line), including an A that is no baseline for B: it measured
+     nothing, did not complete, or differs in hardware, experiments, implementations,
+     parameters, scale, world size or quick (named; --allow-mismatch compares anyway)
+  4  --reference found no complete run of B's hardware and settings under A
 """
 
 
@@ -94,12 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
     p.add_argument("b", type=Path, nargs="?", help="candidate run directory (or a folder of runs)")
     p.add_argument("--reference", action="store_true",
-                   help="A is a result root: compare B with A's newest run of the same hardware, "
-                        "experiments and quick flag")
+                   help="A is a result root: compare B with A's newest complete run of the same hardware "
+                        "and settings (experiments, implementations, parameters, scale, world size, quick)")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
     p.add_argument("--allow-missing", action="store_true",
                    help="list points measured in A that B skipped, failed or lacks, without failing")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="compare runs of different settings (hardware, parameters, ...), saying which differ")
 
     p = sub.add_parser("promote", aliases=["import"],
                        help="add runs (yours, or fetched from a GPU machine) to the reference runs under results/, "
@@ -307,7 +311,7 @@ def default_report_dir(runs: list[Path]) -> Path:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare_sets, find_reference, format_comparison, load_result_set
+    from .compare import check_baseline, compare_sets, find_reference, format_comparison, load_runs, rows_by_point
 
     if args.b is None:
         raise HarnessError("compare takes A and B")
@@ -315,11 +319,15 @@ def cmd_compare(args) -> int:
     if args.reference:
         a = find_reference(args.a, args.b)
         print(f"reference: {a}")
-    result = compare_sets(load_result_set(a), load_result_set(args.b), args.threshold)
+    a_runs, b_runs = load_runs(a), load_runs(args.b)
+    differences = check_baseline(a_runs, b_runs, allow_mismatch=args.allow_mismatch)
+    for line in differences:
+        print(f"settings differ (--allow-mismatch): {line}")
+    result = compare_sets(rows_by_point(a_runs), rows_by_point(b_runs), args.threshold)
     print(format_comparison(result))
     if result.lost and args.allow_missing:
         print(f"{len(result.lost)} lost points allowed (--allow-missing)")
-    return 1 if result.regressions or (result.lost and not args.allow_missing) else 0
+    return 1 if result.failed or (result.lost and not args.allow_missing) else 0
 
 
 def cmd_import(args) -> int:
