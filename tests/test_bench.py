@@ -53,6 +53,43 @@ def test_bad_threshold_or_alpha_is_an_error():
         bench.judge({}, {}, alpha=1.5)
 
 
+def _benchmark_results_unasserted(path: Path) -> list[str]:
+    """Benchmarks in ``path`` whose measured call's result no assert reads: under
+    --benchmark-disable (how the suite runs them) such a benchmark checks nothing."""
+    import ast
+
+    unasserted = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")
+                and "benchmark" in [a.arg for a in fn.args.args]):
+            continue
+        bound = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                callee = ast.unparse(node.value.func)
+                if callee in ("benchmark", "benchmark.pedantic"):
+                    bound |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        asserted = {n.id for node in ast.walk(fn) if isinstance(node, ast.Assert)
+                    for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        if not bound & asserted:
+            unasserted.append(fn.name)
+    return unasserted
+
+
+def test_every_benchmark_asserts_what_its_measured_call_returned():
+    files = sorted((REPO_ROOT / "tests" / "benchmarks").glob("test_*.py"))
+    assert files
+    assert {f.name: _benchmark_results_unasserted(f) for f in files} == {f.name: [] for f in files}
+
+
+def test_the_assert_rule_catches_a_benchmark_that_only_runs(tmp_path):
+    bench_file = tmp_path / "test_x.py"
+    bench_file.write_text("def test_runs(benchmark):\n    benchmark(len, [1])\n\n"
+                          "def test_unread(benchmark):\n    n = benchmark(len, [1])\n    assert True\n\n"
+                          "def test_checked(benchmark):\n    n = benchmark.pedantic(len, args=([1],))\n    assert n == 1\n")
+    assert _benchmark_results_unasserted(bench_file) == ["test_runs", "test_unread"]
+
+
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
