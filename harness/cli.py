@@ -115,18 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", type=Path, help="run directory under results/")
     p.add_argument("--reason", required=True, help="why (the defect that made its numbers wrong)")
 
-    p = sub.add_parser("bench", help="CPU regression check: the base revision and this tree, interleaved in one job",
+    p = sub.add_parser("bench", help="regression check: the base revision and this tree, interleaved in one job",
                        description="Run tests/benchmarks against the base revision (checked out in a temporary "
-                                   "git worktree) and this tree in alternating rounds; exit 1 on a regression "
-                                   "(see harness/bench.py for the rule).")
+                                   "git worktree, or --base-tree) and this tree in alternating rounds; exit 1 on a "
+                                   "regression (see harness/bench.py for the rule).")
     p.add_argument("action", choices=("check",))
     p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main or "
                                   "origin/main; on main, its first parent); $HARNESS_BENCH_BASE also sets it")
+    p.add_argument("--base-tree", type=Path, default=None,
+                   help="a copy of the base's files to measure instead of a git revision (no git needed)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu: the benchmarks not marked gpu (threshold 1.25); cuda: the gpu-marked ones, the "
+                        "GPU hot paths (threshold 1.10)")
     p.add_argument("--rounds", type=_positive_int, default=None, help="rounds per side (default 5)")
     p.add_argument("--threshold", type=float, default=None,
-                   help="median slowdown counted as a regression when also significant (default 1.25)")
+                   help="median slowdown counted as a regression when also significant (default: the device's)")
     p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
     p.add_argument("-k", dest="select", help="only benchmarks matching this pytest -k expression")
+    p.add_argument("--json", type=Path, default=None, help="also write the verdict and every round's times here")
 
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
@@ -348,14 +354,18 @@ def cmd_withdraw(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    import json
+
     from . import bench
 
     result = bench.check(
-        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None,
-        rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold or bench.DEFAULT_THRESHOLD,
+        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None, base_tree=args.base_tree,
+        device=args.device, rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold,
         alpha=args.alpha or bench.DEFAULT_ALPHA, select=args.select,
         progress=lambda line: print(f"bench check: {line}", file=sys.stderr, flush=True))
     print("\n".join(result.lines))
+    if args.json:
+        args.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
     return 0 if result.passed else 1
 
 
