@@ -360,15 +360,20 @@ def test_a_slowdown_committed_with_a_benchmark_the_base_cannot_import_fails(toy_
 
 
 @pytest.mark.slow
-def test_the_check_flags_a_slower_function_and_measures_the_rest_beside_a_new_module(toy_suite_repo):
+def test_the_check_flags_a_slower_function_and_measures_the_rest_beside_a_new_module(toy_suite_repo, tmp_path):
+    """Against a copy of the base's files (--base-tree, as on a machine without git): work() 1.5x
+    slower is flagged, other() is not, and a new module's benchmark is listed as new."""
+    import shutil
+
     repo = toy_suite_repo
+    base_copy = tmp_path / "base-copy"
+    shutil.copytree(repo, base_copy, ignore=shutil.ignore_patterns(".git"))
     (repo / "harness" / "__init__.py").write_text(WORK.format(seconds="1.5e-3") + NEW_FN)
     (repo / "tests" / "benchmarks" / "test_new.py").write_text(
         "from harness import new_fn\n\n\ndef test_new(benchmark):\n    assert benchmark(new_fn) == 3\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "work 1.5x slower; a new benchmark module")
-    result = _toy_check(repo, rounds=3, alpha=0.1)              # 3 rounds a side: p reaches 1/20
+    result = _toy_check(repo, base_tree=base_copy, rounds=3, alpha=0.1)   # 3 rounds a side: p reaches 1/20
     assert not result.passed, result.lines
+    assert result.lines[0].startswith(f"bench check: base {base_copy} against this tree")
     assert result.lines[-1] == "1 regressions in 2 benchmarks: test_work", result.lines
     work = next(c for c in result.changes if c.name == "test_work")
     assert work.ratio == pytest.approx(1.5, rel=1e-3) and len(work.base) == len(work.cand) == 3
