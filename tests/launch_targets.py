@@ -32,6 +32,8 @@ def raise_on_rank(ctx, bad_rank, pid_dir=None):
     if ctx.rank == bad_rank:
         raise ValueError(f"deliberate failure on rank {ctx.rank}")
     time.sleep(120)
+    if pid_dir:                                   # reached only by a rank nobody stopped
+        open(os.path.join(pid_dir, f"rank{ctx.rank}.woke"), "w").close()
     return ctx.rank
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -34,16 +33,14 @@ def test_two_ranks_all_reduce_in_rank_order():
 
 
 def test_a_raising_rank_is_named_and_the_others_are_stopped(tmp_path):
-    start = time.monotonic()
     with pytest.raises(LaunchError) as info:
         launch(launch_targets.raise_on_rank, (1, str(tmp_path)), world_size=2, device="cpu",
                timeout_s=120)
-    elapsed = time.monotonic() - start
     msg = str(info.value)
     assert "rank 1" in msg
     assert "ValueError" in msg and "deliberate failure on rank 1" in msg
-    assert "\n" not in msg
-    assert elapsed < 60, "a failed rank must stop the group, not wait for the sleeper"
+    assert "\n" not in msg and "did not finish" not in msg
+    assert not (tmp_path / "rank0.woke").exists(), "the launch waited for the sleeper instead of stopping it"
     pids = _pids(tmp_path)
     assert set(pids) == {0, 1}
     assert not _alive(pids[0]), "the sleeping rank 0 was left running"
@@ -67,13 +64,10 @@ def test_the_first_failing_rank_is_named_not_a_consequence():
 
 @pytest.mark.slow
 def test_a_hanging_rank_times_out(tmp_path):
-    start = time.monotonic()
     with pytest.raises(LaunchError) as info:
         launch(launch_targets.hang, (str(tmp_path),), world_size=2, device="cpu", timeout_s=5)
-    elapsed = time.monotonic() - start
     msg = str(info.value)
     assert "did not finish within 5 s" in msg and "still running" in msg
-    assert 5 <= elapsed < 5 + 15, elapsed  # the deadline, plus stopping the ranks
     for pid in _pids(tmp_path).values():
         assert not _alive(pid)
 

@@ -118,6 +118,17 @@ def test_placement_algorithm1(benchmark, small_graph):
     assert all(len(b) <= problem.buffer_size for b in placement.buffers)
 
 
+def test_xgnn_placement_search_8g(benchmark):
+    """XGNN's GGMS search on its 8-GPU topology (the paper: under 15 ms, Sec. 6.6)."""
+    from impls.core import topology
+    from impls.placement.xgnn_solver import solve
+
+    t = topology.xgnn_topology("8G")
+    benchmark.group = GROUP
+    plan = benchmark(solve, t)
+    assert plan.extra_partitions == [1] * 8 and set(plan.source[4].tolist()) == {2, 4, 5, 6, 7}
+
+
 def test_fullbatch_gcn_epoch(benchmark):
     from harness import registry
     from impls.fullbatch.model import ModelConfig

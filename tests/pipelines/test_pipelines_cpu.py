@@ -10,7 +10,6 @@ conversion on the real sampler where it is installed (the GPU machine).
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -150,11 +149,10 @@ def test_wholegraph_learns_a_planted_stand_in(data_root):
 
 
 def test_a_rank_failing_inside_a_point_ends_the_group_instead_of_hanging():
-    start = time.monotonic()
     with pytest.raises(LaunchError) as info:
         launch(targets.failing_point, (), world_size=2, device="cpu", timeout_s=120)
     assert "rank 1" in str(info.value) and "deliberate failure" in str(info.value)
-    assert time.monotonic() - start < 60
+    assert "did not finish" not in str(info.value)            # ended by the failure, not the timeout
 
 
 # ----------------------------------------------------------------------------- PyG's output as Blocks
@@ -244,14 +242,15 @@ def test_utilization_monitor_on_a_cpu_rank_is_labelled_and_summarized():
     from impls.pipelines.monitor import UtilizationMonitor
 
     monitor = UtilizationMonitor(torch.device("cpu"), interval_s=0.02, max_points=3).start()
-    end = time.monotonic() + 0.75
-    while time.monotonic() < end:                 # keep this process busy
+    for _ in range(10**6):                        # keep this process busy until 5 readings are in
         sum(i * i for i in range(2000))
+        if len(monitor.values) >= 5:
+            break
     summary = monitor.stop()
     assert summary["kind"] == "cpu_process" and "process CPU" in summary["unit"]
     assert summary["interval_ms"] == 100          # CPU readings need at least 100 ms
-    assert summary["samples"] >= 4 and 0 <= summary["p10"] <= summary["p50"] <= summary["p90"] <= summary["max"]
-    assert summary["mean"] > 10                   # the busy loop shows
+    assert summary["samples"] >= 5 and 0 <= summary["p10"] <= summary["p50"] <= summary["p90"] <= summary["max"]
+    assert summary["max"] > 10                    # the busy loop shows
     assert len(summary["trace"]) == len(summary["trace_s"]) == 3   # bucket means, at most max_points
 
 
