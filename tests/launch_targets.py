@@ -192,3 +192,16 @@ def collective_timing_of_distinct_iterations(ctx):
 def timing_cases(ctx):
     """Every cross-rank timing case of tests/test_timing.py in one launch."""
     return {"fixed": collective_timing(ctx), "distinct": collective_timing_of_distinct_iterations(ctx)}
+
+
+def run_calls(ctx, calls):
+    """``fn(ctx, *args)`` for every ``(fn, args)`` of ``calls``, in order, in one launch (see
+    tests.helpers.SharedLaunch). A failing call names itself; the launch then ends, as it must: the
+    other ranks may be waiting for this one in a collective."""
+    out = []
+    for fn, args in calls:
+        try:
+            out.append(fn(ctx, *args))
+        except Exception as exc:
+            raise RuntimeError(f"{fn.__name__}{tuple(args)!r}: {type(exc).__name__}: {exc}") from exc
+    return out
