@@ -194,14 +194,22 @@ def timing_cases(ctx):
     return {"fixed": collective_timing(ctx), "distinct": collective_timing_of_distinct_iterations(ctx)}
 
 
+SKIPPED = "__skipped__"
+
+
 def run_calls(ctx, calls):
     """``fn(ctx, *args)`` for every ``(fn, args)`` of ``calls``, in order, in one launch (see
-    tests.helpers.SharedLaunch). A failing call names itself; the launch then ends, as it must: the
-    other ranks may be waiting for this one in a collective."""
+    tests.helpers.SharedLaunch). A SkipPoint (which ranks raise together) is kept as that call's
+    result and the next call runs; any other failure names its call and ends the launch, as it
+    must: the other ranks may be waiting for this one in a collective."""
+    from harness.errors import SkipPoint
+
     out = []
     for fn, args in calls:
         try:
             out.append(fn(ctx, *args))
+        except SkipPoint as exc:
+            out.append({SKIPPED: str(exc)})
         except Exception as exc:
             raise RuntimeError(f"{fn.__name__}{tuple(args)!r}: {type(exc).__name__}: {exc}") from exc
     return out

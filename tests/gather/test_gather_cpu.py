@@ -16,50 +16,36 @@ VARIANTS = IMPLS
 UNEVEN = [(1000, 3), (2, 3), (7, 4)]
 
 
-def _closed_form(impl, mode):
-    # 1001 rows over 3 ranks leaves a short last shard; 37-element rows are not vector-sized
-    return check_gather, (impl, mode, 1001, 37, DTYPES, 500, 11)
-
-
-def _uneven(num_rows):
-    return gather_against_the_table, (VARIANTS, num_rows, 5, 300, 3)
-
-
-def _shared_calls() -> dict[int, list]:
-    calls: dict[int, list] = {}
-    for world in WORLDS:
-        calls.setdefault(world, []).extend(_closed_form(impl, mode) for impl, mode in IMPLS)
-    for num_rows, world in UNEVEN:
-        calls.setdefault(world, []).append(_uneven(num_rows))
-    calls[3].append((alltoall_ceiling, (1000,)))
-    return calls
-
-
 @pytest.fixture(scope="module")
 def ranks():
-    return SharedLaunch(_shared_calls(), timeout_s=300)
+    calls: dict[int, dict] = {}
+    for world in WORLDS:
+        for impl, mode in IMPLS:
+            # 1001 rows over 3 ranks leaves a short last shard; 37-element rows are not vector-sized
+            calls.setdefault(world, {})[f"{impl} {mode}"] = (check_gather, (impl, mode, 1001, 37, DTYPES, 500, 11))
+    for num_rows, world in UNEVEN:
+        calls.setdefault(world, {})[f"uneven {num_rows}"] = (gather_against_the_table, (VARIANTS, num_rows, 5, 300, 3))
+    calls[3]["ceiling"] = (alltoall_ceiling, (1000,))
+    return SharedLaunch(calls, timeout_s=300)
 
 
 @pytest.mark.parametrize("impl,mode", IMPLS)
 @pytest.mark.parametrize("world", WORLDS)
 def test_gather_matches_closed_form_on_cpu_ranks(ranks, impl, mode, world):
-    fn, args = _closed_form(impl, mode)
-    assert ranks(world, fn, *args) == [{d: 500 for d in DTYPES}] * world
+    assert ranks(world, f"{impl} {mode}") == [{d: 500 for d in DTYPES}] * world
 
 
 @pytest.mark.parametrize("num_rows,world", UNEVEN)
 def test_gather_equals_features_at_ids_when_the_ranks_do_not_divide_the_rows(ranks, num_rows, world):
     # 1000 = 334 + 334 + 332 rows; 2 rows over 3 ranks and 7 over 4 leave the last rank no rows
-    fn, args = _uneven(num_rows)
-    assert ranks(world, fn, *args) == [{f"{impl} {mode}": 300 + num_rows for impl, mode in VARIANTS}] * world
+    assert ranks(world, f"uneven {num_rows}") == [{f"{impl} {mode}": 300 + num_rows for impl, mode in VARIANTS}] * world
 
 
 def test_the_alltoall_ceiling_runs_on_byte_counts_the_ranks_do_not_divide(ranks):
-    assert ranks(3, alltoall_ceiling, 1000) == [2, 2, 2]
+    assert ranks(3, "ceiling") == [2, 2, 2]
 
 
 def test_one_launch_per_world_size(ranks):
-    for world, calls in ranks.calls.items():
-        fn, args = calls[0]
-        ranks(world, fn, *args)
+    for world, named in ranks.calls.items():
+        ranks(world, next(iter(named)))
     assert ranks.launches == len(ranks.calls) == 3
