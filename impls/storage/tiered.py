@@ -164,6 +164,12 @@ class GpuBuffers:
     def nbytes(self) -> int:
         return max(self.numel, 1) * self._alloc.element_size()
 
+    def barrier(self, channel: int = 0) -> None:
+        """Collective (shared buffers, after ``map_peers``): a barrier over the ranks on the current
+        stream, device-side (symmetric memory's signal pads, no host synchronization): what each
+        rank's stream wrote before it, here or to a peer, is visible to every rank's stream after."""
+        self._symm.barrier(channel)
+
     def close(self) -> None:
         self.views = []
         self.local = None
