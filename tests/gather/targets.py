@@ -110,3 +110,10 @@ def check_adversarial(ctx, impl: str, options: dict, num_rows: int, row_elems: i
         return {"checked": checked, "describe": gatherer.describe()}
     finally:
         gatherer.close()
+
+
+def copy_all_ceiling(ctx, nbytes: int, direction: str) -> int:
+    from impls.gather.ceiling import copy_all
+
+    stats, _ = copy_all(ctx, nbytes, direction, warmup=0, repeats=2)
+    return stats.repeats

@@ -1,4 +1,4 @@
-"""Gather implementations on GPU ranks (NCCL, CUDA IPC, pinned host) against the closed form."""
+"""Gather implementations on GPU ranks (NCCL, CUDA IPC, pinned host, pushed by the owners) against the closed form."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from harness.launcher import launch
-from tests.gather.targets import check_gather
+from tests.gather.targets import check_adversarial, check_gather, copy_all_ceiling
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("cupy")
@@ -17,7 +17,8 @@ DTYPES = ["float32", "bfloat16", "float16", "int64"]
 
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
 @pytest.mark.parametrize("impl,mode", [("p2p_shared", "chunked"), ("nccl_alltoallv", None),
-                                       ("host_copy", None), ("host_uva", None)])
+                                       ("host_copy", None), ("host_uva", None), ("p2p_push", "sm"),
+                                       ("p2p_push", "tma")])
 @pytest.mark.parametrize("row_elems", [1, 37, 128])
 def test_gather_matches_closed_form_on_gpu_ranks(impl, mode, row_elems):
     results = launch(check_gather, (impl, mode, 100_003, row_elems, DTYPES, 50_000, 5),
@@ -30,3 +31,38 @@ def test_gather_single_rank_gpu():
     results = launch(check_gather, ("p2p_shared", "chunked", 5000, 128, ["float32"], 4000, 1),
                      world_size=1, device="cuda", timeout_s=120)
     assert results == [{"float32": 4000}]
+
+
+# every way this repository gathers across GPUs: the pull kernel's three loads, the push's two kernels
+ADVERSARIAL = [("p2p_shared", {"mode": "chunked"}), ("p2p_shared", {"mode": "chunked", "load": "l2_256"}),
+               ("p2p_shared", {"mode": "chunked", "load": "bulk"}), ("p2p_shared", {"mode": "continuous"}),
+               ("p2p_push", {"mode": "sm", "capacity": 4096}), ("p2p_push", {"mode": "tma", "capacity": 4096}),
+               ("nccl_alltoallv", {})]
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("impl,options", ADVERSARIAL, ids=[f"{i}-{'-'.join(map(str, o.values()))}" for i, o in ADVERSARIAL])
+@pytest.mark.parametrize("row_elems", [128, 37])
+def test_adversarial_ids_on_gpu_ranks(impl, options, row_elems):
+    # 512-byte rows take the bulk-copy and 16-byte paths; 148-byte rows fall back to 4-byte vectors;
+    # 100,003 rows leave a short last shard; the push's last rank asks 3x its capacity and pulls
+    results = launch(check_adversarial, (impl, options, 100_003, row_elems, 7), world_size=GPUS, device="cuda",
+                     timeout_s=300)
+    for result in results:
+        assert result["checked"]["edges"] > 0 and result["checked"]["empty"] == 0
+        assert ("over_capacity" in result["checked"]) == (impl == "p2p_push")
+    described = results[0]["describe"]
+    hopper = torch.cuda.get_device_capability(0)[0] >= 9
+    if options.get("mode") == "tma":
+        assert ("one bulk-copy store per row" in described) == (row_elems == 128 and hopper), described
+    if options.get("load") == "bulk":
+        assert ("a row per bulk-copy load" in described) == (row_elems == 128 and hopper), described
+    if impl == "p2p_push":
+        assert "1 of 8 calls over capacity, pulled" in results[-1]["describe"]
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("direction", ["push", "pull"])
+def test_the_copy_engine_all_to_all_copies(direction):
+    assert launch(copy_all_ceiling, (1 << 20, direction), world_size=GPUS, device="cuda",
+                  timeout_s=120) == [2] * GPUS
