@@ -97,7 +97,7 @@ def effective_load(load: str, row_bytes: int, device, launch: Launch = DEFAULT_L
         return "plain"
     if cuda.emulated() or not isinstance(device, torch.device) or device.type != "cuda":
         return "bulk"
-    return "bulk" if torch.cuda.get_device_capability(device)[0] >= 9 else "plain"
+    return "bulk" if cuda.compute_capability(device)[0] >= 9 else "plain"
 
 
 def gather_into(out: torch.Tensor, table_ptrs: torch.Tensor, rows_per_part: int, ids: torch.Tensor,

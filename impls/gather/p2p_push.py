@@ -175,7 +175,7 @@ def effective_mode(mode: str, row_bytes: int, device, launch: Launch = DEFAULT_L
         return "sm"
     if cuda.emulated() or not isinstance(device, torch.device) or device.type != "cuda":
         return "tma"
-    return "tma" if torch.cuda.get_device_capability(device)[0] >= 9 else "sm"
+    return "tma" if cuda.compute_capability(device)[0] >= 9 else "sm"
 
 
 def push_rows(mode: str, device, peers: torch.Tensor, world: int, me: int, capacity: int, inbox: int,

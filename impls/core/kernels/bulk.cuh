@@ -21,8 +21,10 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define HAVE_BULK_COPY 1
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
+__device__ __forceinline__ unsigned smem_addr(const void* p) {   // (no header needed under NVRTC)
+    unsigned addr;
+    asm("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %1;\n\tcvt.u32.u64 %0, a;\n\t}" : "=r"(addr) : "l"(p));
+    return addr;
 }
 __device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
