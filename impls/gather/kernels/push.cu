@@ -25,17 +25,22 @@
 typedef unsigned long long u64;
 
 // Requester side: request i (global id ids[i]) goes to owner o = id / rows_per_rank as the entry
-// (i << 32) | (id - o * rows_per_rank), in slot counts[o]++ of o's inbox row `me`. The lanes of a
-// warp with the same owner take consecutive slots with one atomic (their leader's), so a warp's
-// entries for one owner are one contiguous run of stores.
+// (i << 32) | (id - o * rows_per_rank), into a slot of o's inbox row `me` taken from counts[o].
+// Slots are handed out block by block: the lanes of a warp with the same owner take consecutive
+// places in the block's run for that owner with one shared-memory atomic (their leader's), and one
+// thread per owner then takes the block's run from counts[o] with one global atomic, so the
+// counters see one atomic per owner and block of ids, not one per warp.
 extern "C" __global__ void push_requests(const long long* __restrict__ ids, unsigned n, unsigned rows_per_rank,
                                          int world, int me, unsigned cap, const u64* __restrict__ inboxes,
                                          unsigned* __restrict__ counts) {
     __shared__ u64* boxes[MAX_RANKS];
+    __shared__ unsigned block_count[MAX_RANKS];
+    __shared__ unsigned block_base[MAX_RANKS];
     if (threadIdx.x < world) boxes[threadIdx.x] = (u64*)inboxes[threadIdx.x] + (u64)me * cap;
-    __syncthreads();
     const unsigned lane = threadIdx.x % 32;
     for (unsigned base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {   // block-uniform
+        if (threadIdx.x < world) block_count[threadIdx.x] = 0;
+        __syncthreads();
         const unsigned i = base + threadIdx.x;
         const bool active = i < n;
         unsigned owner = 0xffffffffu, local = 0;
@@ -46,10 +51,14 @@ extern "C" __global__ void push_requests(const long long* __restrict__ ids, unsi
         }
         const unsigned group = __match_any_sync(FULL_MASK, owner);
         const int leader = __ffs(group) - 1;
-        unsigned slot = 0;
-        if (active && (int)lane == leader) slot = atomicAdd(counts + owner, (unsigned)__popc(group));
-        slot = __shfl_sync(FULL_MASK, slot, leader);
-        if (active) boxes[owner][slot + __popc(group & ((1u << lane) - 1u))] = ((u64)i << 32) | local;
+        unsigned place = 0;
+        if (active && (int)lane == leader) place = atomicAdd(block_count + owner, (unsigned)__popc(group));
+        place = __shfl_sync(FULL_MASK, place, leader) + __popc(group & ((1u << lane) - 1u));
+        __syncthreads();
+        if (threadIdx.x < world)
+            block_base[threadIdx.x] = block_count[threadIdx.x] ? atomicAdd(counts + threadIdx.x, block_count[threadIdx.x]) : 0u;
+        __syncthreads();
+        if (active) boxes[owner][block_base[owner] + place] = ((u64)i << 32) | local;
     }
 }
 
