@@ -104,7 +104,7 @@ def test_relu_backward_in_place_and_out_of_place():
 
 def test_first_layer_backward_spmm():
     g = make_test_graph()
-    share = rank_share(g, 0, 1, permute=False)
+    share = rank_share(g, 0, 1, order="original")
     # aggregating first: the SpMM only feeds dL/dX; skipped, gradients exact
     engine = MGGCN(share, MODELS["spmm_first_layer0"])
     loss, logits, grads = engine.compute_gradients()
@@ -126,7 +126,7 @@ def test_first_layer_backward_spmm():
 
 def test_engine_memory_report_counts_the_plan():
     g = make_test_graph()
-    share = rank_share(g, 0, 1, permute=True)
+    share = rank_share(g, 0, 1, order="random")
     reuse = MGGCN(share, MODELS["spmm_first_middle"])
     fresh = MGGCN(share, MODELS["spmm_first_middle"], reuse_buffers=False)
     reuse.train_epoch()
