@@ -148,6 +148,18 @@ def engine_options(params: dict, world: int) -> dict:
             "first_layer_backward": params.get("first_layer_backward", "exact")}
 
 
+def variant_label(row) -> str:
+    """The engine variant a report row's point asked for ('' for the default): 'transport=broadcast'."""
+    import pandas as pd
+
+    parts = []
+    for name, default in ENGINE_DEFAULTS.items():
+        value = row.get(f"p_{name}")
+        if value is not None and not (isinstance(value, float) and pd.isna(value)) and value != default:
+            parts.append(f"{name}={value}")
+    return ", ".join(parts)
+
+
 def engine_extra(trainer) -> dict:
     """What a row records of the engine that measured it."""
     share = trainer.share

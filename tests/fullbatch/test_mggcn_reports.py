@@ -224,3 +224,15 @@ def test_fig6_verdict_is_that_permuting_shortens_the_spmm_and_evens_its_stages(p
     assert len(panels) == 3
     assert [t.get_text() for t in panels[0].get_yticklabels()][:2] == ["GPU 0: compute", "GPU 0: comm"]
     assert _lint(art) == []
+
+
+def test_table3_shows_the_default_engine_and_keeps_its_variants_in_the_history():
+    run = _run("0001_h200x4", "4xH200")
+    art = _report("mggcn.table3", [(run, [
+        _epoch("mggcn", "products", "3x256", 1.0, 1, 0.1), _epoch("mggcn", "products", "3x256", 1.0, 4, 0.03),
+        _epoch("mggcn", "products", "3x256", 1.0, 4, 0.05, transport="broadcast", order="random")])])
+    assert art.table.set_index("#G").loc[4, "PRODUCTS 4xH200 (s)"] == 0.03
+    history = art.history.set_index("variant")
+    assert history.loc["order=random, transport=broadcast", "epoch (s)"] == 0.05
+    assert history.loc["order=random, transport=broadcast", "speedup"] == pytest.approx(2.0)   # over the default 1 GPU
+    assert history.loc["", "speedup"].tolist() == pytest.approx([1.0, 0.1 / 0.03])
