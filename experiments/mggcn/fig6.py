@@ -200,7 +200,7 @@ def order_figure(group, records):
     stages = stage_rows(point, tag)
     ranks = sorted(set(stages["p_rank"].astype(int)))
     lanes = [(lambda rows: rows, ("compute",), "compute"), (lambda rows: rows, ("comm",), "comm")]
-    height = min(5.8, 1.2 + 0.42 * len(orders) * len(ranks) * len(lanes) / 2)
+    height = min(5.8, max(3.6, 1.2 + 0.42 * len(orders) * len(ranks) * len(lanes) / 2))
     fig = plt.figure(figsize=(10.5, height))
     grid = fig.add_gridspec(len(orders), 2, width_ratios=(3.2, 1))
     panels = [fig.add_subplot(grid[i, 0]) for i in range(len(orders))]
