@@ -356,14 +356,11 @@ class MGGCN:
 
 
 def relu_backward(grad, activation, out) -> None:
-    """out = grad * (activation > 0); in place when ``out`` is the activation's own buffer.
+    """out = grad where activation > 0, else 0; in place when ``out`` is the activation's own buffer.
 
-    ReLU outputs are >= 0, so sign() is exactly the 0/1 derivative: the in-place form needs no
-    temporary mask the size of the layer.
+    One pass (reads both, writes one: autograd's own ReLU backward kernel), no temporary mask the
+    size of the layer.
     """
-    if out.data_ptr() == activation.data_ptr():
-        out.sign_().mul_(grad)
-    else:
-        import torch
+    import torch
 
-        torch.mul(activation.sign(), grad, out=out)
+    torch.ops.aten.threshold_backward.grad_input(grad, activation, 0, grad_input=out)
