@@ -15,17 +15,18 @@
 #      x0.1) on 1 and 4 ranks beside single_gpu;
 #   5. Fig. 8 (stage timeline, overlap off and on) and Fig. 6 (original / permuted / random parts in
 #      the paper's schedule) on 4 GPUs, products 3x256;
-# then prints every epoch, SpMM and speedup, the speedups last. Limits add up to 520 s.
+# then prints every epoch, SpMM and speedup, the speedups last. Limits add up to 525 s.
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH="$PWD"
 T=tests/fullbatch/test_mggcn_gpu.py
-timeout --signal=INT --kill-after=15 75 python3 -m pytest -q -m gpu -p no:cacheprovider --durations=8 \
+timeout --signal=INT --kill-after=15 105 python3 -m pytest -q -m gpu -p no:cacheprovider --durations=8 \
   "$T::test_gpu_ranks_match_single_device[2]" "$T::test_gpu_ranks_match_single_device[4]" \
   "$T::test_transfers_overlap_multiplies_on_two_streams[4-peer]" 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
-if [ "${PIPESTATUS[0]}" = 0 ]; then V=(); else
-  echo "!!! peer-copy tests failed: the runs below use the paper's broadcasts" | tee -a "$OUT/gpu-tests.log"
+# a failure or a hang of any of the three (the peer copies' barriers) sends every later step to broadcasts
+if grep -Eq "(^| )3 passed" "$OUT/gpu-tests.log"; then V=(); else
+  echo "!!! peer-copy tests did not all pass: the runs below use the paper's broadcasts" | tee -a "$OUT/gpu-tests.log"
   V=(--param transport=broadcast); fi
 .ci/device.sh --limit 120 -- mggcn.table3 --device cuda --param datasets=products --param models=3x256 \
   --impl mggcn,single_gpu "${V[@]}" --timeout 110 --label x4_mggcn.table3-products
@@ -33,11 +34,11 @@ if [ "${PIPESTATUS[0]}" = 0 ]; then V=(); else
   --param gpus=4 --impl mggcn --param transport=broadcast --timeout 35 --label x4_mggcn.table3-products-broadcast
 .ci/device.sh --limit 40 -- mggcn.table3 --device cuda --param datasets=products --param models=3x256 \
   --param gpus=4 --impl mggcn --param order=random "${V[@]}" --timeout 35 --label x4_mggcn.table3-products-permuted
-.ci/device.sh --limit 120 -- mggcn.table3 --device cuda --param datasets=reddit,papers,proteins --param models=paper \
-  --param gpus=1,4 --impl mggcn,single_gpu "${V[@]}" --timeout 110 --label x4_mggcn.table3-others
+.ci/device.sh --limit 100 -- mggcn.table3 --device cuda --param datasets=reddit,papers,proteins --param models=paper \
+  --param gpus=1,4 --impl mggcn,single_gpu "${V[@]}" --timeout 95 --label x4_mggcn.table3-others
 .ci/device.sh --limit 55 -- mggcn.fig8 --device cuda --gpus 4 --param model=3x256 "${V[@]}" --timeout 50 \
   --label x4_mggcn.fig8-products
-.ci/device.sh --limit 70 -- mggcn.fig6 --device cuda --gpus 4 --param model=3x256 --timeout 65 \
+.ci/device.sh --limit 65 -- mggcn.fig6 --device cuda --gpus 4 --param model=3x256 --timeout 60 \
   --label x4_mggcn.fig6-products
 python3 - "$OUT/results" <<'PY'
 import json, pathlib, sys
