@@ -21,9 +21,9 @@ counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache
 - budget.py: per-GPU memory budgets, the largest ratios that fit, ``OutOfMemoryBudget``.
 """
 
-# the storage API other interfaces use (the gathers read a ShardedTable or a HostTable and keep their
-# buffers that every rank maps in GpuBuffers / SharedHostArray; the pipelines build the tiered
-# stores and size their workspace)
+# the storage API other interfaces use (the gathers read a ShardedTable or a HostTable; the
+# pipelines build the tiered stores and size their workspace; MG-GCN's peer copies and the pushed
+# gather keep buffers every rank maps: GpuBuffers on GPUs, SharedHostArray on CPU ranks)
 from .budget import estimate_workspace  # noqa: E402,F401
 from .dgl_cache import build_dgl_cache  # noqa: E402,F401
 from .ggms import build_ggms  # noqa: E402,F401

@@ -165,10 +165,10 @@ class GpuBuffers:
         return max(self.numel, 1) * self._alloc.element_size()
 
     def barrier(self, channel: int = 0) -> None:
-        """Collective (shared buffers, after ``map_peers``): a barrier over the ranks on the current
-        stream, device-side (symmetric memory's signal pads, no host synchronization): what each
-        rank's stream wrote before it, here or to a peer, is visible to every rank's stream after."""
-        self._symm.barrier(channel)
+        """Device-side barrier of every rank's current stream (shared buffers, after map_peers):
+        work enqueued after it on a rank's stream starts once every rank's stream has reached it,
+        and no host waits."""
+        self._symm.barrier(channel=channel)
 
     def close(self) -> None:
         self.views = []
