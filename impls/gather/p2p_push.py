@@ -52,7 +52,8 @@ from harness.ranks import all_gather, broadcast
 from harness.registry import register_impl
 from impls.core import cuda
 from impls.core.layout import TableSpec, check_ids
-from impls.core.row_gather import DEFAULT_LAUNCH, Launch, gather_into, parse_launch, vector_bytes
+from impls.core.row_gather import (BULK_SHARED_BYTES, DEFAULT_LAUNCH, Launch, gather_into, parse_launch,
+                                   vector_bytes)
 from impls.storage import GpuBuffers, ShardedTable, SharedHostArray
 
 from .p2p_shared import gather_mapped
@@ -62,7 +63,6 @@ MODES = ("sm", "tma")
 MAX_RANKS = 16                       # push.cu's tables
 ALIGN = 256                          # workspace regions start on 256-byte boundaries
 DEFAULT_CAPACITY_BYTES = 64 << 20
-BULK_SHARED_BYTES = 48 << 10         # a block's dynamic shared memory without a raised limit
 REQUEST_THREADS = 256
 _U32 = (1 << 32) - 1
 
@@ -221,6 +221,7 @@ class PushGather:
         asked = int(capacity) if capacity else default_capacity(spec.row_bytes)
         self.capacity = min(max(all_gather(rank, asked)), largest_capacity(world, spec.row_bytes))
         self.ws = PushWorkspace(rank, WorkspaceLayout(world, self.capacity, spec.row_bytes), spec)
+        self.counts, self.out = self.ws.counts(rank.rank), self.ws.out(rank.rank)
         self.calls = self.pulled = 0
         if self.device.type == "cuda":
             me = rank.rank
@@ -242,11 +243,10 @@ class PushGather:
         self.calls += 1
         self.pulled += over
         me, world = self.rank.rank, self.rank.world_size
-        counts = self.ws.counts(me)
-        counts.zero_()
+        self.counts.zero_()
         if self.device.type == "cuda":
             if not over:
-                post_requests(ids, self.rows_per_rank, world, me, self.capacity, self.inbox_table, counts)
+                post_requests(ids, self.rows_per_rank, world, me, self.capacity, self.inbox_table, self.counts)
             self.ws.barrier()
             push_rows(self.mode, self.device, self.peer_table, world, me, self.capacity,
                       self.ws.pointer(me, "inbox"), self.shard_ptr, self.spec.row_bytes, self.launch)
@@ -254,18 +254,18 @@ class PushGather:
             if over:
                 out = torch.empty((n, self.spec.row_elems), dtype=self.spec.torch_dtype, device=self.device)
                 return gather_into(out, self.pull_table, self.rows_per_rank, ids, self.spec.row_bytes, self.launch)
-            return self.ws.out(me)[:n]
+            return self.out[:n]
         if not over:
-            self._post_on_host(ids, counts)
+            self._post_on_host(ids)
         self.ws.barrier()
         self._push_on_host()
         self.ws.barrier()
         if over:
             out = torch.empty((n, self.spec.row_elems), dtype=self.spec.torch_dtype)
             return gather_mapped(self.store, ids, out)
-        return self.ws.out(me)[:n]
+        return self.out[:n]
 
-    def _post_on_host(self, ids: torch.Tensor, counts: torch.Tensor) -> None:
+    def _post_on_host(self, ids: torch.Tensor) -> None:
         """push_requests with index operations: the same requests in the same inboxes."""
         me = self.rank.rank
         owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
@@ -273,7 +273,7 @@ class PushGather:
         for o in range(self.rank.world_size):
             mine = requests[owner == o]
             self.ws.inbox(o)[me, :mine.numel()] = mine
-            counts[o] = mine.numel()
+            self.counts[o] = mine.numel()
 
     def _push_on_host(self) -> None:
         """push_rows with index operations: each requester's rows into its output buffer."""
@@ -307,6 +307,7 @@ class PushGather:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         dist.barrier()
+        self.counts = self.out = None
         self.ws.close()
         self.store.close()
 
