@@ -15,13 +15,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_gather_table_runs_on_cpu_ranks(tmp_path):
     cfg = RunConfig(device="cpu", world_size=2, quick=True, repeats=2, warmup=0,
-                    impl_patterns=("p2p_shared", "nccl_alltoallv", "host_copy", "ceiling_alltoall"),
+                    impl_patterns=("p2p_shared", "p2p_push", "nccl_alltoallv", "host_copy", "ceiling_alltoall"),
                     params={"row_bytes": "512"}, out_dir=tmp_path, timeout_s=300)
     outcome = run_experiments(["wholegraph.gather"], cfg, ["test"])
     assert outcome.errors == 0
     rows = load_run(outcome.store.path).rows
     ok = [r for r in rows if r["status"] == "ok" and r["metric"] == "algbw"]
-    assert {r["impl"] for r in ok} >= {"p2p_shared", "nccl_alltoallv", "host_copy", "ceiling_alltoall"}
+    assert {r["impl"] for r in ok} >= {"p2p_shared", "p2p_push", "nccl_alltoallv", "host_copy", "ceiling_alltoall"}
+    push = next(r for r in rows if r["impl"] == "p2p_push" and r["metric"] == "time")
+    assert push["params"]["capacity"] == push["params"]["ids_per_rank"] and "pulled" not in push["extra"]["placement"]
+    # the GPU-only variants (bulk-copy stores, the pull kernel's other loads) are not CPU points
+    assert all(r["params"].get("mode") != "tma" and "load" not in r["params"] for r in rows)
     assert all(r["value"] > 0 and r["world_size"] == 2 for r in ok)
     nccl = next(r for r in rows if r["impl"] == "nccl_alltoallv" and r["metric"] == "time")
     assert set(nccl["extra"]["steps_ms"]) == {"bucket", "exchange_counts", "exchange_ids", "local_gather",
