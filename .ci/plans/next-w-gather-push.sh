@@ -18,7 +18,7 @@ N=${N:?set N=2 or N=4}
 OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((N - 1)))}   # the tests use every visible GPU
 timeout --signal=INT --kill-after=20 200 .ci/device.sh --tests --pytest tests/gpu/test_gather_gpu.py \
-  --pytest -k --pytest "adversarial or copy_engine or single_rank"
+  --pytest -k --pytest "adversarial or copy_engine or single_rank or releases"
 .ci/device.sh --limit 150 -- wholegraph.gather --device cuda --gpus "$N" --param row_bytes=512 \
   --param link_counters=on --impl 'p2p*,wholegraph_lib,nccl_alltoallv,ceiling*' --timeout 140 \
   --label x${N}_gather-push-links

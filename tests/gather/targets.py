@@ -125,3 +125,27 @@ def copy_all_ceiling(ctx, nbytes: int, directions: tuple[str, ...]) -> list[int]
     from impls.gather.ceiling import copy_all
 
     return [copy_all(ctx, nbytes, direction, warmup=0, repeats=2)[0].repeats for direction in directions]
+
+
+def device_memory_after_rounds(ctx, impl: str, options: dict, rounds: int) -> tuple[int, int]:
+    """(free device bytes before, after) ``rounds`` gatherers of a 1 GB table were built, used and
+    closed one after another, counted from after a first round (which also sets up the process
+    group's communicators and the kernels): what a close leaves allocated adds up over a run's points."""
+    device = ctx.torch_device()
+
+    def one_round(seed: int) -> None:
+        spec = TableSpec(2_000_000, 128)
+        gatherer = registry.get_impl("gather", impl).factory(ctx, spec, **options)
+        try:
+            ids = torch.randint(0, spec.num_rows, (100_000,), generator=torch.Generator().manual_seed(seed)).to(device)
+            assert torch.equal(gatherer.gather(ids), closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
+        finally:
+            gatherer.close()
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+
+    one_round(0)
+    before = torch.cuda.mem_get_info(device)[0]
+    for r in range(rounds):
+        one_round(r + 1)
+    return before, torch.cuda.mem_get_info(device)[0]

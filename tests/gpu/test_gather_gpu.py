@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from harness.launcher import launch
-from tests.gather.targets import check_adversarial, check_gather, copy_all_ceiling
+from tests.gather.targets import check_adversarial, check_gather, copy_all_ceiling, device_memory_after_rounds
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("cupy")
@@ -66,3 +66,14 @@ def test_adversarial_ids_on_gpu_ranks(row_elems):
 def test_the_copy_engine_all_to_all_copies_both_ways():
     assert launch(copy_all_ceiling, (1 << 20, ("push", "pull")), world_size=GPUS, device="cuda",
                   timeout_s=120) == [[2, 2]] * GPUS
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("mode", ["sm", "tma"])
+def test_a_closed_push_gather_releases_its_device_memory(mode):
+    # each round maps a 1 GB table and a 512 MiB workspace per rank; three leaked rounds would hold
+    # well over 1.5 GB per GPU
+    results = launch(device_memory_after_rounds, ("p2p_push", {"mode": mode, "capacity": 1 << 20}, 3),
+                     world_size=GPUS, device="cuda", timeout_s=180)
+    for before, after in results:
+        assert after >= before - (256 << 20), f"{(before - after) >> 20} MiB still held after closing"
