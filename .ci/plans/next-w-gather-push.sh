@@ -14,17 +14,24 @@
 # variant's GB/s, share of the ceiling, ratio to real WholeGraph's fastest mapped mode in the same run,
 # raw link bytes per payload byte. Set N=2 or N=4. About 5 minutes; the limits add up to 510 s.
 cd "$(dirname "$0")/../.."
+# N=4 (or 2) as above; EXTRA_N=2 adds the link-counter run on the first 2 GPUs of a 4-GPU machine in the
+# same call; GEOMETRY=0 leaves out the geometry sweep (a call that must fit both GPU counts).
 N=${N:?set N=2 or N=4}
 OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT"
-export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((N - 1)))}   # the tests use every visible GPU
-timeout --signal=INT --kill-after=15 240 .ci/device.sh --tests --pytest tests/gpu/test_gather_gpu.py \
+ALL=${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((N - 1)))}
+export CUDA_VISIBLE_DEVICES=$ALL   # the tests use every visible GPU
+timeout --signal=INT --kill-after=15 ${TESTS_LIMIT:-240} .ci/device.sh --tests --pytest tests/gpu/test_gather_gpu.py \
   --pytest -k --pytest "adversarial or copy_engine or single_rank or releases"
-.ci/device.sh --limit 130 -- wholegraph.gather --device cuda --gpus "$N" --param row_bytes=512 \
-  --param link_counters=on --impl 'p2p*,wholegraph_lib,nccl_alltoallv,ceiling*' --timeout 120 \
-  --label x${N}_gather-push-links
-.ci/device.sh --limit 140 -- wholegraph.gather --device cuda --gpus "$N" --param row_bytes=512 \
-  --param p2p_launch=4x256u4,16x256u4,8x256u8,8x512u4 --impl 'p2p*,wholegraph_lib,ceiling_peer_copy' \
-  --timeout 130 --label x${N}_gather-push-geometry
+for n in "$N" ${EXTRA_N:-}; do
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) .ci/device.sh --limit 130 -- wholegraph.gather --device cuda \
+    --gpus "$n" --param row_bytes=512 --param link_counters=on \
+    --impl 'p2p*,wholegraph_lib,nccl_alltoallv,ceiling*' --timeout 120 --label x${n}_gather-push-links
+done
+if [ "${GEOMETRY:-1}" = 1 ]; then
+  .ci/device.sh --limit 140 -- wholegraph.gather --device cuda --gpus "$N" --param row_bytes=512 \
+    --param p2p_launch=4x256u4,16x256u4,8x256u8,8x512u4 --impl 'p2p*,wholegraph_lib,ceiling_peer_copy' \
+    --timeout 130 --label x${N}_gather-push-geometry
+fi
 python3 - "$OUT/results" <<'PY'
 import json, pathlib, sys
 print("--- gather at 512 B: GB/s per rank, % of n/(n-1) x peer copy, x real WholeGraph's fastest mapped mode")
