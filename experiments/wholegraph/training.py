@@ -4,10 +4,13 @@ Every point trains one pipeline (``impls/pipelines``: ``pyg_host``, ``dgl_host``
 ``wholegraph_lib``) on one dataset with one model, on every rank (one process per GPU, DDP),
 and stores the same rows whatever the experiment:
 
-- ``epoch_time`` (s): the average epoch. Timing (param ``timing``): with ``both`` (default) the
+- ``epoch_time`` (s): the median epoch. Timing (param ``timing``): with ``both`` (default) the
   first measured epoch is synchronized between stages (it gives the breakdown) and later ones run
-  without extra synchronization (they give the epoch time; with one epoch the synced one is
-  used); ``synced`` / ``free`` make every epoch one kind. An epoch capped by ``max_batches`` (or
+  without extra synchronization (they give the epoch time); ``synced`` / ``free`` make every epoch
+  one kind. The epochs the epoch time comes from hold at least ``timed_batches`` mini-batches per
+  GPU and number at least ``timed_epochs`` (the rule of experiments/kit/training.py: CUDA 50 and
+  3), so ``epochs`` is raised where they would not; the point's ``synced_epochs`` says how many
+  ran synchronized. An epoch capped by ``max_batches`` (or
   ``host_max_batches`` for the host pipelines) is extrapolated to the full epoch from its time
   per batch (``extra.extrapolated``). ``warmup_batches`` mini-batches run first, untimed (kernel
   compilation, caches, DDP buckets; they are training steps too). The slowest rank's epoch counts.
@@ -175,6 +178,7 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "timing": Param("both", choice("both", "synced", "free"),
                         "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
         "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
+        **kit.timed_parameters(),
     }
 
 
@@ -186,8 +190,9 @@ class TrainingExperiment(kit.TrainingExperiment):
     impls = PIPELINES
     warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
                      "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
-                     "breakdown comes from the first, synchronized epoch, the epoch time from a later "
-                     "free-running one; host pipelines read features from a memory-mapped file, so their first "
+                     "breakdown comes from the first, synchronized epoch, the epoch time from the later "
+                     "free-running ones (on GPUs 50 mini-batches per GPU or more, at least 3 epochs: the "
+                     "timed-epoch rule, experiments/kit/training.py); host pipelines read features from a memory-mapped file, so their first "
                      "epoch may pay page-cache misses.")
     parameters = common_parameters()
     defaults = DEFAULTS
@@ -229,7 +234,21 @@ class TrainingExperiment(kit.TrainingExperiment):
                         cap = self.batch_cap(impl, cfg)
                         if cap is not None:
                             params["max_batches"] = cap
+                        synced, free = self.timed_counts(cfg, params, world, *self.asked_epochs(cfg, params["epochs"]),
+                                                         free_running=self.param(cfg, "timing") != "synced")
+                        params.update(epochs=synced + free, synced_epochs=synced)
                         yield Point(impl, params, world)
+
+    def asked_epochs(self, cfg, epochs: int) -> tuple[int, int]:
+        """(synchronized, free-running) epochs the ``timing`` parameter asks of ``epochs``: with
+        ``both`` the first one synchronized (the breakdown) and the others free (the epoch time; a
+        single epoch is the synchronized one)."""
+        timing = self.param(cfg, "timing")
+        if timing == "synced":
+            return epochs, 0
+        if timing == "free":
+            return 0, epochs
+        return 1, epochs - 1
 
     def batch_cap(self, impl: str, cfg):
         caps = [cap(self.setting(cfg, "max_batches"))]
@@ -263,6 +282,8 @@ class TrainingExperiment(kit.TrainingExperiment):
         params, notes, changes = dict(point.params), [], {}
         if params.get("epochs", 1) > 1:
             params["epochs"] = 1
+            if "synced_epochs" in params:
+                params["synced_epochs"] = min(params["synced_epochs"], 1)
             notes.append("1 measured epoch")
         for limit, applies, who in ((every, True, "every pipeline's"), (host, point.impl in HOST_PIPELINES, "host")):
             if limit and applies and (params.get("max_batches") or float("inf")) > limit:
@@ -355,9 +376,14 @@ def train_point(exp, point, ctx) -> list[Measurement]:
                 "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]}
 
     warm = exp.setting(cfg, "warmup_batches")
+    if "synced_epochs" in p:
+        def synced(e):
+            return e < p["synced_epochs"]
+    else:                       # points made before the timed-epoch rule
+        def synced(e):
+            return timing == "synced" or (timing == "both" and e == 0)
     trained = kit.run_epochs(pipe, rank, f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}", config.epochs,
-                             warmup_batches=warm, synced=lambda e: timing == "synced" or (timing == "both" and e == 0),
-                             monitor=monitor, finish=finish)
+                             warmup_batches=warm, synced=synced, monitor=monitor, finish=finish)
     stats, f, util = trained.stats, trained.final, trained.util
     epoch_extra = {
         "epochs": len(stats), "setup_s": trained.setup_s, "warmup_batches": warm,
@@ -422,9 +448,10 @@ def settings_caption(records: list[dict]) -> str:
 
 
 def records_caption(records: list[dict], models: bool = True, paper: bool = True) -> list[str]:
-    """The caption's sentences on what was trained: datasets, models, the paper's testbed."""
+    """The caption's sentences on what was trained: datasets, models, how the epoch times were
+    taken (kit.timing_caption), the paper's testbed."""
     return [f"Datasets: {datasets_caption(records)}.", f"Models: {settings_caption(records)}." if models else "",
-            f"Paper: {PAPER_HARDWARE}." if paper else ""]
+            kit.timing_caption(records), f"Paper: {PAPER_HARDWARE}." if paper else ""]
 
 
 def by_cell(records: list[dict], rep) -> dict:
