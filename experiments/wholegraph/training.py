@@ -349,8 +349,19 @@ def explicit_options(exp, cfg) -> dict:
     return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
+def fullest(parts: list) -> dict | None:
+    """Of every rank's ``device_used_parts``, the one of the rank whose device is the fullest (the
+    'device used' figure is the largest over the ranks), with its rank."""
+    ranked = [(p["used"], r, p) for r, p in enumerate(parts) if p]
+    if not ranked:
+        return None
+    _, r, p = max(ranked, key=lambda x: (x[0], -x[1]))
+    return {**p, "rank": r}
+
+
 def train_point(exp, point, ctx) -> list[Measurement]:
     from harness import registry
+    from harness.ranks import all_gather
     from impls.pipelines.base import MEMORY_CATEGORIES
     from impls.pipelines.monitor import UtilizationMonitor
 
@@ -373,7 +384,8 @@ def train_point(exp, point, ctx) -> list[Measurement]:
         return {"test": pipe.evaluate("test"), "report": report, "describe": pipe.describe(), "graph": graph,
                 "locations": pipe.store_locations(), "workers": getattr(pipe, "workers", None),
                 "mem_max": dict(zip(categories, rank.all_reduce_floats([mem[k] for k in categories]))),
-                "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]}
+                "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0],
+                "used_parts": fullest(all_gather(rank, report.get("device_used_parts")))}
 
     warm = exp.setting(cfg, "warmup_batches")
     if "synced_epochs" in p:
@@ -403,6 +415,7 @@ def train_point(exp, point, ctx) -> list[Measurement]:
         if cat == "total":
             extra = {"bytes_max_over_ranks": {k: int(v) for k, v in f["mem_max"].items()},
                      "device_used_gib": f["used"] / GIB if f["used"] else None, "locations": f["locations"],
+                     "device_used_parts": f["used_parts"],
                      "training_measure": f["report"].get("training_measure")}
         out.append(Measurement(f"memory_{cat}", "GiB", value=f["mem_max"][cat] / GIB, extra=extra))
     if util.get("samples"):
