@@ -349,6 +349,19 @@ def explicit_options(exp, cfg) -> dict:
     return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
+def profile_layers(pipe) -> list[dict]:
+    """Each layer of the trained model alone on one training mini-batch of this rank (forward +
+    backward, impls.models.bench.layer_profile): where a layer set's training time goes. Untimed
+    for the epochs (after them); the rank's own batch, no collective."""
+    from harness.timing import timer_for
+    from impls.models.bench import layer_profile
+
+    seeds = pipe.epoch_batches(0)[0][0]
+    _, blocks = next(iter(pipe.iterate([seeds], training=False)))
+    x = pipe.features(blocks)
+    return layer_profile(pipe.model, blocks, x, timer=timer_for(pipe.device.type))
+
+
 def fullest(parts: list) -> dict | None:
     """Of every rank's ``device_used_parts``, the one of the rank whose device is the fullest (the
     'device used' figure is the largest over the ranks), with its rank."""
@@ -381,7 +394,9 @@ def train_point(exp, point, ctx) -> list[Measurement]:
                  "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
                  "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
                  "standin": bool(g.is_standin)}
+        layers = profile_layers(pipe) if getattr(exp, "profile_layers", False) and rank.is_main else None
         return {"test": pipe.evaluate("test"), "report": report, "describe": pipe.describe(), "graph": graph,
+                "layers": layers,
                 "locations": pipe.store_locations(), "workers": getattr(pipe, "workers", None),
                 "mem_max": dict(zip(categories, rank.all_reduce_floats([mem[k] for k in categories]))),
                 "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0],
@@ -407,6 +422,7 @@ def train_point(exp, point, ctx) -> list[Measurement]:
         "gathered_gb_per_epoch": [s.gathered_bytes / 1e9 for s in stats],
         "lr": config.lr, "dropout": config.dropout, "eval_nodes": config.eval_max_nodes,
         "graph": f["graph"], "components": f["describe"], "workers": f["workers"],
+        **({"layer_profile": f["layers"]} if f["layers"] else {}),
     }
     out = kit.epoch_measurements(trained, epoch_extra)
     out += kit.accuracy_measurements(trained.val_curve[-1], f["test"])

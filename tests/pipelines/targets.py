@@ -238,3 +238,19 @@ def capped_host_epochs(ctx, graph: Graph, workers: int, caps: list[int]) -> list
         return out
     finally:
         pipe.close()
+
+
+def profiled_layers(ctx, graph: Graph) -> list[dict]:
+    """The wholegraph pipeline trained one capped epoch, then each layer alone on one mini-batch
+    (experiments.wholegraph.training.profile_layers, what Fig. 11's points add to their rows)."""
+    from experiments.wholegraph.training import profile_layers
+    from harness import registry
+
+    config = PipelineConfig(graph=graph, seed=5, model="gcn", num_layers=2, hidden=16, fanouts=(4, 3), batch_size=32)
+    pipe = registry.get_impl("pipelines", "wholegraph").factory(ctx, config)
+    try:
+        pipe.setup()
+        pipe.train_epoch(0, max_batches=1)
+        return profile_layers(pipe)
+    finally:
+        pipe.close()
