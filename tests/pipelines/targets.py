@@ -45,12 +45,12 @@ _LIB = None
 
 def install_fake_pyg_sampler() -> None:
     """PyG's sampler needs pyg-lib or torch-sparse, which have no builds for the CPU image: register
-    the Python ``torch_sparse::neighbor_sample`` of tests/sampling/test_pyg_adapter.py (same
-    semantics) in this process, once."""
+    the Python ``torch_sparse::neighbor_sample`` of tests/sampling/conftest.py (same semantics) in
+    this process, once."""
     global _LIB
     import torch_geometric.typing as tgt
 
-    from tests.sampling import test_pyg_adapter as adapter
+    from tests.sampling import conftest as adapter
 
     if not tgt.WITH_TORCH_SPARSE and not tgt.WITH_PYG_LIB and _LIB is None and adapter._LIB is None:
         _LIB = torch.library.Library("torch_sparse", "DEF")
