@@ -271,7 +271,7 @@ def timing_caption(records, rule: int | None = TIMED_DEFAULTS["timed_batches"][0
     epochs = [len(xs) for _, xs, _ in timed]
     batches = [b for _, _, b in timed if b is not None]
     spreads = [100 * (max(xs) - min(xs)) / statistics.median(xs) for _, xs, _ in timed if len(xs) > 1]
-    text = (f"Epoch times: the median of {span(epochs)} timed epochs per point"
+    text = (f"Epoch times: the median of {span(epochs)} timed epoch{'s' if max(epochs) > 1 else ''} per point"
             + (f", {span(batches)} mini-batches per GPU in all" if batches else "")
             + (f"; their spread (max - min over median) {span(spreads, '{:.0f}')}%" if spreads else "; one epoch each: "
                "no spread") + ".")
