@@ -234,3 +234,22 @@ def test_the_cross_rank_figures_are_each_ranks_median_and_each_iterations_slowes
         assert list(res["samples"]) == [5.0, 6.0, 2.0, 10.0, 20.0]     # iteration by iteration, the slower rank
         assert (res["min"], res["median"], res["max"]) == (2.0, 6.0, 20.0)
         assert res["mean"] == pytest.approx(8.6)
+
+
+@pytest.mark.parametrize("engine", ["measure", "measure_collective"])
+def test_a_first_call_cost_stays_in_the_warm_up(monkeypatch, engine):
+    """The host clock is injected (harness.timing.now): a fake whose first call costs 1 s and every
+    later one 2 ms reports 2 ms after one warm-up, and 1 s at its max without one."""
+    clock = {"t": 0.0, "calls": 0}
+
+    def fake():
+        clock["t"] += 1.0 if clock["calls"] == 0 else 0.002
+        clock["calls"] += 1
+
+    monkeypatch.setattr("harness.timing.now", lambda: clock["t"])
+    run = (lambda **k: measure(fake, **k)) if engine == "measure" else (lambda **k: measure_collective(fake, **k)[0])
+    warm = run(warmup=1, repeats=5)
+    assert warm.repeats == 5 and warm.max == pytest.approx(0.002) and warm.median == pytest.approx(0.002)
+    clock["calls"] = 0
+    cold = run(warmup=0, repeats=5)
+    assert cold.max == pytest.approx(1.0) and cold.median == pytest.approx(0.002)
