@@ -30,10 +30,10 @@ for name in "${trials[@]}"; do
 _gather_into_as_committed = gather_into
 
 
-def gather_into(out, table_ptrs, rows_per_part, ids, row_bytes, launch=DEFAULT_LAUNCH):
-    _gather_into_as_committed(out, table_ptrs, rows_per_part, ids, row_bytes, launch)
+def gather_into(out, table_ptrs, rows_per_part, ids, row_bytes, *args, **kwargs):
+    _gather_into_as_committed(out, table_ptrs, rows_per_part, ids, row_bytes, *args, **kwargs)
     extra = int(ids.numel() * 0.15)         # the kernel again over 15% of the ids: 15% more work
-    _gather_into_as_committed(out[:extra], table_ptrs, rows_per_part, ids[:extra], row_bytes, launch)
+    _gather_into_as_committed(out[:extra], table_ptrs, rows_per_part, ids[:extra], row_bytes, *args, **kwargs)
     return out
 PY
   else
