@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .argtypes import nonneg_int as _nonneg_int
+from .argtypes import positive_float as _positive_float
 from .argtypes import positive_int as _positive_int
 from .argtypes import scale as _scale
 from .errors import HarnessError
@@ -65,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="root of run directories (default ./runs, left out of git; `harness promote RUN` "
                         "adds a run to the committed references under results/)")
     p.add_argument("--label", help="run directory label (default: hardware and experiment ids)")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
+    p.add_argument("--timeout", type=_positive_float, default=3600.0,
+                   help="seconds a rank may spend in one point (default 3600): a rank still in it after that "
+                        "stops the launch, the point is an error row naming the rank(s) that did not finish")
     p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
     p.add_argument("--no-report", action="store_true", help="do not render the run's report")
     p.add_argument("--launch-per-point", action="store_true",
@@ -196,7 +199,9 @@ def _runs_table(root: Path):
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    from .errors import Terminated
+
+    raise Terminated
 
 
 def cmd_run(args) -> int:
@@ -220,7 +225,7 @@ def cmd_run(args) -> int:
     if args.dry_run:
         print(render(runner.make_plan(args.ids, cfg), cfg), end="")
         return 0
-    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped
+    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped, exit 143
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
@@ -405,9 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", 130)
+        print("terminated" if code == 128 + signal.SIGTERM else "interrupted", file=sys.stderr)
+        return code
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -22,7 +22,7 @@ class RunConfig:
     seed: int = 0
     out_dir: Path = Path("runs")
     label: str | None = None
-    timeout_s: float = 3600.0               # per launched rank group
+    timeout_s: float = 3600.0               # the longest a rank may stay in one point (harness.launcher)
     data_root: Path | None = None
     launch_per_point: bool = False          # a fresh launch of ranks for every point
     time_budget_s: float | None = None      # the run ends within this many seconds (harness.plan)

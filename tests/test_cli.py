@@ -203,3 +203,26 @@ def test_withdrawn_run_is_left_out_of_report_all(capsys, tmp_path):
     assert "- `0002_cpu`: edge weights freed early" in index
     table = next(out.rglob("table1.md")).read_text()
     assert "0001" in table and "0002" not in table
+
+
+@pytest.mark.parametrize("how, code, said", [("sigterm", 143, "terminated"), ("ctrl-c", 130, "interrupted")])
+def test_sigterm_exits_143_and_ctrl_c_130(monkeypatch, capsys, how, code, said):
+    """A command ended by `kill` exits 128 + SIGTERM, as a process SIGTERM ends does; Ctrl-C 130."""
+    import os
+    import signal
+    import time
+
+    def command(args):
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, cli._interrupt)       # what `run` installs
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setitem(cli.COMMANDS, "env", command)
+    try:
+        assert cli.main(["env"]) == code
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert capsys.readouterr().err.strip() == said
