@@ -241,25 +241,21 @@ def cmd_run(args) -> int:
 
 def _print_run_end(outcome, no_report: bool) -> None:
     """Where the run's rows and report are, and one line per artifact: its status as the reports
-    index computes it, and its headline."""
+    index computes it, and its headline (the tables stay in the report's files)."""
     from .report import artifact_status, report_runs
     from .runner import skip_summary
     from .store import load_run
 
     path = outcome.store.path
     artifacts: dict = {}
-    if not no_report and outcome.ok:
-        written = report_runs([path], path / "report", artifacts=artifacts)
-        for p in written:
-            if p.suffix == ".md":
-                print()
-                print(p.read_text())
     rows = load_run(path).rows
+    if not no_report and rows:
+        report_runs([path], path / "report", artifacts=artifacts)
     print(f"rows: {path / 'rows.jsonl'} ({len(rows)} rows)")
     if no_report:
         print("report: not written (--no-report); `python -m harness report " + str(path) + "` writes it")
-    elif not outcome.ok:
-        print("report: not written (no point was measured)")
+    elif not rows:
+        print("report: not written (the run stored no row)")
     else:
         print(f"report: {path / 'report'}")
         for exp_id, (artifact, _, exp_rows) in sorted(artifacts.items()):
