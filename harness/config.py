@@ -57,11 +57,17 @@ class RunConfig:
 
 
 def parse_param_assignments(items: list[str]) -> dict[str, str]:
-    """``["sizes_gb=8,16", "steps=1000"]`` -> dict; malformed items are a clear error."""
+    """``["sizes_gb=8,16", "steps=1000"]`` -> dict; malformed items, and one name given twice (the
+    second would silently replace the first: a list takes commas, ``sizes_gb=8,16``), are a clear
+    error."""
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise HarnessError(f"--param takes KEY=VALUE, got '{item}'")
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if key in out:
+            raise HarnessError(f"--param {key} is given twice ({key}={out[key]}, {key}={value.strip()}): give it "
+                               f"once (a list takes commas: {key}={out[key]},{value.strip()})")
+        out[key] = value.strip()
     return out

@@ -22,6 +22,8 @@ class Capabilities:
     gpu_names: tuple[str, ...] = ()
     packages: dict[str, str | None] = field(default_factory=dict)  # import name -> why not importable
     peer_access: bool | None = None  # every pair of GPUs can access each other
+    gpu_memory: tuple[int, ...] = ()  # bytes of each visible GPU
+    host_memory: int | None = None    # bytes of host memory (None: unknown)
 
     def package_missing(self, name: str) -> str | None:
         if name not in self.packages:
@@ -67,7 +69,37 @@ def detect() -> Capabilities:
             torch.cuda.can_device_access_peer(i, j)
             for i in range(count) for j in range(count) if i != j
         )
-    return Capabilities(cuda=cuda, gpu_count=count, gpu_names=names, peer_access=peer)
+    memory = tuple(int(torch.cuda.get_device_properties(i).total_memory) for i in range(count))
+    return Capabilities(cuda=cuda, gpu_count=count, gpu_names=names, peer_access=peer, gpu_memory=memory,
+                        host_memory=_host_memory())
+
+
+def _host_memory() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:        # an unknown size checks nothing
+        return None
+
+
+def memory_unmet(need: dict | None, caps: Capabilities, device: str, world_size: int) -> str | None:
+    """Why a point needing ``need`` bytes ({"gpu": per GPU, "host": in host memory}, as
+    ``Experiment.memory_need`` says) cannot fit this machine, or None. On CPU ranks what a GPU would
+    hold lives in host memory too, once per rank."""
+    if not need:
+        return None
+    gpu, host = float(need.get("gpu") or 0), float(need.get("host") or 0)
+    if device == "cuda" and gpu and caps.gpu_memory and gpu > min(caps.gpu_memory):
+        return f"needs {_gib(gpu)} per GPU, more than the {_gib(min(caps.gpu_memory))} of a GPU here"
+    in_host = host + (gpu * world_size if device == "cpu" else 0.0)
+    if in_host and caps.host_memory and in_host > caps.host_memory:
+        return f"needs {_gib(in_host)} of host memory, more than the {_gib(caps.host_memory)} of this host"
+    return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.3g} GiB" if n < 1000 * 2**30 else f"{n / 2**30:,.0f} GiB"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .errors import HarnessError, LaunchError, SkipPoint
 from .estimate import Estimator, fmt_duration, machine_kind, params_json
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
-from .needs import detect
+from .needs import detect, memory_unmet
 from .progress import Eta, PointProgress
 from .store import RunStore, load_run
 from .worlds import run_world
@@ -77,7 +77,16 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
 def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | None:
     spec = registry.get_impl(exp.interface, point.impl)
     reason = spec.needs.unmet(detect(), cfg.device, point.world_size)
-    return reason or exp.skip_reason(point, cfg)
+    return reason or exp.skip_reason(point, cfg) or memory_unmet(memory_need(exp, point, cfg), detect(), cfg.device,
+                                                                 point.world_size)
+
+
+def memory_need(exp: Experiment, point: Point, cfg: RunConfig) -> dict | None:
+    """``exp.memory_need``, or None where it cannot tell (an estimate never stops a run)."""
+    try:
+        return exp.memory_need(point, cfg)
+    except Exception:
+        return None
 
 
 def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:

@@ -39,6 +39,10 @@ def _one_error_line(capsys, code: int) -> str:
     (["run", "table1", "--param", "foo=1"], "unknown --param foo"),
     (["run", "table1", "--param", "sizes_gb=eight"], "eight"),
     (["run", "table1", "--param", "steps=-5"], "-5"),
+    (["run", "table1", "--param", "sizes_gb=-1"], "positive numbers, got -1"),      # was a run of skipped rows
+    (["run", "wholegraph.gather", "--param", "row_bytes=0,512"], "positive integers, got 0"),
+    (["run", "table1", "--param", "sizes_gb=8", "--param", "sizes_gb=16"], "--param sizes_gb is given twice"),
+    (["run", "table1", "--timeout", "0"], "--timeout"),
     (["run", "table1", "--impl", "nosuchimpl"], "nosuchimpl"),
     (["run"], "ids"),
     ([], "command"),
@@ -226,3 +230,37 @@ def test_sigterm_exits_143_and_ctrl_c_130(monkeypatch, capsys, how, code, said):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert capsys.readouterr().err.strip() == said
+
+
+def test_a_point_bigger_than_this_machine_is_a_skipped_row_in_the_plan_and_the_run(tmp_path, capsys):
+    """--dry-run said a 128 GB chase could run on a CPU host of a few GB: the memory a point needs
+    (Experiment.memory_need) is checked against the host (and on GPUs, each GPU)."""
+    from harness.needs import detect
+
+    host = detect().host_memory
+    assert host, "psutil reports the host's memory"
+    big = 2 * host / 2**30
+    argv = ["run", "wholegraph.table1", "--device", "cpu", "--impl", "local", "--param", f"sizes_gb=0.001,{big:.0f}",
+            "--scale", "1", "--out", str(tmp_path)]
+    assert cli.main(argv + ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if f"size_gb={big:.0f}" in ln]
+    assert "no: needs" in line and "of host memory" in line
+    assert "1 can run here, 1 skipped" in out
+
+
+@pytest.mark.parametrize("need, device, world, expect", [
+    ({"gpu": 100 * 2**30}, "cuda", 1, "needs 100 GiB per GPU, more than the 80 GiB of a GPU here"),
+    ({"gpu": 60 * 2**30}, "cuda", 4, None),
+    ({"host": 300 * 2**30}, "cuda", 1, "needs 300 GiB of host memory, more than the 256 GiB of this host"),
+    ({"gpu": 100 * 2**30}, "cpu", 2, None),                  # two ranks' shares in 256 GiB of host memory
+    ({"gpu": 100 * 2**30}, "cpu", 3, "needs 300 GiB of host memory"),
+    ({"gpu": 1562 * 2**30}, "cuda", 1, "needs 1,562 GiB per GPU"),
+    (None, "cuda", 1, None),
+])
+def test_memory_unmet(need, device, world, expect):
+    from harness.needs import Capabilities, memory_unmet
+
+    caps = Capabilities(cuda=True, gpu_count=2, gpu_memory=(80 * 2**30, 81 * 2**30), host_memory=256 * 2**30)
+    got = memory_unmet(need, caps, device, world)
+    assert (got is None) if expect is None else (expect in got), got
