@@ -161,11 +161,12 @@ def cmd_list(args) -> int:
     console.print(t)
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
-    t = Table(title=f"Implementations (can run here: judged for --device {device})")
+    t = Table(title=f"Implementations (can run here: judged for --device {device} from the packages installed; "
+                    "`harness env` also imports them)")
     for col in ("interface", "name", "needs", "here", "what it is"):
         t.add_column(col)
     for spec in registry.impl_specs(args.interface):
-        reason = spec.needs.unmet(caps, None if device == "cuda" else device)
+        reason = spec.needs.unmet(caps, None if device == "cuda" else device, imported=False)
         if reason and device == "cpu" and spec.needs.devices == ("cuda",):
             reason = "needs CUDA, and no CUDA GPU is visible"
         t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}",
@@ -208,6 +209,9 @@ def cmd_run(args) -> int:
     import time
 
     started = time.time()         # a time budget counts from here: the command, not the runner
+    from .registry import check_ids
+
+    check_ids(args.ids)           # an unknown id fails here, before the experiments (and torch) are imported
     from . import runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device

@@ -25,10 +25,12 @@ class Capabilities:
     gpu_memory: tuple[int, ...] = ()  # bytes of each visible GPU
     host_memory: int | None = None    # bytes of host memory (None: unknown)
 
-    def package_missing(self, name: str) -> str | None:
-        if name not in self.packages:
-            return _import_problem(name)
-        return self.packages[name]
+    def package_missing(self, name: str, imported: bool = True) -> str | None:
+        """Why package ``name`` cannot be used here, or None; ``imported=False``: whether it is
+        installed only, without importing it (DGL alone takes seconds)."""
+        if name in self.packages:
+            return self.packages[name]
+        return _import_problem(name) if imported else _install_problem(name)
 
 
 # Packages that implementations may need; probed lazily and cached.
@@ -36,6 +38,10 @@ OPTIONAL_PACKAGES = (
     "cupy", "triton", "torch_geometric", "torch_sparse", "pyg_lib", "dgl",
     "pylibwholegraph", "ogb", "pymetis", "pynvml", "numba",
 )
+
+
+def _install_problem(name: str) -> str | None:
+    return f"package '{name}' is not installed" if importlib.util.find_spec(name) is None else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -129,8 +135,9 @@ class Needs:
         return ", ".join(parts)
 
     def unmet(self, caps: Capabilities, device: str | None = None,
-              world_size: int | None = None) -> str | None:
-        """Why this cannot run here with this device/world size, or None."""
+              world_size: int | None = None, imported: bool = True) -> str | None:
+        """Why this cannot run here with this device/world size, or None (``imported=False``:
+        packages checked for being installed, not imported)."""
         if device is not None and device not in self.devices:
             return f"runs on {'/'.join(self.devices)} only, not on {device}"
         wants_cuda = device == "cuda" or (device is None and self.devices == ("cuda",))
@@ -143,7 +150,7 @@ class Needs:
         if self.peer_access and caps.gpu_count > 1 and caps.peer_access is False:
             return "needs peer access between every pair of GPUs"
         for pkg in self.packages + (self.cuda_packages if wants_cuda else ()):
-            problem = caps.package_missing(pkg)
+            problem = caps.package_missing(pkg, imported)
             if problem:
                 return problem
         return None

@@ -264,3 +264,31 @@ def test_memory_unmet(need, device, world, expect):
     caps = Capabilities(cuda=True, gpu_count=2, gpu_memory=(80 * 2**30, 81 * 2**30), host_memory=256 * 2**30)
     got = memory_unmet(need, caps, device, world)
     assert (got is None) if expect is None else (expect in got), got
+
+
+def _in_fresh_python(py_env, code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=py_env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_an_unknown_id_fails_before_any_experiment_or_torch_is_imported(py_env):
+    """`run nosuch` took 12 s: it imported every experiment (and torch) to say the id is unknown."""
+    out = _in_fresh_python(py_env, (
+        "import sys; from harness.cli import main; code = main(['run', 'tabel1', '--dry-run']); "
+        "print(code, sorted(m for m in ('torch', 'numpy', 'experiments.wholegraph.table1') if m in sys.modules))"))
+    assert out.splitlines()[-1] == "2 []"
+
+
+def test_the_parser_and_list_import_no_optional_package(py_env):
+    """Building the parser imports no numpy (the data subcommands' package is lazy); `list` judges
+    optional packages by what is installed, without importing DGL or PyG (seconds each)."""
+    out = _in_fresh_python(py_env, (
+        "import sys; from harness.cli import build_parser; build_parser(); print('numpy' in sys.modules)"))
+    assert out == "False"
+    out = _in_fresh_python(py_env, (
+        "import sys, io, contextlib; from harness.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): code = main(['list'])\n"
+        "print(code, sorted(m for m in ('dgl', 'torch_geometric', 'cupy', 'pylibwholegraph') if m in sys.modules))"))
+    assert out.splitlines()[-1] == "0 []"
