@@ -227,7 +227,10 @@ def cmd_run(args) -> int:
         started_at=started if args.time_budget is not None else None,
     )
     if args.dry_run:
-        print(render(runner.make_plan(args.ids, cfg), cfg), end="")
+        run_plan = runner.make_plan(args.ids, cfg)
+        print(render(run_plan, cfg), end="")
+        for line in runner.data_lines(runner.data_sources([(e.exp, e.point) for e in run_plan.entries], cfg)):
+            print(line)
         return 0
     signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped, exit 143
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])

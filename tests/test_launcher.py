@@ -123,7 +123,8 @@ def test_where_a_thread_is_tells_a_collective_from_own_code():
     import sys
 
     here = where_is(sys._getframe())
-    assert here.startswith("at tests/test_launcher.py:") and here.endswith("in test_where_a_thread_is_tells_a_collective_from_own_code")
+    assert here.startswith("at tests/test_launcher.py:")
+    assert here.endswith("in test_where_a_thread_is_tells_a_collective_from_own_code")
     assert where_is(None) == ""
 
 

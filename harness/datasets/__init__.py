@@ -49,7 +49,8 @@ def __getattr__(name: str):
 __all__ = [
     "CacheWarning", "DatasetSpec", "Graph", "GENERATOR_VERSION", "compare_table", "data_root",
     "degree_stats", "generate", "get", "list_datasets", "load", "paper_table", "prepare",
-    "prepare_real", "registry_table", "resolve", "scale_for_edges", "standin_path", "table_caption", "table_ids",
+    "prepare_real", "registry_table", "resolve", "scale_for_edges", "source", "standin_path", "table_caption",
+    "table_ids",
 ]
 
 
@@ -147,6 +148,22 @@ def real_available(name: str, data_root: str | os.PathLike | None = None) -> boo
     from .registry import get
 
     return loaders.find_real(get(name), data_root) is not None
+
+
+def source(name: str, scale: float, data_root: str | os.PathLike | None = None) -> str:
+    """What :func:`load` reads for ``name`` at ``scale``, in words: the real data (at scale 1.0,
+    where it is under the data root or converted in the cache) or a stand-in, saying where real data
+    is present but not read at this scale."""
+    from . import loaders
+    from .registry import get
+
+    found = loaders.find_real(get(name), data_root)
+    where = "converted in the cache" if found and found[0] == "cache" else \
+        (f"{found[0]} files under {found[1].parent}" if found else "")
+    if found and scale == 1.0:
+        return f"real ({where})"
+    text = f"stand-in at scale {scale:g}"
+    return text + (f"; the real data ({where}) is read at --scale 1 only" if found else "")
 
 
 def load(name: str, scale: float = 1.0, seed: int = 0, data_root: str | os.PathLike | None = None,

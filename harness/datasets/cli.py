@@ -25,7 +25,9 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-root", type=Path, default=None,
-                       help="dataset root (default: $HARNESS_DATA_ROOT, else ./data)")
+                       help="where real datasets are read (default: $HARNESS_DATA_ROOT, else ./data); the "
+                            "harness caches what it generates or converts in $HARNESS_CACHE_DIR, else "
+                            "./data/harness_cache, never here")
 
     p = sub.add_parser("list", help="every dataset the papers use, and what is present locally")
     common(p)
@@ -73,7 +75,9 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--feat-dtype", choices=("float32", "float16"), default="float32")
     p.add_argument("--labels", type=Path, default=None, help=".npy or raw int64, one per node")
     p.add_argument("--device", default="auto")
-    p.add_argument("--force", action="store_true", help="replace an existing conversion")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing conversion, or convert under a registry dataset's name (the file then "
+                        "stands for that dataset's real data at --scale 1 in every experiment)")
     common(p)
     p.set_defaults(handler=cmd_convert)
 
@@ -154,7 +158,8 @@ def cmd_list(args) -> int:
     from . import cache, list_datasets, loaders
 
     console = _console()
-    table = Table(title=f"Datasets (data root: {cache.data_root(args.data_root)})")
+    table = Table(title=f"Datasets (real data read from {cache.data_root(args.data_root)}; stand-ins and "
+                        f"conversions cached in {cache.cache_root()})")
     for col in ("name", "aliases", "source", "nodes", "edges", "features", "classes", "papers",
                 "local"):
         table.add_column(col, overflow="fold")
@@ -176,11 +181,12 @@ def _local_summary(spec, root, verify, loaders, cache) -> str:
     entries = cache.local_entries(spec.name, root, verify=verify)
     real = [e for e in entries if e["kind"] == "real"]
     if real:
-        parts.append("real: cached" + ("" if real[0]["valid"] else f" (DAMAGED: {real[0]['reason']})"))
+        parts.append("real: converted" + ("" if real[0]["valid"] else f" (DAMAGED: {real[0]['reason']})")
+                     + ", read at --scale 1 only")
     else:
         found = loaders.find_real(spec, root)
         if found:
-            parts.append(f"real: {found[0]} files")
+            parts.append(f"real: {found[0]} files, read at --scale 1 only")
     standins = sorted((e for e in entries if e["kind"] == "standin"), key=lambda e: (e["scale"], e["seed"]))
     if standins:
         labels = [f"{e['scale']:g}" + (f"/s{e['seed']}" if e["seed"] else "") +
@@ -194,7 +200,7 @@ def cmd_verify(args) -> int:
     Exit 1 when any copy is damaged."""
     from . import cache, registry
 
-    base = cache.data_root(args.data_root) / cache.CACHE_DIR
+    base = cache.cache_root()
     if args.names:
         names = [registry.get(n).name if registry.is_registered(n) else n for n in args.names]
     else:
@@ -262,6 +268,10 @@ def cmd_convert(args) -> int:
     name = spec.name if spec else args.name
     if not spec and ("/" in name or name.startswith(".") or not name.strip()):
         raise HarnessError(f"bad dataset name '{args.name}'")
+    if spec and not args.force:
+        raise HarnessError(f"'{args.name}' is the registry's {spec.name} ({spec.nodes:,} nodes): converted under that "
+                           f"name, {args.edge_list} would be read as the real {spec.name} by every experiment at "
+                           "--scale 1; give it a name of its own, or pass --force to mean that")
     directory = cache.real_dir(args.data_root, name)
     if (directory / "manifest.json").exists() and not args.force:
         raise HarnessError(f"{directory} already holds a conversion of {name}; pass --force to replace it")
@@ -274,6 +284,9 @@ def cmd_convert(args) -> int:
     graph = cache.open_graph(directory, verify=False)
     print(graph.describe())
     print(f"cached at {directory}; load it with datasets.load('{name}')")
+    if spec:
+        print(f"note: {args.edge_list} ({graph.num_nodes:,} nodes) now stands for the registry's {spec.name} "
+              f"({spec.nodes:,} nodes) in every run at --scale 1; `rm -r {directory}` undoes it")
     return 0
 
 
