@@ -76,8 +76,8 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--labels", type=Path, default=None, help=".npy or raw int64, one per node")
     p.add_argument("--device", default="auto")
     p.add_argument("--force", action="store_true",
-                   help="replace an existing conversion, or convert under a registry dataset's name (the file then "
-                        "stands for that dataset's real data at --scale 1 in every experiment)")
+                   help="replace an existing conversion; convert under a registry dataset's name a graph whose node "
+                        "count is not within 25%% of the registry's (it is then that dataset's real data in every run)")
     common(p)
     p.set_defaults(handler=cmd_convert)
 
@@ -268,26 +268,40 @@ def cmd_convert(args) -> int:
     name = spec.name if spec else args.name
     if not spec and ("/" in name or name.startswith(".") or not name.strip()):
         raise HarnessError(f"bad dataset name '{args.name}'")
-    if spec and not args.force:
-        raise HarnessError(f"'{args.name}' is the registry's {spec.name} ({spec.nodes:,} nodes): converted under that "
-                           f"name, {args.edge_list} would be read as the real {spec.name} by every experiment at "
-                           "--scale 1; give it a name of its own, or pass --force to mean that")
     directory = cache.real_dir(args.data_root, name)
     if (directory / "manifest.json").exists() and not args.force:
         raise HarnessError(f"{directory} already holds a conversion of {name}; pass --force to replace it")
-    with progress_display(name) as report:
-        cache.get_or_build(directory, lambda writer: loaders.convert_edge_list(
+    def build(writer):
+        meta = loaders.convert_edge_list(
             args.edge_list, args.format, writer, name=name, spec=spec, num_nodes=args.num_nodes,
             symmetrize=args.symmetrize, relabel=args.relabel, features=args.features,
             feature_dim=args.feat_dim, feature_dtype=args.feat_dtype, labels=args.labels,
-            device=args.device, progress=report), rebuild=args.force)
+            device=args.device, progress=report)
+        if spec and not args.force and not _same_size(meta["num_nodes"], spec.nodes):
+            raise HarnessError(f"'{args.name}' is the registry's {spec.name} ({spec.nodes:,} nodes); {args.edge_list} "
+                               f"has {meta['num_nodes']:,}: converted under that name it would be read as the real "
+                               f"{spec.name} by every experiment at --scale 1. Give it a name of its own, or pass "
+                               "--force to mean that")
+        return meta
+
+    with progress_display(name) as report:
+        cache.get_or_build(directory, build, rebuild=args.force)
     graph = cache.open_graph(directory, verify=False)
     print(graph.describe())
     print(f"cached at {directory}; load it with datasets.load('{name}')")
     if spec:
-        print(f"note: {args.edge_list} ({graph.num_nodes:,} nodes) now stands for the registry's {spec.name} "
-              f"({spec.nodes:,} nodes) in every run at --scale 1; `rm -r {directory}` undoes it")
+        print(f"note: {args.edge_list} ({graph.num_nodes:,} nodes) is now the real {spec.name} (registry: "
+              f"{spec.nodes:,} nodes) of every run at --scale 1; `rm -r {directory}` undoes it")
     return 0
+
+
+SAME_GRAPH_NODES = 0.25     # a release of a registry graph has its node count within this share
+
+
+def _same_size(nodes: int, published: int) -> bool:
+    """Whether a converted graph of ``nodes`` can be the registry graph of ``published`` nodes (the
+    releases of one graph differ by a few percent: isolated nodes, relabelling)."""
+    return abs(nodes - published) <= SAME_GRAPH_NODES * published
 
 
 def cmd_stats(args) -> int:

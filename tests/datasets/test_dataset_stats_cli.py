@@ -127,21 +127,30 @@ def test_stats_and_prepare_write_nothing_into_the_users_data_root(tmp_path, caps
     assert f"cached in {cache_root()}" in " ".join(out.split())
 
 
-def test_converting_a_file_under_a_registry_name_is_refused_unless_forced(tmp_path, capsys):
-    """`data convert --name cora` replaced the papers' cora with a 3-node graph, without a word."""
+def test_converting_a_file_under_a_registry_name_is_refused_unless_it_can_be_that_graph(tmp_path, capsys):
+    """`data convert --name cora` replaced the papers' cora with a 3-node graph, without a word: a file
+    converted under a registry name must have about its node count, or --force; either way the
+    command says what the file now is."""
     from harness.datasets import load
 
     edges = tmp_path / "e.txt"
     edges.write_text("0 1\n1 2\n2 0\n")
     argv = ["data", "convert", str(edges), "--format", "snap", "--name", "cora", "--data-root", str(tmp_path),
             "--device", "cpu"]
-    with pytest.raises(HarnessError, match=r"'cora' is the registry's cora \(2,708 nodes\).*--force"):
+    with pytest.raises(HarnessError, match=r"'cora' is the registry's cora \(2,708 nodes\); .* has 3: .*--force"):
         _run(argv)
     assert load("cora", 1.0, data_root=tmp_path, device="cpu").is_standin            # cora is untouched
     capsys.readouterr()
     assert _run(argv + ["--force"]) == 0
-    assert "now stands for the registry's cora (2,708 nodes)" in " ".join(capsys.readouterr().out.split())
+    assert "is now the real cora (registry: 2,708 nodes)" in " ".join(capsys.readouterr().out.split())
     assert load("cora", 1.0, data_root=tmp_path).num_nodes == 3                     # as the user asked
+
+    ring = tmp_path / "citeseer.txt"                      # the size of the real citeseer: taken as it
+    ring.write_text("".join(f"{i} {(i + 1) % 3300}\n" for i in range(3300)))
+    assert _run(["data", "convert", str(ring), "--format", "snap", "--name", "citeseer", "--data-root",
+                 str(tmp_path), "--device", "cpu"]) == 0
+    assert "is now the real citeseer (registry: 3,327 nodes)" in " ".join(capsys.readouterr().out.split())
+    assert not load("citeseer", 1.0, data_root=tmp_path).is_standin
 
 
 def test_real_data_a_run_does_not_read_at_its_scale_is_said(tmp_path, capsys):
