@@ -2,8 +2,8 @@
 # One GPU (nvidia-h100-x1 or nvidia-h200, whichever is lent), nothing carried. Issue 38 item 5:
 # docs/quickstart-gpu.md followed literally from a fresh clone of this tree, as a user would on their
 # own GPU machine, on a machine without network: install (its offline variant: a venv over the
-# image's torch and CuPy, `pip install --no-index --no-build-isolation --no-deps -e .`, else
-# PYTHONPATH as the page says), `harness env`, `list`, `data list`, the dry runs of WholeGraph
+# image's torch, CuPy, pip and setuptools, `python -m pip install --no-index --no-build-isolation
+# --no-deps -e .`; PYTHONPATH, the page's other way, only where that fails: steps.txt says which), `harness env`, `list`, `data list`, the dry runs of WholeGraph
 # Tables I and V, `run wholegraph.table1 --time-budget 4m`, `report`, `compare --reference results`
 # and `compare RUN RUN`. Every step's exit code and milliseconds go to steps.txt (the page's "how
 # long"), its output to quickstart.log; the run with its report comes back in quickstart-run.tgz,
@@ -36,15 +36,16 @@ cd "$FRESH" || exit 1
 
 # 1. install, offline: the image has torch and CuPy; no index, no build isolation
 INSTALL=pythonpath
-if step venv 60 python3 -m venv --system-site-packages .venv && . .venv/bin/activate \
-   && step install 240 pip install --no-index --find-links "$SRC/.wheels" --no-build-isolation --no-deps -e .; then
+if step venv 60 python3 -m venv --system-site-packages --without-pip .venv && . .venv/bin/activate \
+   && step install 240 python -m pip install --no-index --find-links "$SRC/.wheels" --no-build-isolation \
+        --no-deps -e .; then
   INSTALL=venv
 else
   command -v deactivate > /dev/null && deactivate
   export PYTHONPATH=$PWD
 fi
 PY=$(command -v python || command -v python3)
-echo "install: $INSTALL; harness from $($PY -c 'import harness, os; print(os.path.dirname(harness.__file__))')" \
+echo "install: $INSTALL; harness from $(cd / && $PY -c 'import harness, os; print(os.path.dirname(harness.__file__))')" \
   | tee -a "$OUT/steps.txt"
 
 # 2.-5. the machine, the tables, the data, the plans
