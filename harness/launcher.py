@@ -139,19 +139,21 @@ class RankState:
 
 WAITING = "waiting in torch.distributed"
 STARTUP = "startup (imports, process group)"
-STARTUP_ALLOWANCE_S = 300.0      # a startup slower than --timeout (a loaded machine importing torch) is no hang
+# until a rank names its first activity (imports, the process group, loading the experiments), it has
+# at least this long: a startup slower than a short --timeout (a loaded machine importing torch) is no hang
+STARTUP_ALLOWANCE_S = 300.0
 HEARTBEAT_S = 0.5
 
 
 def overdue(states: dict[int, RankState], running: list[int], now: float, timeout_s: float,
             started: float) -> LaunchError | None:
     """The error that ends a launch where a running rank has been in one activity longer than
-    ``timeout_s`` (startup: at least ``STARTUP_ALLOWANCE_S``), else None.
+    ``timeout_s`` (before its first activity: at least ``STARTUP_ALLOWANCE_S``), else None.
 
     The ranks named are those still busy in their own code (not waiting in a collective); where
     every running rank waits, the overdue ones: a collective that some rank never joined."""
     def allowed(state: RankState) -> float:
-        starting = state.activity == STARTUP or state.since is None
+        starting = state.activity in (None, STARTUP)
         return max(timeout_s, STARTUP_ALLOWANCE_S) if starting else timeout_s
 
     def age(r: int) -> float:
@@ -166,7 +168,7 @@ def overdue(states: dict[int, RankState], running: list[int], now: float, timeou
 
     def doing(r: int) -> str:
         state = states[r]
-        return f"in {state.activity}" if state.activity else ("at work" if state.since else f"in {STARTUP}")
+        return f"in {state.activity}" if state.activity else "before its first activity"
 
     def where(r: int) -> str:
         state = states[r]
@@ -318,7 +320,7 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
         # the launcher stops a rank overdue in a point; the group's own timeout is only a backstop,
         # later, so that a peer's collective timing out never takes the blame from the rank it waits for
         _init_group(ctx, f"tcp://127.0.0.1:{port}", timeout_s + GROUP_TIMEOUT_MARGIN_S)
-        board.write(rank, "")            # at work: --timeout holds from here
+        board.write(rank, "")            # started: no activity named yet (still the startup allowance)
         value = fn(ctx, *args)
         board.write(rank, "returning its result")
         results.put((rank, "ok", value))
