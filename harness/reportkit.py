@@ -10,6 +10,8 @@ kit holds what they all do alike, so that a change of layout happens here once:
   ``Machine`` columns dropped, a note row when empty), :meth:`Report.caption` (ends with the
   hardware and software of every run), :meth:`Report.artifact` (adds the notes of skipped and
   failed points and returns the :class:`ReportArtifact`);
+- implementations: :func:`series_rows` (the rows of one registry series: an implementation in one
+  of its variants), :func:`variant_names` (the variant of every row);
 - figures: :func:`figure`, :func:`bars` and :func:`lines` draw the plots of the reports, one
   palette (:data:`PALETTE`, :func:`colour`: one colour per system) and one style for the paper's
   values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's ``history`` (every
@@ -132,6 +134,32 @@ def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
         seen.add(key)
         notes.append(f"{key[0]} `{r['impl']}` {r['status']}: {r.get('reason')}")
     return notes
+
+
+def series_rows(frame: "pd.DataFrame", one) -> "pd.DataFrame":
+    """The rows of ``frame`` (a Report's rows: ``impl`` and ``p_<name>`` columns) that measured
+    ``one``, a registry ``Series``: its implementation, with its variant's options on every key any
+    of the implementation's variants sets (absent where its variant sets none)."""
+    mask = frame["impl"] == one.impl
+    for key in {k for v in one.spec.variants for k in v.options}:
+        want, column = one.variant.options.get(key), f"p_{key}"
+        if column not in frame:
+            mask &= want is None
+        else:
+            mask &= frame[column].isna() if want is None else frame[column] == want
+    return frame[mask]
+
+
+def variant_names(frame: "pd.DataFrame", interface: str) -> list:
+    """The variant each row of ``frame`` measured (None for an implementation without variants, or
+    a row no registered variant matches), by the registry of ``interface``."""
+    from . import registry
+
+    names = []
+    for impl, params in zip(frame["impl"], frame[[c for c in frame.columns if c.startswith("p_")]].to_dict("records")):
+        found = registry.series_of(interface, impl, {k[2:]: v for k, v in params.items()})
+        names.append((found.variant.name or None) if found is not None else None)
+    return names
 
 
 def caption_hardware(runs: list["RunInfo"]) -> str:
