@@ -184,6 +184,14 @@ class Series(NamedTuple):
     def has(self, trait: str) -> bool:
         return self.spec.has(trait, self.variant)
 
+    def unmet(self, device: str, world_size: int | None = None) -> str | None:
+        """Why it cannot run on this machine with ``device`` and ``world_size`` ranks, or None."""
+        from .needs import detect
+
+        if not self.runs_on(device):
+            return f"variant {self.variant.name} is a point on {'/'.join(self.variant.devices)} only"
+        return self.spec.needs.unmet(detect(), device, world_size)
+
     def runs_on(self, device: str) -> bool:
         """Whether it is a point of its own on ``device`` (where its needs are unmet there, the
         point is a skipped row that says so)."""
