@@ -134,6 +134,16 @@ def names_of(what: str, *allowed: str) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
+def impl_names(what: str, interface: str, **select) -> Callable[[str], tuple[str, ...]]:
+    """A parser of a comma-separated, non-empty list of implementations of ``interface`` (those
+    ``registry.names(interface, **select)`` gives, read when a value is parsed)."""
+    def parse(text: str) -> tuple[str, ...]:
+        from . import registry
+
+        return names_of(what, *registry.names(interface, **select))(text)
+    return parse
+
+
 def or_word(word: str, parse: Callable[[str], object]) -> Callable[[str], object]:
     """``word`` itself (e.g. 'auto') or what ``parse`` makes of the text."""
     def parse_or_word(text: str):

@@ -87,6 +87,9 @@ class ImplSpec:
     traits: frozenset[str] = frozenset()
     order: int = 50               # where it stands among its interface's implementations (then name)
     contract: type | None = None  # the Protocol its objects satisfy (default: its interface's)
+    labels: Mapping[str, str] = field(default_factory=dict)   # its names where a table or figure needs
+    #                               another than ``label`` (``{"short": "hash"}``), by the word it uses
+    unavailable: Callable[[], str | None] | None = None       # why it cannot run here beyond needs
 
     @property
     def key(self) -> str:
@@ -105,6 +108,15 @@ class ImplSpec:
         if not self.reimplements:
             return ""
         return f"re-implementation of {self.reimplements}'s policy" + (f" ({self.real_package})" if self.real_package else "")
+
+    def label_for(self, use: str) -> str:
+        """Its name for ``use`` (a key of ``labels``), else its label."""
+        return self.labels.get(use, self.title)
+
+    def unavailable_reason(self) -> str | None:
+        """Why it cannot run on this machine beyond what ``needs`` says (a package that imports but
+        lacks what it needs), or None."""
+        return self.unavailable() if self.unavailable is not None else None
 
     def plot_colour(self) -> str | None:
         if self.colour:
@@ -226,7 +238,8 @@ def interface(name: str) -> Interface | None:
 def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary: str = "",
                   reimplements: str = "", real_package: str = "", label: str = "", family: str = "ours",
                   colour: str = "", variants: Iterable[Variant] = (), traits: Iterable[str] = (),
-                  order: int = 50, contract: type | None = None):
+                  order: int = 50, contract: type | None = None, labels: Mapping[str, str] | None = None,
+                  unavailable: Callable[[], str | None] | None = None):
     """Class or factory decorator: ``@register_impl("gather", "p2p_shared", needs=..., label=...,
     family=..., variants=(Variant("chunked", {"mode": "chunked"}), ...), traits=(...))``.
 
@@ -241,7 +254,7 @@ def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary:
         doc = summary or (factory.__doc__ or "").strip().splitlines()[0:1]
         spec = ImplSpec(interface, name, factory, needs, doc if isinstance(doc, str) else (doc[0] if doc else ""),
                         reimplements, real_package, label, family, colour, tuple(variants) or (PLAIN,),
-                        frozenset(traits), order, contract)
+                        frozenset(traits), order, contract, dict(labels or {}), unavailable)
         _check_spec(spec)
         _IMPLS[key] = spec
         return factory

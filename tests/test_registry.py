@@ -417,8 +417,6 @@ NOT_YET = {
     "experiments/wholegraph/table5.py": _PIPELINES, "experiments/wholegraph/training.py": _PIPELINES,
     "experiments/wholegraph/training_report.py": _PIPELINES, "experiments/xgnn/fig11.py": _PIPELINES,
     "experiments/xgnn/fig12.py": _PIPELINES, "experiments/xgnn/training.py": _PIPELINES,
-    "experiments/wholegraph/sampling.py": "samplers: not converted yet",
-    "experiments/wholegraph/unique.py": "append-uniques: not converted yet",
     "experiments/wholegraph/table1.py": "probes: not converted yet",
 }
 
