@@ -115,6 +115,12 @@ class Estimate:
             return Estimate(value, 0.0, math.inf, how, min(self.n, other.n))
         return Estimate(value, value * math.exp(-half), value * math.exp(half), how, min(self.n, other.n))
 
+    def times(self, factor: float) -> "Estimate":
+        """The estimate in another unit (``factor`` > 0): per batch, per epoch, in percent."""
+        if factor <= 0:
+            raise ValueError("scale factor must be positive")
+        return Estimate(self.value * factor, self.lo * factor, self.hi * factor, self.how, self.n)
+
     def plus(self, other: "Estimate") -> "Estimate":
         """self + other of two independent estimates: the half-widths added in quadrature."""
         value = self.value + other.value
@@ -175,7 +181,14 @@ class Band:
     @classmethod
     def factor(cls, paper: float, factor: float, unit: str = "x") -> "Band":
         """Within ``factor`` of the paper's value either way: [paper / factor, paper * factor]."""
-        return cls(paper / factor, paper * factor, f"within {factor:g}x of the paper's {paper:g}{unit}")
+        return cls(paper / factor, paper * factor, f"within {factor:g}x of the paper's {paper:.3g}{unit}")
+
+    @classmethod
+    def around(cls, paper: float, tolerance: float, unit: str = "") -> "Band":
+        """Within ``tolerance`` of the paper's value either way (an absolute tolerance: for ratios
+        near 1 and shares, where a factor would reach across no effect)."""
+        return cls(paper - tolerance, paper + tolerance,
+                   f"within {tolerance:g}{unit} of the paper's {paper:.3g}{unit}")
 
     @classmethod
     def between(cls, lo: float, hi: float, text: str = "") -> "Band":
@@ -185,7 +198,7 @@ class Band:
     def beyond(cls, null: float = 1.0, direction: int = 1, text: str = "") -> "Band":
         """Any effect on the paper's side of ``null``: the paper states a direction, no magnitude."""
         lo, hi = (null, math.inf) if direction > 0 else (-math.inf, null)
-        return cls(lo, hi, text or "any effect with the paper's sign (it prints no magnitude)")
+        return cls(lo, hi, text or "any magnitude (the paper prints none)")
 
     def __contains__(self, value: float) -> bool:
         return self.lo <= value <= self.hi
@@ -252,6 +265,8 @@ def judge(claim: Claim, unjudgeable: dict[str, str] | None = None) -> Judgement:
         return Judgement(claim, NO_VERDICT, f"too few to judge: {claim.points} points, {claim.needs} needed")
     if e is None or not math.isfinite(e.value):
         return Judgement(claim, NO_VERDICT, "not measured")
+    if not e.is_exact and (math.isinf(e.lo) or math.isinf(e.hi)):
+        return Judgement(claim, INCONCLUSIVE, f"no interval: {e.how}")
     if claim.null is None:
         if e.lo in claim.band and e.hi in claim.band:
             return Judgement(claim, REPRODUCED, f"{claim.band.text}")
