@@ -177,18 +177,19 @@ class Band:
     lo: float
     hi: float
     text: str
+    paper: float | None = None        # the paper's value the band is centred on, where it is
 
     @classmethod
     def factor(cls, paper: float, factor: float, unit: str = "x") -> "Band":
         """Within ``factor`` of the paper's value either way: [paper / factor, paper * factor]."""
-        return cls(paper / factor, paper * factor, f"within {factor:g}x of the paper's {paper:.3g}{unit}")
+        return cls(paper / factor, paper * factor, f"within {factor:g}x of the paper's {paper:.3g}{unit}", paper)
 
     @classmethod
     def around(cls, paper: float, tolerance: float, unit: str = "") -> "Band":
         """Within ``tolerance`` of the paper's value either way (an absolute tolerance: for ratios
         near 1 and shares, where a factor would reach across no effect)."""
         return cls(paper - tolerance, paper + tolerance,
-                   f"within {tolerance:g}{unit} of the paper's {paper:.3g}{unit}")
+                   f"within {tolerance:g}{unit} of the paper's {paper:.3g}{unit}", paper)
 
     @classmethod
     def between(cls, lo: float, hi: float, text: str = "") -> "Band":
@@ -213,9 +214,10 @@ class Claim:
     ``effect``: the estimate (None: not measured); ``band``: its tolerance; ``paper``: the paper's
     number as printed; ``null``: the effect of "no effect" (1.0 for a ratio; None where the claim
     is a bound, a share or a count: nothing to exclude); ``direction``: the side of ``null`` the
-    paper's effect lies on (0: the band's side); ``runs``: the run ids the effect was measured in
-    (a smoke or reduced-fidelity one gets no verdict); ``points`` and ``needs``: how many points
-    the claim rests on and how many it takes to judge (a line of 2 epochs, a trace of 5 samples)."""
+    paper's effect lies on (0: the band's side, or that of the paper's value it is centred on);
+    ``runs``: the run ids the effect was measured in (a smoke or reduced-fidelity one gets no
+    verdict); ``points`` and ``needs``: how many points the claim rests on and how many it takes to
+    judge (a line of 2 epochs, a trace of 5 samples)."""
 
     what: str
     effect: Estimate | None
@@ -238,6 +240,8 @@ class Claim:
             return 1
         if self.band.hi <= self.null:
             return -1
+        if self.band.paper is not None and self.band.paper != self.null:
+            return 1 if self.band.paper > self.null else -1
         raise ValueError(f"{self.what}: a band around no effect needs the paper's direction or null=None")
 
 
