@@ -37,6 +37,7 @@ MEASURED = "measured"              # an artifact with no claim to judge (our own
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE)
 
 SMOKE = "smoke run (--quick)"
+MAX_NOTED = 12                     # claims noted one by one; past it the reproduced ones share a line
 REDUCED = "reduced fidelity (time budget)"
 
 
@@ -217,7 +218,8 @@ class Claim:
     paper's effect lies on (0: the band's side, or that of the paper's value it is centred on);
     ``runs``: the run ids the effect was measured in (a smoke or reduced-fidelity one gets no
     verdict); ``points`` and ``needs``: how many points the claim rests on and how many it takes to
-    judge (a line of 2 epochs, a trace of 5 samples)."""
+    judge (a line of 2 epochs, a trace of 5 samples); ``ours``: how our measurement reads where the
+    effect is a flag (1: it holds, 0: not)."""
 
     what: str
     effect: Estimate | None
@@ -229,6 +231,7 @@ class Claim:
     points: int | None = None
     needs: int = 0
     unit: str = "x"
+    ours: str = ""                 # how our measurement reads where the effect is a flag (1 held, 0 not)
 
     @property
     def sign(self) -> int:
@@ -254,7 +257,7 @@ class Judgement:
     def line(self) -> str:
         """The note of one claim: what, ours beside the paper's, the verdict and why."""
         c = self.claim
-        ours = c.effect.text(unit=c.unit) if c.effect is not None else "not measured"
+        ours = c.ours or (c.effect.text(unit=c.unit) if c.effect is not None else "not measured")
         paper = f" (paper {c.paper})" if c.paper else ""
         return f"{c.what}: {ours}{paper}: {self.verdict} ({self.why})"
 
@@ -346,7 +349,12 @@ class Verdict:
                 + "".join(f", {counts[v]} {v}" for v in rest))
 
     def notes(self) -> list[str]:
-        return [f"Claim: {j.line()}" for j in self.judgements]
+        """A note per claim; past MAX_NOTED claims the reproduced ones are counted in one line."""
+        if len(self.judgements) <= MAX_NOTED:
+            return [f"Claim: {j.line()}" for j in self.judgements]
+        held = [j for j in self.judgements if j.verdict == REPRODUCED]
+        return ([f"Claim: {j.line()}" for j in self.judgements if j.verdict != REPRODUCED]
+                + ([f"Claims reproduced ({len(held)}): " + "; ".join(j.claim.what for j in held)] if held else []))
 
 
 def verdict_of(claims: Iterable[Claim], unjudgeable: dict[str, str] | None = None) -> Verdict:

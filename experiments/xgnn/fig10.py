@@ -118,7 +118,7 @@ def step_claim(step: str, model: str, ds: str, prev, cur, noise: dict, where: st
             fits = cur is not None and cur["status"] == "ok"
             return Claim(f"{name}: BASE out of memory, +MSG fits", Estimate.exact(1.0 if fits else 0.0),
                          Band.between(1, 1, "+MSG fits where BASE ran out of memory"), "BASE OOM, +MSG fits",
-                         null=None, runs=runs, unit="")
+                         null=None, runs=runs, unit="", ours="+MSG fits" if fits else "+MSG out of memory too")
         return Claim(f"{name}: sampler time BASE / +MSG", gain_estimate(prev, cur, "sample", noise),
                      Band.between(0.9, math.inf, "sampling at most 1.11x slower (the paper: not much slower)"),
                      "not much slower", null=None, runs=runs)
