@@ -34,8 +34,8 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
-from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE, Band, Claim,
-                       Estimate, Verdict, verdict_of)
+from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE, TOLERANCE, Band,
+                       Claim, Estimate, Verdict, verdict_of)
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -37,6 +37,8 @@ MEASURED = "measured"              # an artifact with no claim to judge (our own
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE)
 
 SMOKE = "smoke run (--quick)"
+TOLERANCE = 1.5                    # a ratio the paper prints holds within this factor of it either way, unless
+                                   # the artifact states another tolerance
 MAX_NOTED = 12                     # claims noted one by one; past it the reproduced ones share a line
 REDUCED = "reduced fidelity (time budget)"
 

@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, Report, figure, span
+from harness.reportkit import TOLERANCE, Band, Claim, Estimate, Report, figure, span
 from harness.timing import Stats
 from harness.worlds import Worlds
 
@@ -231,7 +231,7 @@ def overlap_claims(shown, records) -> tuple[list[Claim], str]:
     paper = PAPER_SPMM_MS[False] / PAPER_SPMM_MS[True]
     where = f"{kind} {top['dataset']}, {top['#G']} GPUs"
     claims = [Claim(f"{where}: heaviest SpMM ({top['SpMM']}) without / with overlap", spmm_gain(point, tag),
-                    Band.factor(paper, 1.5), f"{paper:.2f}x", runs=runs)]
+                    Band.factor(paper, TOLERANCE), f"{paper:.2f}x", runs=runs)]
     tags = sorted(set(point[point["kind_of_metric"] == "spmm_time"]["p_spmm"]))
     gains = [(g.value, t, g) for t in tags if (g := spmm_gain(point, t)) is not None]
     if gains:

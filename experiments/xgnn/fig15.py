@@ -27,7 +27,7 @@ from harness.argtypes import names_of, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, colour, figure, finish, finite, group, lines, ratio
+from harness.reportkit import TOLERANCE, Band, Claim, Estimate, colour, figure, finish, finite, group, lines, ratio
 
 from . import PAPER_SOURCE
 from .training import (SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt,
@@ -250,9 +250,6 @@ def part_b(records, machine, claims: list[Claim], headline: list[str], notes: li
                          f"{SYSTEMS['dgl'].label} (real DGL 2.1, host sampling: not the paper's DGL configuration, "
                          "so not compared with its 5.3x)")
     return out, curves, targets
-
-
-TOLERANCE = 1.5       # a time-to-accuracy speedup within 1.5x of the paper's either way
 
 
 def time_to_target(rec, hit: int) -> Estimate:

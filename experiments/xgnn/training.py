@@ -514,10 +514,6 @@ def cell(rec, metric: str):
     return "x" if rec["status"] == "skipped" else "error"
 
 
-# a speedup the paper prints counts as reproduced within this factor of it either way
-TOLERANCE = 1.5
-
-
 def estimate(rec, metric: str, what: str = "epochs"):
     """A record's metric as the mean of its repeats with its t interval (harness/verdicts.py), or None."""
     from harness.verdicts import Estimate
@@ -528,9 +524,9 @@ def estimate(rec, metric: str, what: str = "epochs"):
 
 
 def speedup_claim(what: str, slow, fast, metric: str, paper: float | None, band=None):
-    """The claim that ``fast`` beats ``slow`` in ``metric`` (a time): slow / fast, judged within
-    TOLERANCE of the paper's ratio (``paper``; None: its sign only) or in ``band``."""
-    from harness.verdicts import Band, Claim
+    """The claim that ``fast`` beats ``slow`` in ``metric`` (a time): slow / fast, judged within the
+    kit's TOLERANCE of the paper's ratio (``paper``; None: its sign only) or in ``band``."""
+    from harness.verdicts import TOLERANCE, Band, Claim
 
     a, b = estimate(slow, metric), estimate(fast, metric)
     band = band or (Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0))
