@@ -106,6 +106,12 @@ class Estimate:
         half = t_quantile(level, n - 1) * sample_sd / math.sqrt(n)
         return cls(mean, mean - half, mean + half, f"t over {n} {what}", n)
 
+    @classmethod
+    def with_noise(cls, value: float, noise: "Noise") -> "Estimate":
+        """One measurement of a positive quantity with the interval ``noise`` gives a single
+        measurement of its kind: [value / factor, value * factor]."""
+        return cls(float(value), value / noise.factor, value * noise.factor, noise.how, 1)
+
     def ratio(self, other: "Estimate") -> "Estimate":
         """self / other of two independent positive estimates: the intervals' relative half-widths
         (in log space) added in quadrature."""
@@ -131,6 +137,10 @@ class Estimate:
                           max(other.hi - other.value, other.value - other.lo))
         how = self.how if self.how == other.how else f"{self.how} + {other.how}"
         return Estimate(value, value - half, value + half, how, min(self.n, other.n))
+
+    def minus(self, other: "Estimate") -> "Estimate":
+        """self - other of two independent estimates: the half-widths added in quadrature."""
+        return self.plus(Estimate(-other.value, -other.hi, -other.lo, other.how, other.n))
 
     def widened(self, factor: float, why: str) -> "Estimate":
         """The interval of a positive effect with a multiplicative noise ``factor`` (>= 1) measured
@@ -161,6 +171,35 @@ class Estimate:
             return f"{self.value:{fmt}}{unit}"
         ends = "unbounded" if math.isinf(self.hi) or math.isinf(self.lo) else f"{self.lo:{fmt}}-{self.hi:{fmt}}"
         return f"{self.value:{fmt}}{unit} ({LEVEL:.0%} CI {ends})"
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How far one measurement of a kind may fall from another of the same thing: the factor of a
+    single measurement's interval, from the log-spread of measurements repeated over runs."""
+
+    factor: float
+    how: str
+
+    @classmethod
+    def pooled(cls, groups: Iterable[Sequence[float]], what: str, level: float = LEVEL) -> "Noise | None":
+        """From groups of measurements of one thing each (a cell measured in several runs): the
+        standard deviation of their logs pooled over the groups of two or more, times Student's t at
+        the pooled degrees of freedom; None without such a group."""
+        squares, df, cells = 0.0, 0, 0
+        for group in groups:
+            logs = [math.log(x) for x in group if x > 0]
+            if len(logs) < 2:
+                continue
+            mean = statistics.fmean(logs)
+            squares += sum((x - mean) ** 2 for x in logs)
+            df += len(logs) - 1
+            cells += 1
+        if df == 0:
+            return None
+        factor = math.exp(t_quantile(level, df) * math.sqrt(squares / df))
+        return cls(factor, f"one measurement, the spread over runs of {what} ({cells} cell{'s' if cells > 1 else ''} "
+                           f"measured more than once, {df} degrees of freedom: x/{factor:.2f})")
 
 
 def t_quantile(level: float, df: int) -> float:
@@ -221,7 +260,8 @@ class Claim:
     ``runs``: the run ids the effect was measured in (a smoke or reduced-fidelity one gets no
     verdict); ``points`` and ``needs``: how many points the claim rests on and how many it takes to
     judge (a line of 2 epochs, a trace of 5 samples); ``ours``: how our measurement reads where the
-    effect is a flag (1: it holds, 0: not)."""
+    effect is a flag (1: it holds, 0: not); ``withheld``: why the measurement cannot stand for the
+    paper's (an epoch capped below whole loader waves, ...): no verdict."""
 
     what: str
     effect: Estimate | None
@@ -234,6 +274,7 @@ class Claim:
     needs: int = 0
     unit: str = "x"
     ours: str = ""                 # how our measurement reads where the effect is a flag (1 held, 0 not)
+    withheld: str = ""             # why the measurement cannot stand for the paper's (a capped epoch, ...)
 
     @property
     def sign(self) -> int:
@@ -270,6 +311,8 @@ def judge(claim: Claim, unjudgeable: dict[str, str] | None = None) -> Judgement:
     blocked = sorted({why for run, why in (unjudgeable or {}).items() if run in claim.runs})
     if blocked:
         return Judgement(claim, NO_VERDICT, ", ".join(blocked))
+    if claim.withheld:
+        return Judgement(claim, NO_VERDICT, claim.withheld)
     if claim.points is not None and claim.points < claim.needs:
         return Judgement(claim, NO_VERDICT, f"too few to judge: {claim.points} points, {claim.needs} needed")
     if e is None or not math.isfinite(e.value):
