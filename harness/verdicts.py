@@ -56,6 +56,7 @@ class Estimate:
     hi: float
     how: str
     n: int = 0
+    spread: str = ""        # the interval is this spread of the samples (e.g. p10-p90), not a confidence interval
 
     @classmethod
     def exact(cls, value: float, how: str = "exact") -> "Estimate":
@@ -170,7 +171,7 @@ class Estimate:
         if self.is_exact:
             return f"{self.value:{fmt}}{unit}"
         ends = "unbounded" if math.isinf(self.hi) or math.isinf(self.lo) else f"{self.lo:{fmt}}-{self.hi:{fmt}}"
-        return f"{self.value:{fmt}}{unit} ({LEVEL:.0%} CI {ends})"
+        return f"{self.value:{fmt}}{unit} ({self.spread or f'{LEVEL:.0%} CI'} {ends})"
 
 
 @dataclass(frozen=True)

@@ -115,14 +115,14 @@ class Intervals:
 
 
 def speedup_claim(what: str, slow: dict | None, fast: dict | None, intervals: Intervals, paper: float | None,
-                  metric: str = "epoch_time") -> Claim:
+                  metric: str = "epoch_time", band: Band | None = None) -> Claim:
     """``fast`` beats ``slow`` in ``metric``: slow / fast, within the kit's tolerance of the paper's
-    ratio (None: its sign only); no verdict where either epoch is only an upper bound."""
+    ratio (None: its sign only) or in ``band``; no verdict where either epoch is only an upper bound."""
     a, b = intervals.of(slow, metric), intervals.of(fast, metric)
     effect = a.ratio(b) if a is not None and b is not None and a.value > 0 and b.value > 0 else None
     bound = [SYSTEMS.get(r["key"]["impl"], r["key"]["impl"]) for r in (slow, fast) if partial_wave(r)]
-    return Claim(what, effect, Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0),
-                 f"{paper:.3g}x" if paper else "faster",
+    band = band or (Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0))
+    return Claim(what, effect, band, f"{paper:.3g}x" if paper else "faster",
                  runs=tuple(sorted({r["key"]["run_id"] for r in (slow, fast) if r is not None})),
                  withheld=f"{', '.join(bound)}: epoch capped below whole loader waves (an upper bound)" if bound else "")
 
