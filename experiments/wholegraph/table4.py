@@ -72,7 +72,8 @@ class Table4(TrainingExperiment):
                 f"{kind_of(r, rep.labels)} stores {sum(r['metrics'].get(f'memory_{c}') or 0 for c, _ in STORES):.3g} "
                 f"GiB, training {r['metrics'].get('memory_training') or 0:.3g} GiB" for r in ours) + \
                 " (paper 8x A100: 3.1 + 6.7 GB of stores, 20.4 GB training; no claim judged: the stores' even " \
-                "spread is by construction, the stand-in's sizes are not the paper's)"
+                "spread is by construction, the stand-in's sizes are not the paper's); newest runs on " + \
+                ", ".join(dict.fromkeys(kind_of(r, rep.labels) for r in shown))
         rep.notes += NOTES
         if any(rec.get("device") == "cpu" for rec in shown):
             rep.notes.append("CPU ranks: host memory, not GPU memory; the graph is the whole CSR on every rank (the "
