@@ -26,7 +26,6 @@ from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param, Point
 from harness.reportkit import Report, bars, figure, finite, verdict
 
-from . import PAPER_HARDWARE_A100, PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest,
                      plain_log_y, run_number, scale_note, scale_suffix)
@@ -383,7 +382,8 @@ def history(rep, exp):
         host = r.get("p_host") is True
         records.append({"run": run_number(r["run_id"]), "machine": rep.label(r["run_id"]),
                         "figure": r["experiment"].split(".")[-1], "dataset": dataset_label(r["p_dataset"]),
-                        "model": r["p_model"], "system": SYSTEMS.get(r["impl"], r["impl"]) + (f", {HOST}" if host else ""),
+                        "model": r["p_model"],
+                        "system": SYSTEMS.get(r["impl"], r["impl"]) + (f", {HOST}" if host else ""),
                         "#G": int(r["p_gpus"]), "scale": float(r["p_scale"]),
                         "epoch (s)": r["value"] if r["status"] == "ok" else None,
                         "status": r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('reason')}"})

@@ -113,18 +113,25 @@ class Table2(MGGCNExperiment):
             "Every run: table2.history.md.", runs=shown["run_id"] if not shown.empty else [])
         rep.notes.append("Paper, Sec. 6.7: MG-GCN on 8 A100s over DistGNN's best: REDDIT 40x, PAPERS 12.6x, PRODUCTS "
                          "12.4x, PROTEIN 1.77x; one A100 beats DistGNN's best on all but PROTEIN (PAPERS does not fit "
-                         "one). DistGNN's other variants approximate the aggregation; the paper compares the exact one.")
+                         "one). DistGNN's other variants approximate the aggregation; the paper compares the exact "
+                         "one.")
         history = pd.DataFrame.from_records(
-            {"run": run_number(r["run_id"]), "machine": rep.label(r["run_id"]), "table": r["experiment"].split(".")[-1],
+            {"run": run_number(r["run_id"]), "machine": rep.label(r["run_id"]),
+             "table": r["experiment"].split(".")[-1],
              "dataset": dataset_label(r["p_dataset"]), "model": r["p_model"], "#G": int(r["p_gpus"]),
              "scale": float(r["p_scale"]), "epoch (s)": r["value"]}
             for _, r in ok.iterrows() if r["impl"] == "mggcn") if not ok.empty else pd.DataFrame()
         return rep.artifact("MG-GCN Table 2: DistGNN (CPU sockets) beside MG-GCN (GPUs), epoch seconds", caption,
                             table, distgnn_figure(shown), headline=" | ".join(parts),
                             status=verdict(flags, none="measured"),
-                            skips=rep.rows[rep.rows["run_id"].isin(set(shown["run_id"])) & (rep.rows["impl"] == "mggcn")]
-                            if not shown.empty else False,
-                            history=history)
+                            skips=mggcn_rows_of(rep, shown), history=history)
+
+
+def mggcn_rows_of(rep, shown):
+    """The MG-GCN rows of the shown runs (their skipped points are the notes), or False: none shown."""
+    if shown.empty:
+        return False
+    return rep.rows[rep.rows["run_id"].isin(set(shown["run_id"])) & (rep.rows["impl"] == "mggcn")]
 
 
 def distgnn_records(shown) -> tuple[list[dict], list[bool], list[str]]:
@@ -160,7 +167,8 @@ def distgnn_records(shown) -> tuple[list[dict], list[bool], list[str]]:
                         f"{dataset_label(ds)} {factor:.1f}x faster than DistGNN's fastest on {int(fastest['p_gpus'])} "
                         f"GPU{'s' if int(fastest['p_gpus']) > 1 else ''} (paper, 8 A100s: {PAPER_OVER_DISTGNN[ds]}x)")
                 else:
-                    parts.setdefault(kind, []).append(f"{dataset_label(ds)}{scale_suffix(scale)} a stand-in, not compared")
+                    parts.setdefault(kind, []).append(
+                        f"{dataset_label(ds)}{scale_suffix(scale)} a stand-in, not compared")
             rec["paper 8 GPUs over DistGNN best"] = PAPER_OVER_DISTGNN[ds]
             records.append(rec)
     return records, flags, [f"{kind}: " + "; ".join(texts) for kind, texts in parts.items()]

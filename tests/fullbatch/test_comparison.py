@@ -91,10 +91,9 @@ def test_paper_numbers_as_printed():
               for v in registry.get_experiment("mggcn.table2").paper_values if v.metric == "epoch_time"}
     assert table2 == {("reddit", 1): 0.60, ("reddit", 16): 0.61, ("papers", 1): 1000.0, ("papers", 128): 36.45,
                       ("products", 1): 11.0, ("products", 64): 1.74, ("proteins", 1): 100.0, ("proteins", 64): 2.63}
-    # Table 3 still reads the same Sec. 6.6 speedups
-    assert values("mggcn.table3", "speedup_vs_dgl") == {**v100, **a100} or \
-        {v.value for v in registry.get_experiment("mggcn.table3").paper_values if v.metric == "speedup_vs_dgl"} \
-        == set(v100.values()) | set(a100.values())
+    # Table 3 still notes the same Sec. 6.6 speedups
+    table3 = [v.value for v in registry.get_experiment("mggcn.table3").paper_values if v.metric == "speedup_vs_dgl"]
+    assert sorted(table3) == sorted([*v100.values(), *a100.values()])
 
 
 def test_fig10_table_and_figure_name_where_dgl_ran_and_judge_the_papers_claims():
