@@ -20,9 +20,10 @@ def run_cagnet(ctx):
     import torch
     import torch.distributed as dist
 
-    torch.set_num_threads(1)
+    if ctx.device == "cpu":
+        torch.set_num_threads(1)
     out = train_models(ctx)
-    if ctx.world_size > 1:
+    if ctx.world_size > 1 and ctx.device == "cpu":
         all_reduce, dist.all_reduce = dist.all_reduce, lambda tensor, *a, **k: None
         try:
             out["broken"] = train_models(ctx)
@@ -37,20 +38,20 @@ def train_models(ctx):
     from .reference import MODELS as models
 
     graph = make_test_graph()
-    make = make_cagnet_1d
+    device = str(ctx.torch_device())
     out = {}
     for name in models:
-        trainer = make(graph, models[name], device="cpu", rank=ctx.rank, world=ctx.world_size)
+        trainer = make_cagnet_1d(graph, models[name], device=device, rank=ctx.rank, world=ctx.world_size)
         loss, logits, grads = trainer.compute_gradients()
-        out[name] = (trainer.share.old_ids, loss, logits.numpy(), [g.numpy() for g in grads],
+        out[name] = (trainer.share.old_ids, loss, logits.cpu().numpy(), [g.cpu().numpy() for g in grads],
                      list(trainer.broadcasts))
         trainer.close()
-    trainer = make(graph, models["spmm_first_middle"], device="cpu", rank=ctx.rank, world=ctx.world_size)
+    trainer = make_cagnet_1d(graph, models["spmm_first_middle"], device=device, rank=ctx.rank, world=ctx.world_size)
     losses = []
     for _ in range(ADAM_STEPS):
         trainer.train_epoch()
         losses.append(trainer.loss_value())
-    out["adam"] = (losses, [w.detach().numpy().copy() for w in trainer.weights])
+    out["adam"] = (losses, [w.detach().cpu().numpy().copy() for w in trainer.weights])
     return out
 
 
@@ -100,6 +101,17 @@ def test_ranks_match_the_dense_reference(world=3):
     # each rank's partial dW alone (the all-reduce dropped) must fail the same check
     with pytest.raises(AssertionError):
         check([result["broken"] for result in per_rank], world)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("world", [2, 4])
+def test_gpu_ranks_match_the_dense_reference(world):
+    """NCCL broadcasts and cuSPARSE products: the same equalities as on CPU ranks."""
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs")
+    check(launch(run_cagnet, (), world_size=world, device="cuda", timeout_s=300), world)
 
 
 def test_a_permuted_share_is_refused():
