@@ -37,3 +37,8 @@ class LaunchError(HarnessError):
         self.culprit = culprit
         self.rank = rank
         self.activities = dict(activities or {})
+
+
+class StoreError(HarnessError):
+    """A run directory could not be written (a full disk, a read-only folder): the run stops, its
+    manifest ends final where anything can still be written, and the message says what was lost."""
