@@ -157,22 +157,43 @@ class Ledger:
                 self.unwritten += rows[written + n:]
                 raise
 
-    def recover_launch(self, jobs, failed_at_of, make_error, make_unreached) -> None:
-        """After a launch of ranks that failed: the rows rank 0 appended for ``jobs`` are read back
-        (the only time the file is read), the jobs before the one the launch failed in keep theirs,
-        that one gets ``make_error(job)``, the later ones ``make_unreached(job, failed_job)``;
-        rows stored for those after the failure (collectives that lost a peer) are consequences,
-        not results, and go. ``failed_at_of(stored)``: the index in ``jobs`` of the failed one, from
-        the (plan index, level) of every job that stored rows."""
+    def _read_back(self) -> tuple[dict[tuple[int, int], list[dict]], bool]:
+        """The rows rank 0 appended that this ledger has not seen, by (plan index, level), and
+        whether reading the file dropped anything (a line torn by a rank stopped mid-write)."""
         from .store import load_run
 
-        on_file = load_run(self.store.path).rows
-        mine = on_file[len(self.rows) - len(self.unwritten):]
+        stored = load_run(self.store.path)
         by_job: dict[tuple[int, int], list[dict]] = {}
-        for row in mine:
+        for row in stored.rows[len(self.rows) - len(self.unwritten):]:
             where = self.place(row)
             if where is not None:
                 by_job.setdefault(where, []).append(row)
+        return by_job, bool(stored.problems)
+
+    def _on_file(self) -> list[dict]:
+        return [r for r in self.rows if not any(r is u for u in self.unwritten)]
+
+    def adopt(self, jobs) -> None:
+        """After a launch that was interrupted (Ctrl-C, the budget's end): the rows rank 0 had
+        appended for ``jobs`` become their attempts; a line torn by the interruption goes."""
+        by_job, torn = self._read_back()
+        for job in jobs:
+            rows = by_job.get((job.index, job.level))
+            if rows:
+                self.rows += rows
+                self.attempts.setdefault(job.index, []).append(Attempt(job.level, rows))
+                self.seconds.setdefault((job.index, job.level), None)
+        if torn:
+            self.store.replace_rows(self._on_file())
+
+    def recover_launch(self, jobs, failed_at_of, make_error, make_unreached) -> None:
+        """After a launch of ranks that failed: the rows rank 0 appended for ``jobs`` are read back,
+        the jobs before the one the launch failed in keep theirs, that one gets
+        ``make_error(job)``, the later ones ``make_unreached(job, failed_job)``; rows stored for
+        those after the failure (collectives that lost a peer) are consequences, not results, and
+        go. ``failed_at_of(stored)``: the index in ``jobs`` of the failed one, from the (plan
+        index, level) of every job that stored rows."""
+        by_job, _ = self._read_back()
         failed_at = failed_at_of(set(by_job))
         for n, job in enumerate(jobs):
             if n < failed_at:
@@ -185,7 +206,7 @@ class Ledger:
             self.rows += rows
             self.attempts.setdefault(job.index, []).append(Attempt(job.level, rows))
             self.seconds.setdefault((job.index, job.level), None)
-        self.store.replace_rows([r for r in self.rows if not any(r is u for u in self.unwritten)])
+        self.store.replace_rows(self._on_file())
 
     def retry_unwritten(self) -> None:
         """Write the rows the disk refused, in order (after the run released its reserved space)."""

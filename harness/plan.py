@@ -172,8 +172,8 @@ def build(plans: list[tuple["Experiment", list["Point"]]], cfg: "RunConfig",
         for point in points:
             entry = PlannedPoint(len(entries), exp, point, skip_reason(exp, point, cfg))
             entry.levels = [Level(point, {}, "")]
-            if budget is not None and entry.runnable:
-                entry.levels += ladder(exp, point, cfg)
+            if (budget is not None or stored is not None) and entry.runnable:
+                entry.levels += ladder(exp, point, cfg)     # a resumed run's stored rows may be at any level
             if stored is not None and entry.runnable:
                 entry.done, entry.stored_level = stored(entry)
             if entry.runnable and not entry.done:

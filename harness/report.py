@@ -162,8 +162,10 @@ def mixed_commit_notes(rows, runs: list[StoredRun]) -> list[str]:
                                 manifests.get(run_id, {})) or "unknown"
             counts[commit[:10]] = counts.get(commit[:10], 0) + 1
         if len(counts) > 1:
+            order = [c[:10] for c in (manifests.get(run_id, {}).get("git") or {}).get("commits", [])]
+            ranked = sorted(counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
             notes.append(f"Run {run_id.split('_')[0]} mixes commits (resumed): "
-                         + ", ".join(f"{c} ({n} rows)" for c, n in counts.items()))
+                         + ", ".join(f"{c} ({n} rows)" for c, n in ranked))
     return notes
 
 

@@ -436,7 +436,8 @@ def _measure(ledger: Ledger, cfg: RunConfig, budget: Budget | None, outcome: Run
     then groups of points in the plan's order (cheapest first under a budget, each group within
     its share of the time left), rounds again for what a share cut short, then refinements."""
     run_plan = ledger.plan
-    eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.todo}, budget=budget)
+    eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.todo},
+              {e.index: None for e in run_plan.entries if e.done}, budget=budget)
     _record_skips(ledger, cfg, eta)
     pending = plan.first_pass_order(run_plan.todo) if budget is not None else run_plan.todo
     while pending:
@@ -556,6 +557,9 @@ def _run_group(ledger: Ledger, exp: Experiment, world: int | None, jobs: list[Jo
             for job in group:              # points a failed launch never finished count as done
                 eta.finished.setdefault(job.index, None)
             continue
+        except KeyboardInterrupt:          # Ctrl-C, kill or the budget's end: keep what rank 0 stored
+            ledger.adopt(group)
+            raise
         result = (results or [None])[0] or {}
         for index, level, rows, seconds, written in result.get("done", ()):
             ledger.add(index, level, rows, seconds, written)

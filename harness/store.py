@@ -382,6 +382,11 @@ def reference_problem(run: "StoredRun") -> str | None:
         return "failed (a launch of ranks or the run itself ended in an error)"
     if status != "complete":
         return f"not complete (status {status!r})"
+    return provenance_problem(run)
+
+
+def provenance_problem(run: "StoredRun") -> str | None:
+    """Why no commit regenerates ``run``'s rows (or why they cannot be trusted whole), or None."""
     dirty = git_of(run.manifest).get("dirty")
     if dirty:
         return "measured on a tree with uncommitted changes (git.dirty): no commit regenerates it"
@@ -405,10 +410,13 @@ def import_run(src: Path | str, root: Path | str, keep_failed_as_record: bool = 
     problem = reference_problem(run)
     status = run_status(run.manifest)
     record = None
-    if problem and keep_failed_as_record and status in RECORD_STATUSES:
+    if problem and keep_failed_as_record and status in RECORD_STATUSES and not provenance_problem(run):
         record = f"{status}, kept as a record (--keep-failed-as-record): {problem}"
     elif problem:
-        hint = " (--keep-failed-as-record keeps it as a record)" if status in RECORD_STATUSES else ""
+        if status in RECORD_STATUSES and provenance_problem(run):
+            problem = f"{problem}, and {provenance_problem(run)}"
+        hint = (" (--keep-failed-as-record keeps it as a record)"
+                if status in RECORD_STATUSES and not provenance_problem(run) else "")
         raise HarnessError(f"not promoting {Path(src)}: it is {problem}{hint}")
     manifest = dict(run.manifest)
     origin = manifest.get("run_id", Path(src).name)

@@ -199,6 +199,7 @@ class FakeClock:
     def __init__(self, now: float = 1_000.0):
         self.now = now
         self.starts: list[tuple[str, float]] = []      # (point label, when it started)
+        self.measured: list[tuple[str, int]] = []      # (point label, timed repeats)
 
     def __call__(self) -> float:
         return self.now
@@ -238,6 +239,7 @@ class Sleepy(Experiment):
 
         repeats = ctx.cfg.repeats_or(3)
         budget.CLOCK.starts.append((f"{self.id} {point.label()}", budget.CLOCK()))
+        budget.CLOCK.measured.append((f"{self.id} {point.label()}", repeats))
         budget.CLOCK.advance(self.param(ctx.cfg, "ms") / 1000 * repeats)
         return [Measurement("time", "s", Stats.from_samples([1.0 + point.params["i"]] * repeats))]
 
@@ -415,6 +417,35 @@ def test_a_table_whose_points_were_underestimated_cannot_take_the_time_of_the_ne
     assert len([p for p in ok if p[0] == "zzbudget.table1"]) >= 4
     assert len(run.rows) == 9 and len({(r["experiment"], r["impl"], r["params"]["i"]) for r in run.rows}) == 9
     assert outcome.budget_ended and run.manifest["status"] == "interrupted"
+
+
+def test_a_campaign_reaches_a_complete_set_over_sittings_with_no_point_measured_twice(sleepy, clock, tmp_path):
+    """Sitting 1's budget ends with two points unreached; sitting 2 (--resume, a budget again)
+    measures those first, then refines while its time lasts; sitting 3 (no budget) measures at
+    full fidelity what is still reduced. No point is measured twice at one level."""
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0, params={"ms": "1500"})
+    first = runner.run(["zzbudget.table1"], cfg, ["first"])
+    run_dir = first.store.path
+    unreached = {f"zzbudget.table1 {r['impl']} i={r['params']['i']}" for r in load_run(run_dir).rows
+                 if r["status"] == "skipped"}
+    assert len(unreached) == 2 and len(clock.measured) == 4
+
+    clock.advance(3600)                                   # an hour later
+    second = runner.run(["zzbudget.table1"], replace(cfg, started_at=None), ["second"], resume=run_dir)
+    assert {label for label, _ in clock.measured[4:6]} == unreached               # what it lacked, first
+    assert all(repeats == 1 for _, repeats in clock.measured[4:6])
+    assert all(t < second.budget.points_end for _, t in clock.starts[4:])
+    rows = load_run(run_dir).rows
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
+
+    runner.run(["zzbudget.table1"], replace(cfg, time_budget_s=None), ["third"], resume=run_dir)
+    run = load_run(run_dir)
+    assert len(run.rows) == 6 and all(r["status"] == "ok" and "fidelity" not in r for r in run.rows)
+    assert len(clock.measured) == len(set(clock.measured))          # no point measured twice at one level
+    assert {label for label, repeats in clock.measured if repeats == 3} == \
+        {f"zzbudget.table1 {i} i={n}" for i in "ab" for n in range(3)}
+    assert [s["status"] for s in run.manifest["sittings"]] == ["interrupted", "complete", "complete"]
+    assert run.manifest["status"] == "complete"
 
 
 # ------------------------------------------------------------------------------ the experiments' levels
