@@ -110,8 +110,8 @@ class RunPlan:
         if self.resumed:
             done = sum(e.done for e in runnable)
             reduced = sum(e.stored_level is not None for e in runnable)
-            lines.append(f"resuming {self.resumed}: {done} points already measured, {len(todo)} to measure"
-                         + (f", {reduced} stored at reduced fidelity"
+            lines.append(f"resuming {self.resumed}: {done} point{'s' if done != 1 else ''} already measured, "
+                         f"{len(todo)} to measure" + (f", {reduced} stored at reduced fidelity"
                             + (" (refined while time remains)" if self.budget else " (measured again at full fidelity)")
                             if reduced else ""))
         seconds, unknown = self.total()

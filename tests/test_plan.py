@@ -68,6 +68,19 @@ def test_a_point_took_from_the_row_before_it_to_its_last_row(tmp_path):
     assert t.kind == "1xH200" and t.key == point_key("e.t", "x", 1, FULL) and t.run_id == "0001_a"
 
 
+def test_a_resumed_runs_first_point_of_a_sitting_counts_from_the_sittings_start(tmp_path):
+    path = write_run(tmp_path, "0001_a", "1xH200", 0, [
+        ("e.t", "x", {"i": 0}, 1, "ok", 10),
+        ("e.t", "x", {"i": 1}, 1, "ok", 3600 + 25),      # the next sitting began at 3600
+    ])
+    manifest = json.loads((path / "manifest.json").read_text())
+    stamp = lambda s: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(1_700_000_000 + s))  # noqa: E731
+    manifest["sittings"] = [{"start": stamp(0)}, {"start": stamp(3600)}]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    times = {t.params["i"]: t.seconds for t in load_history([tmp_path])}
+    assert times == {0: 10, 1: 25}
+
+
 def test_withdrawn_runs_do_not_feed_estimates(tmp_path):
     write_run(tmp_path, "0001_good", "1xH200", 0, [("e.t", "x", {"i": 0}, 1, "ok", 10)])
     bad = write_run(tmp_path, "0002_bad", "1xH200", 0, [("e.t", "x", {"i": 0}, 1, "ok", 1000),
