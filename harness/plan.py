@@ -347,7 +347,12 @@ def render(plan: RunPlan, cfg: "RunConfig") -> str:
         for col in ("#", "point", "needs", "here", "level", "estimate", "from"):
             table.add_column(col, overflow="fold")
         for e in entries:
-            if e.runnable:
+            if e.done:
+                here, level, est, source = "stored", "-", "-", "the resumed run"
+            elif e.runnable and e.stored_level is not None and plan.budget is not None:
+                here, est, source = "stored", "-", "the resumed run"
+                level = f"{e.stored_level}: {e.levels[e.stored_level].note}; refined while time remains"
+            elif e.runnable:
                 lv = e.levels[e.level]
                 level = "full" if e.level == 0 else f"{e.level}: {lv.note}"
                 cost = e.cost(e.level)

@@ -215,8 +215,6 @@ def _points(ids: list[str], cfg: RunConfig) -> list[tuple[Experiment, list[Point
     return plans
 
 
-
-
 def make_plan(ids: list[str], cfg: RunConfig, resume: Path | None = None) -> plan.RunPlan:
     """What ``run`` would do (``run --dry-run``): every point, its skip reason, its budget level
     and estimate, and with ``resume`` what the resumed run already holds. Reads stored runs and
@@ -355,13 +353,14 @@ def _close(ledger: Ledger, outcome: RunOutcome, status: str, resumed: bool) -> N
     counts = ledger.counts([r for r in final if not any(r is u for u in ledger.unwritten)])
     outcome.ok, outcome.skipped, outcome.errors = counts["ok"], counts["skipped"], counts["error"]
     updates = {"end": envinfo.now_iso(), "status": status, "counts": counts}
-    if outcome.budget is not None:
-        updates["budget"] = _budget_record(ledger, outcome)
+    record = _budget_record(ledger, outcome) if outcome.budget is not None else None
+    if record is not None or resumed:
+        updates["budget"] = record           # this sitting's (a resumed sitting without one: none)
     try:
         if resumed:
             sittings = store.read_manifest().get("sittings") or [{}]
             sittings[-1] = {**sittings[-1], "end": updates["end"], "status": status,
-                            "measured": ledger.measured_now()}
+                            "measured": ledger.measured_now(), **({"budget": record} if record else {})}
             updates["sittings"] = sittings
         store.update_manifest(**updates)
     except (StoreError, OSError, ValueError) as exc:

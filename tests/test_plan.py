@@ -432,7 +432,8 @@ def test_a_table_whose_points_were_underestimated_cannot_take_the_time_of_the_ne
     assert outcome.budget_ended and run.manifest["status"] == "interrupted"
 
 
-def test_a_campaign_reaches_a_complete_set_over_sittings_with_no_point_measured_twice(sleepy, clock, tmp_path):
+def test_a_campaign_reaches_a_complete_set_over_sittings_with_no_point_measured_twice(sleepy, clock, tmp_path,
+                                                                                      capsys):
     """Sitting 1's budget ends with two points unreached; sitting 2 (--resume, a budget again)
     measures those first, then refines while its time lasts; sitting 3 (no budget) measures at
     full fidelity what is still reduced. No point is measured twice at one level."""
@@ -442,6 +443,11 @@ def test_a_campaign_reaches_a_complete_set_over_sittings_with_no_point_measured_
     unreached = {f"zzbudget.table1 {r['impl']} i={r['params']['i']}" for r in load_run(run_dir).rows
                  if r["status"] == "skipped"}
     assert len(unreached) == 2 and len(clock.measured) == 4
+    assert cli.main(["run", "zzbudget.table1", "--device", "cpu", "--param", "ms=1500", "--out", str(tmp_path),
+                     "--time-budget", "10s", "--resume", str(run_dir), "--dry-run"]) == 0
+    assert (f"resuming {run_dir}: 0 points already measured, 2 to measure, 4 stored at reduced fidelity "
+            "(refined while time remains)") in " ".join(capsys.readouterr().out.split())
+    assert len(clock.measured) == 4                       # a dry run measures nothing
 
     clock.advance(3600)                                   # an hour later
     second = runner.run(["zzbudget.table1"], replace(cfg, started_at=None), ["second"], resume=run_dir)
