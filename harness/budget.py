@@ -20,15 +20,15 @@ from .estimate import fmt_duration
 
 CLOCK: Callable[[], float] = time.time          # the clock budgets are read on (tests replace it)
 
-REPORT_S_PER_EXPERIMENT = 4.0                  # reserve per artifact the report writes
+REPORT_S_PER_ARTIFACT = 3.0                    # reserve per artifact the report writes
 
 
-def reserve_for(total_s: float, experiments: int = 1) -> float:
+def reserve_for(total_s: float, artifacts: int = 1) -> float:
     """Seconds of a budget kept for the end of the run: stopping ranks and writing rows (8 s, or
-    8% of long budgets, at most 60 s) plus the report of each experiment, never more than half
-    the budget."""
+    8% of long budgets, at most 60 s) plus each artifact of the report, never more than half the
+    budget."""
     base = min(60.0, max(8.0, 0.08 * total_s))
-    return min(0.5 * total_s, base + REPORT_S_PER_EXPERIMENT * max(1, experiments))
+    return min(0.5 * total_s, base + REPORT_S_PER_ARTIFACT * max(1, artifacts))
 
 
 def command_start() -> float:
@@ -63,10 +63,10 @@ class Budget:
     text: str = ""                           # the budget as said to the user ("2 min 00 s")
 
     @classmethod
-    def begin(cls, total_s: float, experiments: int = 1, start: float | None = None,
+    def begin(cls, total_s: float, artifacts: int = 1, start: float | None = None,
               clock: Callable[[], float] | None = None) -> "Budget":
         clock = clock or CLOCK
-        return cls(total_s, clock() if start is None else start, reserve_for(total_s, experiments), clock,
+        return cls(total_s, clock() if start is None else start, reserve_for(total_s, artifacts), clock,
                    fmt_duration(total_s))
 
     @property

@@ -221,13 +221,18 @@ def make_plan(ids: list[str], cfg: RunConfig, resume: Path | None = None) -> pla
     what ``harness list`` detects; starts nothing."""
     points = _points(ids, cfg)
     prior = resuming.open_run(resume) if resume is not None else None
-    return _plan(points, cfg, _budget(cfg, len(points)), prior)
+    return _plan(points, cfg, _budget(cfg, [exp for exp, _ in points]), prior)
 
 
-def _budget(cfg: RunConfig, experiments: int, clock=None) -> Budget | None:
+def _budget(cfg: RunConfig, exps: list[Experiment], clock=None) -> Budget | None:
+    """The run's time budget, its reserve sized for the artifacts its report writes (the
+    experiments' own and those derived from them)."""
     if cfg.time_budget_s is None:
         return None
-    return Budget.begin(cfg.time_budget_s, experiments, cfg.started_at, clock)
+    from .report import derived_ids
+
+    ids = {e.id for e in exps}
+    return Budget.begin(cfg.time_budget_s, len(ids) + len(derived_ids(ids)), cfg.started_at, clock)
 
 
 def _plan(points: list[tuple[Experiment, list[Point]]], cfg: RunConfig, budget: Budget | None,
@@ -258,7 +263,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str], *, resume: Path | None 
     if _under_torchrun() and (cfg.time_budget_s is not None or resume is not None):
         raise HarnessError("--time-budget and --resume need the harness to launch the ranks itself (not under "
                            "torchrun): their plan changes as points finish, and every rank would have to follow it")
-    budget = _budget(cfg, len(exps), clock)
+    budget = _budget(cfg, exps, clock)
     prior = resuming.open_run(resume) if resume is not None else None
     manifest = envinfo.capture(argv, extra={
         "experiments": [e.id for e in exps],
