@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interface", help="only implementations of this interface")
     p.add_argument("--runs", action="store_true",
                    help="list the run directories under --results instead, with their status "
-                        "(complete, failed, interrupted, running, or abandoned: its process is gone)")
+                        "(complete, failed, interrupted, running, or abandoned: its process is gone; and whether "
+                        "it was measured on a dirty tree)")
     p.add_argument("--results", type=Path, default=Path("results"))
 
     p = sub.add_parser("run", help="run experiments and store their rows")
@@ -186,7 +187,7 @@ def _runs_table(root: Path):
 
     from rich.table import Table
 
-    from .store import _RUN_DIR, run_status
+    from .store import _RUN_DIR, git_of, run_status, withdrawn_reason
 
     if not root.is_dir():
         raise HarnessError(f"no result root at {root}")
@@ -200,7 +201,9 @@ def _runs_table(root: Path):
             t.add_row(path.name, "unreadable manifest", "", "", "", "", "")
             continue
         counts = m.get("counts") or {}
-        t.add_row(path.name, run_status(m), *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
+        dirty = {True: " (dirty tree)", None: " (tree state unknown)"}.get(git_of(m).get("dirty"), "")
+        withdrawn = ", withdrawn" if withdrawn_reason(path) else ""
+        t.add_row(path.name, run_status(m) + dirty + withdrawn, *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
                   str(m.get("start", "-")), ", ".join(m.get("experiments", [])))
     return t
 
@@ -287,24 +290,20 @@ def cmd_report(args) -> int:
 
     from .artifact import ABANDONED_NOTE
     from .report import report_all, report_runs
-    from .store import _RUN_DIR, run_status
+    from .store import run_status
 
-    if args.all:
-        given = sorted(p for p in args.results.iterdir() if _RUN_DIR.match(p.name)) if args.results.is_dir() else []
-    else:
-        given = [Path(p) for p in args.runs]
-    for path in given:
-        try:
-            manifest = json.loads((path / "manifest.json").read_text())
-        except (OSError, ValueError):
-            continue        # reading the run names the problem
-        if run_status(manifest) == "abandoned":
-            print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")
-        written = report_all(args.results, args.out or Path("reports"))
+        written = report_all(args.results, args.out or Path("reports"))   # references only; the index lists the rest
     else:
+        for path in map(Path, args.runs):
+            try:
+                manifest = json.loads((path / "manifest.json").read_text())
+            except (OSError, ValueError):
+                continue        # reading the run names the problem
+            if run_status(manifest) == "abandoned":
+                print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
         written = report_runs(args.runs, args.out or default_report_dir(args.runs), args.experiment)
     for path in written:
         print(path)
