@@ -31,7 +31,7 @@ from .estimate import Estimator, machine_kind
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
 from .ledger import Ledger, StoredRows, stored_state
-from .needs import detect
+from .needs import detect, memory_unmet
 from .progress import Eta, PointProgress
 from .store import RunStore
 from .worlds import run_world
@@ -88,7 +88,16 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
 def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | None:
     spec = registry.get_impl(exp.interface, point.impl)
     reason = spec.needs.unmet(detect(), cfg.device, point.world_size)
-    return reason or exp.skip_reason(point, cfg)
+    return reason or exp.skip_reason(point, cfg) or memory_unmet(memory_need(exp, point, cfg), detect(), cfg.device,
+                                                                 point.world_size)
+
+
+def memory_need(exp: Experiment, point: Point, cfg: RunConfig) -> dict | None:
+    """``exp.memory_need``, or None where it cannot tell (an estimate never stops a run)."""
+    try:
+        return exp.memory_need(point, cfg)
+    except Exception:
+        return None
 
 
 def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:
@@ -274,6 +283,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str], *, resume: Path | None 
             "params": cfg.params, "launch_per_point": cfg.launch_per_point,
             **({"time_budget_s": cfg.time_budget_s} if cfg.time_budget_s is not None else {}),
         },
+        "data": data_sources([(e, p) for e, pts in points for p in pts], cfg),
     })
     manifest["hardware"] = envinfo.hardware_tag(manifest["gpus"], cfg.device)
     if prior is not None:
@@ -291,7 +301,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str], *, resume: Path | None 
     ledger = Ledger(run_plan, store, prior.rows if prior is not None else [],
                     consolidate=budget is not None or prior is not None)
     outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan, budget=budget)
-    for line in run_plan.summary():
+    for line in run_plan.summary() + data_lines(manifest["data"]):
         print(line, file=sys.stderr, flush=True)
     store.reserve_space()
     status = "failed"
@@ -387,6 +397,27 @@ def _store_failure(ledger: Ledger, outcome: RunOutcome) -> str:
     if not outcome.manifest_final:
         text += "; its manifest could not be updated either (it still says running)"
     return text
+
+
+def data_sources(pairs: list[tuple[Experiment, Point]], cfg: RunConfig) -> dict[str, str]:
+    """What each dataset the points name is read from (``datasets.source``): the real data at scale 1,
+    else a stand-in, saying where real data under the data root is not read at the run's scale."""
+    from . import datasets
+
+    out: dict[str, str] = {}
+    for exp, point in pairs:
+        name = point.params.get("dataset")
+        if not isinstance(name, str) or name in out or not datasets.is_registered(name):
+            continue
+        scale = point.params.get("scale")
+        scale = float(scale) if isinstance(scale, (int, float)) else exp.scale(cfg, name)
+        out[name] = datasets.source(name, scale, cfg.data_root)
+    return out
+
+
+def data_lines(sources: dict[str, str]) -> list[str]:
+    """The run's datasets in a line each, printed with its plan."""
+    return [f"data: {name}: {text}" for name, text in sources.items()]
 
 
 def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):

@@ -22,8 +22,8 @@ counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache
 """
 
 # the storage API other interfaces use (the gathers read a ShardedTable or a HostTable; the
-# pipelines build the tiered stores and size their workspace; MG-GCN's peer copies read buffers
-# every rank maps: GpuBuffers on GPUs, SharedHostArray on CPU ranks)
+# pipelines build the tiered stores and size their workspace; MG-GCN's peer copies and the pushed
+# gather keep buffers every rank maps: GpuBuffers on GPUs, SharedHostArray on CPU ranks)
 from .budget import estimate_workspace  # noqa: E402,F401
 from .dgl_cache import build_dgl_cache  # noqa: E402,F401
 from .ggms import build_ggms  # noqa: E402,F401
