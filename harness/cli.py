@@ -20,10 +20,12 @@ from .errors import HarnessError
 
 COMPARE_EXIT_CODES = """exit codes:
   0  no regression, and every point measured (ok) in A is measured in B
-  1  a regression, or a point measured in A that B skipped, failed or lacks (a lost point;
-     listed, and not counted with --allow-missing)
-  2  bad input (one error: line)
-  4  --reference found no run of B's hardware, experiments and quick flag under A
+  1  a regression, a time or rate of 0 or below, or a point measured in A that B skipped,
+     failed or lacks (a lost point; listed, and not counted with --allow-missing)
+  2  bad input (one error: line), including an A that is no baseline for B: it measured
+     nothing, did not complete, or differs in hardware, experiments, implementations,
+     parameters, scale, world size or quick (named; --allow-mismatch compares anyway)
+  4  --reference found no complete run of B's hardware and settings under A
 """
 
 
@@ -102,12 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", type=Path, help="baseline run directory (or a folder of runs)")
     p.add_argument("b", type=Path, nargs="?", help="candidate run directory (or a folder of runs)")
     p.add_argument("--reference", action="store_true",
-                   help="A is a result root: compare B with A's newest run of the same hardware, "
-                        "experiments and quick flag")
+                   help="A is a result root: compare B with A's newest complete run of the same hardware "
+                        "and settings (experiments, implementations, parameters, scale, world size, quick)")
     p.add_argument("--threshold", type=float, default=0.10,
                    help="relative change counted as a regression (default 0.10)")
     p.add_argument("--allow-missing", action="store_true",
                    help="list points measured in A that B skipped, failed or lacks, without failing")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="compare runs of different settings (hardware, parameters, ...), saying which differ")
 
     p = sub.add_parser("promote", aliases=["import"],
                        help="add complete runs of committed code (yours, or fetched from a GPU machine) to the "
@@ -125,18 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the complete run of committed code under results/ that now covers its points")
     p.add_argument("--results", type=Path, default=Path("results"), help="the reference store it must be under")
 
-    p = sub.add_parser("bench", help="CPU regression check: the base revision and this tree, interleaved in one job",
+    p = sub.add_parser("bench", help="regression check: the base revision and this tree, interleaved in one job",
                        description="Run tests/benchmarks against the base revision (checked out in a temporary "
-                                   "git worktree) and this tree in alternating rounds; exit 1 on a regression "
-                                   "(see harness/bench.py for the rule).")
+                                   "git worktree, or --base-tree) and this tree in alternating rounds; exit 1 on a "
+                                   "regression (see harness/bench.py for the rule).")
     p.add_argument("action", choices=("check",))
     p.add_argument("--base", help="the revision to compare with (default: the merge base of HEAD with main or "
                                   "origin/main; on main, its first parent); $HARNESS_BENCH_BASE also sets it")
+    p.add_argument("--base-tree", type=Path, default=None,
+                   help="a copy of the base's files to measure instead of a git revision (no git needed)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu: the benchmarks not marked gpu (threshold 1.25); cuda: the gpu-marked ones, the "
+                        "GPU hot paths (threshold 1.10)")
     p.add_argument("--rounds", type=_positive_int, default=None, help="rounds per side (default 5)")
     p.add_argument("--threshold", type=float, default=None,
-                   help="median slowdown counted as a regression when also significant (default 1.25)")
+                   help="median slowdown counted as a regression when also significant (default: the device's)")
     p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
     p.add_argument("-k", dest="select", help="only benchmarks matching this pytest -k expression")
+    p.add_argument("--json", type=Path, default=None, help="also write the verdict and every round's times here")
 
     sub.add_parser("env", help="GPUs, topology, versions, and which implementations can run")
 
@@ -327,7 +337,7 @@ def default_report_dir(runs: list[Path]) -> Path:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare_sets, find_reference, format_comparison, load_result_set
+    from .compare import check_baseline, compare_sets, find_reference, format_comparison, load_runs, rows_by_point
 
     if args.b is None:
         raise HarnessError("compare takes A and B")
@@ -335,11 +345,15 @@ def cmd_compare(args) -> int:
     if args.reference:
         a = find_reference(args.a, args.b)
         print(f"reference: {a}")
-    result = compare_sets(load_result_set(a), load_result_set(args.b), args.threshold)
+    a_runs, b_runs = load_runs(a), load_runs(args.b)
+    differences = check_baseline(a_runs, b_runs, allow_mismatch=args.allow_mismatch)
+    for line in differences:
+        print(f"settings differ (--allow-mismatch): {line}")
+    result = compare_sets(rows_by_point(a_runs), rows_by_point(b_runs), args.threshold)
     print(format_comparison(result))
     if result.lost and args.allow_missing:
         print(f"{len(result.lost)} lost points allowed (--allow-missing)")
-    return 1 if result.regressions or (result.lost and not args.allow_missing) else 0
+    return 1 if result.failed or (result.lost and not args.allow_missing) else 0
 
 
 def cmd_import(args) -> int:
@@ -366,14 +380,18 @@ def cmd_withdraw(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    import json
+
     from . import bench
 
     result = bench.check(
-        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None,
-        rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold or bench.DEFAULT_THRESHOLD,
+        base=args.base or os.environ.get("HARNESS_BENCH_BASE") or None, base_tree=args.base_tree,
+        device=args.device, rounds=args.rounds or bench.DEFAULT_ROUNDS, threshold=args.threshold,
         alpha=args.alpha or bench.DEFAULT_ALPHA, select=args.select,
         progress=lambda line: print(f"bench check: {line}", file=sys.stderr, flush=True))
     print("\n".join(result.lines))
+    if args.json:
+        args.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
     return 0 if result.passed else 1
 
 
