@@ -34,6 +34,7 @@ NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive (within noise)"
 NO_VERDICT = "no verdict"
 MEASURED = "measured"              # an artifact with no claim to judge (our own table)
+NOT_MEASURED = "not measured"      # an artifact none of whose points was measured (harness.reportkit.unmeasured)
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE)
 
 SMOKE = "smoke run (--quick)"
