@@ -229,3 +229,14 @@ def test_no_experiment_decides_its_own_verdict():
                 re.search(r"[\"'](reproduced|partly|not reproduced)[\"']", text):
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_an_artifact_states_no_status_but_not_measured():
+    rep = Report(Exp, timed_rows("0004_x", [1.0], [1.0]), [])
+    assert rep.artifact("t", "c", pd.DataFrame(), status="not measured").status == "not measured"
+    for status in ("reproduced", "partly", "measured"):
+        with pytest.raises(ValueError, match="comes from its claims"):
+            rep.artifact("t", "c", pd.DataFrame(), status=status)
+    with pytest.raises(ValueError, match="comes from its claims"):
+        rep.artifact("t", "c", pd.DataFrame(), status="not measured",
+                     claims=[Claim("c", Estimate.exact(2.0), Band.beyond(1.0))])
