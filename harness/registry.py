@@ -89,7 +89,7 @@ class ImplSpec:
     contract: type | None = None  # the Protocol its objects satisfy (default: its interface's)
     labels: Mapping[str, str] = field(default_factory=dict)   # its names where a table or figure needs
     #                               another than ``label`` (``{"short": "hash"}``), by the word it uses
-    unavailable: Callable[[], str | None] | None = None       # why it cannot run here beyond needs
+    unavailable: Callable[[str], str | None] | None = None    # why it cannot run on a device beyond needs
 
     @property
     def key(self) -> str:
@@ -113,10 +113,10 @@ class ImplSpec:
         """Its name for ``use`` (a key of ``labels``), else its label."""
         return self.labels.get(use, self.title)
 
-    def unavailable_reason(self) -> str | None:
-        """Why it cannot run on this machine beyond what ``needs`` says (a package that imports but
-        lacks what it needs), or None."""
-        return self.unavailable() if self.unavailable is not None else None
+    def unavailable_reason(self, device: str) -> str | None:
+        """Why it cannot run on ``device`` here beyond what ``needs`` says (a package that imports
+        but lacks what it needs), or None."""
+        return self.unavailable(device) if self.unavailable is not None else None
 
     def plot_colour(self) -> str | None:
         if self.colour:
@@ -239,7 +239,7 @@ def register_impl(interface: str, name: str, *, needs: Needs = Needs(), summary:
                   reimplements: str = "", real_package: str = "", label: str = "", family: str = "ours",
                   colour: str = "", variants: Iterable[Variant] = (), traits: Iterable[str] = (),
                   order: int = 50, contract: type | None = None, labels: Mapping[str, str] | None = None,
-                  unavailable: Callable[[], str | None] | None = None):
+                  unavailable: Callable[[str], str | None] | None = None):
     """Class or factory decorator: ``@register_impl("gather", "p2p_shared", needs=..., label=...,
     family=..., variants=(Variant("chunked", {"mode": "chunked"}), ...), traits=(...))``.
 

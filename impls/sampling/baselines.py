@@ -301,7 +301,7 @@ class LibSamplerAdapter:
         self.inner.close()
 
 
-def pyg_unavailable() -> str | None:
+def pyg_unavailable(device: str | None = None) -> str | None:
     try:
         pyg_backend()
     except SkipPoint as exc:
