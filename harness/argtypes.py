@@ -9,7 +9,7 @@ name), so one parser serves both.
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Callable, Iterable
 
 from .errors import HarnessError
 
@@ -134,13 +134,11 @@ def names_of(what: str, *allowed: str) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
-def impl_names(what: str, interface: str, **select) -> Callable[[str], tuple[str, ...]]:
-    """A parser of a comma-separated, non-empty list of implementations of ``interface`` (those
-    ``registry.names(interface, **select)`` gives, read when a value is parsed)."""
+def names_from(what: str, allowed: Callable[[], Iterable[str]]) -> Callable[[str], tuple[str, ...]]:
+    """A parser of a comma-separated, non-empty list drawn from ``allowed()``, read when a value is
+    parsed (the implementations of an interface the registry holds then)."""
     def parse(text: str) -> tuple[str, ...]:
-        from . import registry
-
-        return names_of(what, *registry.names(interface, **select))(text)
+        return names_of(what, *allowed())(text)
     return parse
 
 

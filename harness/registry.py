@@ -81,7 +81,7 @@ class ImplSpec:
     reimplements: str = ""        # the system whose policy this re-implements on the harness's code
     real_package: str = ""        # why that system's own package does not run here instead
     label: str = ""               # its name in tables, legends and `harness list` (default: name)
-    family: str = "ours"          # the system it belongs to: a palette key (harness.reportkit.PALETTE)
+    family: str = "ours"          # the system it belongs to: a palette key (harness.palette.PALETTE)
     colour: str = ""              # its colour in figures (default: its family's)
     variants: tuple[Variant, ...] = (PLAIN,)
     traits: frozenset[str] = frozenset()
@@ -121,7 +121,7 @@ class ImplSpec:
     def plot_colour(self) -> str | None:
         if self.colour:
             return self.colour
-        from .reportkit import PALETTE
+        from .palette import PALETTE
 
         return PALETTE.get(self.family)
 

@@ -17,7 +17,7 @@ production rate. ``wholegraph.unique`` times the append-unique implementations a
 from __future__ import annotations
 
 from harness import registry
-from harness.argtypes import choice, fanout_sets, impl_names, int_list, names_of, nonneg_int, positive_int
+from harness.argtypes import choice, fanout_sets, int_list, names_from, names_of, nonneg_int, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
@@ -54,7 +54,7 @@ def paper_unique() -> str:
 
 
 kinds_list = names_of("kinds", "minibatch", "hop", "loader")
-unique_list = impl_names("uniques", "unique", without=("reference", "library"))
+unique_list = names_from("uniques", lambda: our_uniques())
 
 
 def unique_of(value) -> str:
