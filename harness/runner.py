@@ -1,9 +1,9 @@
 """Runs experiments: expands grids, skips what cannot run here (as rows), measures, stores.
 
 A point runs in this process, or on ranks when its experiment says so (``on_ranks``: every point
-of a ``spawn_ranks`` experiment): the points of one world size run inside one launch of ranks
-(``RunConfig.launch_per_point``: one launch per point), and rank 0 writes the rows. The runner is
-the only place ranks come from.
+of a ``spawn_ranks`` experiment): the points of one world size and rank environment
+(``Experiment.rank_env``) run inside one launch of ranks (``RunConfig.launch_per_point``: one
+launch per point), and rank 0 writes the rows. The runner is the only place ranks come from.
 """
 
 from __future__ import annotations
@@ -360,7 +360,8 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
         runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
-        group = [Job(i, p) for i, p in enumerate(runnable) if p.world_size == world]
+        group = [Job(i, p) for i, p in enumerate(runnable)
+                 if p.world_size == world and not env_refusal(exp.rank_env(p, cfg))]
         if group:
             launch(_rank_entry, (exp.id, cfg, group, None), world_size=world, device=cfg.device,
                    timeout_s=cfg.timeout_s)
@@ -400,26 +401,29 @@ def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore,
                     store.append(row)
                 progress.finish_point(job.point.label(), _outcome_text(rows), job.index, time.monotonic() - began)
 
-    by_world: dict[int, list[Job]] = {}
+    by_launch: dict[tuple, list[Job]] = {}
     for job in jobs:
         if exp.on_ranks(job.point):
-            by_world.setdefault(job.point.world_size, []).append(job)
+            by_launch.setdefault(launch_key(exp, job.point, cfg), []).append(job)
     if _under_torchrun():
         import os
 
         world_now = int(os.environ["WORLD_SIZE"])
-        for world in [w for w in by_world if w != world_now]:
-            for job in by_world.pop(world):
-                store.append(make_row(exp, job.point, cfg, None, "skipped",
-                                      f"needs {world} ranks; this torchrun has {world_now}"))
-                eta.finish(job.index, None)
-    launches = [(world, chunk) for world, group in sorted(by_world.items())
+        for key in list(by_launch):
+            world, env = key
+            why = (f"needs {world} ranks; this torchrun has {world_now}" if world != world_now
+                   else env_refusal(dict(env)))
+            if why:
+                for job in by_launch.pop(key):
+                    store.append(make_row(exp, job.point, cfg, None, "skipped", why))
+                    eta.finish(job.index, None)
+    launches = [(key, chunk) for key, group in sorted(by_launch.items())
                 for chunk in ([[j] for j in group] if cfg.launch_per_point else [group])]
-    for world, group in launches:
+    for (world, env), group in launches:
         before = len(load_run(store.path).rows)
         try:
             results = launch(_rank_entry, (exp.id, cfg, group, str(store.path), eta), world_size=world,
-                             device=cfg.device, timeout_s=cfg.timeout_s)
+                             device=cfg.device, timeout_s=cfg.timeout_s, env=dict(env))
             for index, seconds in (results or [None])[0] or ():
                 eta.finish(index, seconds)
         except LaunchError as exc:
@@ -475,6 +479,23 @@ def _covers(row_params: dict, point_params: dict) -> bool:
     norm = lambda v: json.dumps(v, sort_keys=True, default=str)  # noqa: E731
     return all(k in row_params and norm(row_params[k]) == norm(list(v) if isinstance(v, tuple) else v)
                for k, v in point_params.items())
+
+
+def launch_key(exp: Experiment, point: Point, cfg: RunConfig) -> tuple[int, tuple]:
+    """What a launch of ranks is shared by: the world size and the environment the point's ranks
+    need (``Experiment.rank_env``), as a sortable tuple."""
+    return point.world_size, tuple(sorted(exp.rank_env(point, cfg).items()))
+
+
+def env_refusal(env: dict[str, str]) -> str | None:
+    """Why ranks that already exist (torchrun) cannot run a point needing ``env``, or None."""
+    import os
+
+    wrong = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    if not wrong:
+        return None
+    return ("needs " + " ".join(f"{k}={v}" for k, v in sorted(wrong.items())) + " in the ranks' environment "
+            "before their process group forms; set it for the torchrun")
 
 
 def _under_torchrun() -> bool:
