@@ -76,6 +76,8 @@ class Fig6b(Experiment):
         "sizes_mib": Param(SIZES_MIB, float_list, "region sizes (MiB; x --scale), one shard each"),
         "steps": Param(None, positive_int, "dependent reads per timed chain (default: the paper's 100K, or 4x the "
                                            "chasing GPU's L2 in distinct lines if more, as the region allows)"),
+        "max_steps": Param(None, positive_int, "cap on the default steps (a shorter chain, every line still fresh; "
+                                               "the rows' distinct_over_l2 says how many L2s a chain reads)"),
         "tlb_flush_mib": Param(None, nonneg_int, "buffer read page by page before every launch to evict the TLB "
                                                  "(CUDA 16384 MiB, twice the paper's 8 GB reach; CPU 64; 0: none)"),
         "tlb_stride_kib": Param(None, positive_int, "bytes between two reads of the TLB flush (CUDA 64 KiB, the "
@@ -142,7 +144,8 @@ class Fig6b(Experiment):
 
         warmup, repeats = cfg.warmup_or(1), cfg.repeats_or(3, 2)
         lines = chain.region_lines(probe.nparts_used, probe.part_elems)
-        steps = self.param(cfg, "steps") or chase_steps(probe.l2_bytes, lines, warmup + repeats, VERIFY_STEPS)
+        steps = self.param(cfg, "steps") or min(chase_steps(probe.l2_bytes, lines, warmup + repeats, VERIFY_STEPS),
+                                                 self.param(cfg, "max_steps") or float("inf"))
         if cfg.quick:
             steps = min(steps, 10_000)
         flush = self.tlb_flush(cfg, getattr(probe, "chaser", 0))
@@ -246,7 +249,7 @@ def latency_table(series: dict, rep):
         sizes = sorted({s for (k, _), pts in series.items() if k == kind for s, _ in pts})
         at = {impl: dict(pts) for (k, impl), pts in series.items() if k == kind}
         for size in sizes:
-            row = {"Machine": kind, "size (MiB)": size}
+            row = {"Machine": kind, "size (MiB)": int(size) if float(size).is_integer() else size}
             for impl in IMPLS:
                 row[f"{LABELS[impl]} (us)"] = _round(at.get(impl, {}).get(size))
             for side, (plain, vmm) in SIDES.items():
