@@ -30,6 +30,7 @@ from harness.worlds import Worlds
 
 from ..wholegraph.table1 import cold_reads_caption
 from . import PAPER_HARDWARE
+from .plots import log_axis
 
 MiB = 1 << 20
 SIZES_MIB = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -302,14 +303,18 @@ def chase_figure(series: dict):
                  for i, kind in enumerate(kinds) for impl in impls if (pts := series.get((kind, impl)))]
         values = [v for _, _, ys, _ in drawn for v in ys]
         top = max(values) * 1.15 if values else 1.0
+        log = bool(values) and max(values) / min(values) > 100     # a chase that faults: a log axis
+        bottom = min(values) / 1.5 if log else 0.0
         if drawn:
             for name, reach in PAPER_REACH_MIB.items():
-                drawn.append((f"{PAPER_LABEL}: {name} L2 TLB reach {reach:g} MiB", [reach, reach], [0, top],
+                drawn.append((f"{PAPER_LABEL}: {name} L2 TLB reach {reach:g} MiB", [reach, reach], [bottom, top],
                               {"color": "#555555" if name == "VMM" else "#999999", "paper": True}))
         lines(ax, drawn, xlabel="region size (MiB)", ylabel="latency per dependent read (us)", legend_size=8)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_ylim(0, top)
+        if log:
+            log_axis(ax, "y")
+        ax.set_ylim(bottom, top)
         ax.set_title(f"({letter}) {side}" + (f" ({kinds[0]})" if len(kinds) == 1 else ""))
     fig.tight_layout()
     return fig
