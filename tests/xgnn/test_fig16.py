@@ -148,4 +148,5 @@ def test_fig16_verdict_on_the_papers_speedup_ranges(tmp_path, xgnn_s, status):
     assert problems == []
     assert art.status == status, [n for n in art.notes if n.startswith("Claim")]
     assert len([n for n in art.notes if n.startswith("Claim")]) == 4        # 2 platforms x 2 baselines
+    assert "Verdict" in art.caption                                          # the one rule, stated
     assert len(art.table) == 2 and len(art.table.columns) <= 12
