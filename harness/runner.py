@@ -517,7 +517,8 @@ def _job(entry: plan.PlannedPoint, level: int) -> Job:
     return Job(entry.index, level, lv.point, lv.cfg_changes, entry.fidelity(level))
 
 
-def _groups(run_plan: plan.RunPlan, jobs: list[Job], cfg: RunConfig) -> list[tuple[Experiment, tuple | None, list[Job]]]:
+def _groups(run_plan: plan.RunPlan, jobs: list[Job],
+            cfg: RunConfig) -> list[tuple[Experiment, tuple | None, list[Job]]]:
     """``jobs`` as the groups they run in: consecutive jobs of one experiment, those it runs in
     this process first (None), then those on ranks by :func:`launch_key` (world size and rank
     environment: one launch each)."""

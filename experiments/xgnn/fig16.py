@@ -73,9 +73,9 @@ def paper_values() -> tuple[PaperValue, ...]:
 class Fig16(XGNNTraining):
     title = "XGNN Fig. 16: Quiver, DGL+C and XGNN on a PCIe-only and a 4 x NVLink platform (GraphSAGE)"
     differs_from_paper = ("Both platforms on the lent machine: 2 of its GPUs with peer access off (placement without "
-                          "NVLink, NCCL without P2P; host link PCIe Gen5, not Gen3) and its 4 NV18-connected GPUs, under "
-                          "the 32 GB and 16 GB V100 budget rules; stand-ins of the four datasets at about 2% scale; "
-                          "Quiver and DGL+C are re-implementations of their policies.")
+                          "NVLink, NCCL without P2P; host link PCIe Gen5, not Gen3) and its 4 NV18-connected GPUs, "
+                          "under the 32 GB and 16 GB V100 budget rules; stand-ins of the four datasets at about 2% "
+                          "scale; Quiver and DGL+C are re-implementations of their policies.")
     impls = ("xgnn", "dgl_cache", "quiver")
     paper_values = paper_values()
     parameters = common_parameters(
@@ -219,8 +219,8 @@ def speedup_claims(cells: list[dict]) -> list[Claim]:
             effect = a.ratio(f) if a is not None and f is not None and a.value > 0 and f.value > 0 else None
             band = Band.between(max(1.0, lo / TOLERANCE), hi * TOLERANCE,
                                 f"within {TOLERANCE:g}x of the paper's {lo:g}-{hi:g}x")
-            out.append(Claim(f"{c['machine']} {PLATFORMS[c['platform']].label} {SHORT.get(c['dataset'], c['dataset'])}: "
-                             f"{SYSTEMS[b].label} / XGNN epoch time", effect, band, f"{lo:g}-{hi:g}x",
+            where = f"{c['machine']} {PLATFORMS[c['platform']].label} {SHORT.get(c['dataset'], c['dataset'])}"
+            out.append(Claim(f"{where}: {SYSTEMS[b].label} / XGNN epoch time", effect, band, f"{lo:g}-{hi:g}x",
                              runs=tuple(sorted({slow["run_id"], x["run_id"]}))))
     return out
 

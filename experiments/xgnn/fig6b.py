@@ -180,7 +180,8 @@ class Fig6b(Experiment):
             "XGNN Fig. 6(b) re-measured: latency of one GPU thread's dependent 8-byte reads (microseconds per step) "
             "against the region's size, over the continuous store's CUDA VMM range (shards exported as POSIX-fd "
             "shared handles and mapped by every rank's process; rank 0 reads its own shard, local, or rank 1's, "
-            "remote) and over cudaMalloc memory (remote: peer access).", cold_reads_caption(ok, "p_size_mib", "MiB"), tlb_caption(ok),
+            "remote) and over cudaMalloc memory (remote: peer access).", cold_reads_caption(ok, "p_size_mib", "MiB"),
+            tlb_caption(ok),
             "The paper prints no latencies for Fig. 6(b) and its figure is not available here as an image, so none "
             "could be read off it: the paper's series are the TLB reaches its text states (VMM with a shared handle "
             "256 MB, 1 MB pages; ordinary memory 8 GB, 32 MB pages), drawn dashed at those sizes. Paper: "
