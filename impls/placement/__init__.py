@@ -46,12 +46,14 @@ def make_metis(device=None, gpus=None, buffer_fill: str | None = None, **_):
 
 
 @register_impl("placement", "pagraph", needs=_CPU_OR_GPU,
-               summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads",
+               summary="PaGraph: training-node partitioning (quadratic, time-capped), each GPU caching its "
+                       "partition's highest-out-degree nodes, no peer reads",
                reimplements="PaGraph", real_package=reimplemented.PAGRAPH)
-def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str = "hottest", **_):
-    from .policies import PaGraph
+def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str | None = None,
+                 method: str = "bitset", **_):
+    from .pagraph import PaGraph
 
-    return PaGraph(time_cap_s, buffer_fill)
+    return PaGraph(time_cap_s, buffer_fill or "out_degree", method)
 
 
 @register_impl("placement", "hash_modulo", needs=_CPU_OR_GPU,
