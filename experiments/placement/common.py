@@ -190,7 +190,7 @@ class BreakdownExperiment(Experiment):
     claims: tuple[tuple[str, str, str], ...] = ()   # (source, policy claimed faster, slower policy)
     # what a run must leave at its default to be at the paper's settings, and what its shown
     # cells must share (experiments/placement/shown.py)
-    method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill")
+    method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill", "measured_rows")
     size_params = ("batch_sizes",)
 
     @property
@@ -226,6 +226,11 @@ class BreakdownExperiment(Experiment):
                               "on real ranks (GPUs with --device cuda, CPU ranks at toy scale otherwise); "
                               "true = " + ",".join(MEASURABLE_TOPOLOGIES) + ", false/none = nowhere"),
             "check_batches": Param(2, int, "measured: batches per rank whose rows are checked (-1: all)"),
+            "measured_rows": Param("paper", or_word("paper", positive_int),
+                                   "measured: rows one timed launch gathers at least, by gathering that many "
+                                   "consecutive replayed batches together; 'paper' = the paper's batch plus 3 x 8192 "
+                                   "sampled nodes (one of its mini-batches), so a launch moves data, not just itself"),
+            "measured_repeats": Param(5, positive_int, "measured: timed passes over every batch (the error bars)"),
             "measured_gather": Param("fused", choice("fused", "split"),
                                      "measured on GPUs: 'fused' = one kernel per batch reading every row where "
                                      "dev_num says (GPU buffers and the mapped host table in one pointer table; "
@@ -350,12 +355,18 @@ class BreakdownExperiment(Experiment):
         cfg = ctx.cfg
         setup = self.setup(point, ctx)
         sim = self.replay(point, ctx, setup, keep_batches=True)
-        job = MeasureJob(point.impl, portable(setup.placement), sim.meta["input_batches"],
+        batches = sim.meta["input_batches"]
+        per_region = batches_per_region(self.param(cfg, "measured_rows"), batches,
+                                        PAPER_BATCH.get(self.dataset, 512) + NUM_LAYERS * PAPER_LAYER_NODES)
+        job = MeasureJob(point.impl, portable(setup.placement), batches,
                          row_elems=max(1, setup.graph.row_bytes // 4), check_batches=self.param(cfg, "check_batches"),
-                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"))
+                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"),
+                         batches_per_region=per_region,
+                         repeats=min(2, self.param(cfg, "measured_repeats")) if cfg.quick else
+                         self.param(cfg, "measured_repeats"))
         modeled = Modeled(setup.extra(sim), float(setup.per_batch_model(sim).max()) * 1e3,
                           max(1, setup.graph.row_bytes // 4) * 4, [np.asarray(r) for r in sim.batch_reads],
-                          sim.fractions())
+                          sim.fractions(), host_locality(sim, setup.placement, setup.graph.row_bytes))
         return job, modeled
 
     # --- report -------------------------------------------------------------------------------
@@ -374,6 +385,7 @@ class Modeled:
     row_bytes: int
     batch_reads: list           # per GPU: reads per batch and tier, as the simulator counts them
     fractions: dict
+    locality: dict              # how the host rows of a batch lie in memory (host_locality)
 
 
 @dataclass
@@ -419,8 +431,43 @@ class PointSetup:
         ]
 
 
+def batches_per_region(rows: str | int, batches: list[list[np.ndarray]], paper_rows: int) -> int:
+    """Consecutive batches one timed launch gathers so that it reads at least ``rows`` rows
+    ('paper': ``paper_rows``, the input nodes of one of the paper's mini-batches at most), given
+    the replayed batches' mean size; at most half a GPU's batches, so each repeat has two regions."""
+    target = paper_rows if rows == "paper" else int(rows)
+    sizes = [len(b) for per_gpu in batches for b in per_gpu]
+    fewest = min((len(per_gpu) for per_gpu in batches), default=1)
+    if not sizes:
+        return 1
+    return int(max(1, min(math.ceil(target / max(1.0, float(np.mean(sizes)))), fewest // 2 or 1)))
+
+
+def host_locality(sim, placement, row_bytes: int) -> dict:
+    """How the host rows of the replayed batches lie in memory: rows per batch, and the distinct
+    4 KiB pages and 2 MiB regions they touch (per batch, mean over GPUs and batches), so two
+    policies with one host share can be told apart by their access pattern."""
+    rows, pages, huge = [], [], []
+    for gpu, per_gpu in enumerate(sim.meta["input_batches"]):
+        dev = placement.lookup(gpu).dev_num
+        for nodes in per_gpu:
+            host = nodes[dev[nodes] < 0]
+            first = host.astype(np.int64) * row_bytes
+            last = first + row_bytes - 1
+            rows.append(len(host))
+            pages.append(len(np.union1d(first >> 12, last >> 12)))
+            huge.append(len(np.union1d(first >> 21, last >> 21)))
+    mean = (lambda v: round(float(np.mean(v)), 1) if v else 0.0)
+    return {"host_rows_per_batch": mean(rows), "host_pages_4k_per_batch": mean(pages),
+            "host_regions_2m_per_batch": mean(huge)}
+
+
+OVERHEAD_FACTOR = 2.0      # measured within this factor of the launch floor: the launch, not the rows
+
+
 def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
-    """Rows of one measured point: measured loading time beside the modeled one of the same batches."""
+    """Rows of one measured point: measured loading time (slowest GPU, median of the repeats, their
+    spread as the stats) beside the modeled one of the same batches and the launch floor."""
     from harness.timing import Stats
 
     for g, res in enumerate(results):
@@ -430,21 +477,28 @@ def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
                                f"{modeled.batch_reads[g].sum(axis=0).tolist()})")
     device = results[0]["device"]
     on = "cuda" if device == "cuda" else "cpu"
-    step_ms = [t * 1e3 for t in results[0]["step_max_s"]]
-    measured_ms = max(r["mean_s"] for r in results) * 1e3       # slowest GPU's mean, as the model
-    extra = {**modeled.extra, "measured_on": on,
+    repeats = len(results[0]["per_batch_s"])
+    slowest = [max(r["per_batch_s"][i] for r in results) * 1e3 for i in range(repeats)]   # per repeat
+    measured_ms = float(np.median(slowest))
+    floors = [r["floor_per_batch_s"] for r in results if r.get("floor_per_batch_s")]
+    floor_ms = float(np.median([max(f[i] for f in floors) for i in range(len(floors[0]))])) * 1e3 if floors else None
+    bound = floor_ms is not None and (measured_ms < OVERHEAD_FACTOR * floor_ms or modeled.modeled_ms < floor_ms)
+    extra = {**modeled.extra, **modeled.locality, "measured_on": on,
              "measured_label": "GPU-measured" if on == "cuda" else "CPU-measured (toy scale, not GPU)",
              "modeled_ms": modeled.modeled_ms, "row_bytes": modeled.row_bytes,
              "checked_batches": int(sum(r["checked"] for r in results)),
              "per_gpu_ms": [round(r["mean_s"] * 1e3, 6) for r in results],
              "store": results[0]["store"], "host": results[0]["host"], "counts_match_simulator": True,
              "measured_gather": results[0].get("gather", "split"),
-             "flush_after_warmup_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3)}
-    stats = Stats.from_samples(step_ms) if step_ms else None
+             "flush_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3),
+             "measured_repeats": repeats, "batches_per_region": results[0]["batches_per_region"],
+             "rows_per_region": round(max(r["rows_per_region"] for r in results), 1),
+             "launch_floor_ms": floor_ms, "overhead_bound": bool(bound)}
     frac = modeled.fractions
     return [
-        Measurement("loading_time", "ms/batch", stats=stats, value=measured_ms, extra=extra),
+        Measurement("loading_time", "ms/batch", stats=Stats.from_samples(slowest), value=measured_ms, extra=extra),
         Measurement("modeled_loading_time", "ms/batch", value=modeled.modeled_ms),
+        *([Measurement("launch_floor", "ms/batch", value=floor_ms)] if floor_ms is not None else []),
         Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
         Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
         Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),

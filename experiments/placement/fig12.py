@@ -12,3 +12,4 @@ class Fig12(LossExperiment):
     dataset = "mag240m"
     quick_scale, full_scale = 0.0005, 0.002
     paper_accuracy = ("Sec. 5.3", 0.688, 0.002)
+    pagraph = False      # Sec. 5.3: PaGraph cannot partition MAG240M in five hours; Fig. 12 has no PG curve

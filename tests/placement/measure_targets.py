@@ -21,10 +21,11 @@ POLICIES = ["naive", "random", "pagraph", "hash_modulo", "clique", "clique_opt",
 
 
 def check_measured_policies(device: str, world: int, gather: str, policies=POLICIES, row_elems: int = 3,
-                            nodes: int = 400) -> list[str]:
-    """Every policy's replayed batches gathered on ``world`` ranks: every row checked against its
-    closed form (a mismatch raises in the ranks), and the local / peer / host reads of each batch
-    equal the simulator's. Returns the gather path each rank reported."""
+                            nodes: int = 400, batches_per_region: int = 1, repeats: int = 2) -> list[str]:
+    """Every policy's replayed batches gathered on ``world`` ranks, ``batches_per_region`` per timed
+    launch: every row checked against its closed form (a mismatch raises in the ranks), the local /
+    peer / host reads of each batch equal the simulator's, every repeat and the launch floor timed.
+    Returns the gather path each rank reported."""
     indptr, indices = random_graph(nodes, 8, seed=3)
     train = np.sort(np.random.default_rng(4).choice(nodes, nodes * 3 // 10, replace=False))
     topology = by_name(f"{world}GPU")
@@ -34,19 +35,25 @@ def check_measured_policies(device: str, world: int, gather: str, policies=POLIC
         problem = PlacementProblem(indptr, indices, train, hot, topology, nodes * 3 // 20, 2, 0, True)
         placement = make_policy(name).place(problem)
         sim = replay(indptr, indices, train, placement, lambda g: LayerWiseSampler(48, 2), 16,
-                     max_batches=3, seed=1, keep_batches=True)
+                     max_batches=5, seed=1, keep_batches=True)
         sims[name] = sim
         jobs.append(MeasureJob(name, portable(placement), sim.meta["input_batches"], row_elems=row_elems,
-                               check_batches=-1, warmup=1, gather=gather))
+                               check_batches=-1, warmup=1, gather=gather, batches_per_region=batches_per_region,
+                               repeats=repeats))
     per_rank = launch(measure_jobs, (jobs,), world_size=world, device=device, timeout_s=180)
     tiers_seen = np.zeros(3, dtype=np.int64)
     paths = []
     for rank, results in enumerate(per_rank):
         for res in results:
             sim = sims[res["key"]]
-            assert res["checked"] == len(sim.meta["input_batches"][rank]) > 0
+            batches = len(sim.meta["input_batches"][rank])
+            assert res["checked"] == res["batches"] == batches > 0
             np.testing.assert_array_equal(res["batch_reads"], sim.batch_reads[rank])
-            assert len(res["batch_s"]) == len(sim.batch_reads[rank]) and res["max_mean_s"] > 0
+            regions = -(-batches // batches_per_region)
+            assert res["regions"] == regions and res["batches_per_region"] == batches_per_region
+            assert len(res["region_s"]) == len(res["floor_per_batch_s"]) == repeats
+            assert all(len(p) == regions for p in res["region_s"]) and res["max_mean_s"] > 0
+            assert res["floor_s"] > 0
             tiers_seen += sim.split()[rank]
             paths.append(res["gather"])
     assert (tiers_seen > 0).all()                 # local, peer and host reads were all exercised

@@ -13,6 +13,12 @@ def test_measured_gather_every_policy(gather):
     assert set(check_measured_policies("cpu", 2, gather)) == {"split"}
 
 
+def test_measured_regions_of_several_batches_gather_every_row():
+    # 5 batches per rank in regions of 2: the last region holds one batch; every row still checked
+    assert set(check_measured_policies("cpu", 2, "split", policies=["random", "clique_opt", "pagraph"],
+                                       batches_per_region=2, repeats=3)) == {"split"}
+
+
 def test_measured_gather_rejects_unknown_path():
     with pytest.raises(Exception, match="fused or split"):
         check_measured_policies("cpu", 2, "zigzag", policies=["random"])
