@@ -177,9 +177,9 @@ class BreakdownExperiment(Experiment):
 
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
-    warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: every batch is "
-                     "gathered once, after untimed warm-up batches whose lines are flushed from the L2; "
-                     "batches of one epoch share hot rows, as in training.")
+    warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: warm (untimed warm-up "
+                     "launches compile the kernels and lock the host pages), the L2 flushed before each timed pass "
+                     "over the batches; batches of one pass share hot rows, as in training.")
     dataset = ""
     buffers: tuple[tuple[str, float], ...] = ()
     topologies: tuple[str, ...] = ("2GPU", "(2+2)GPU", "4GPU", "(2*4)GPU", "8GPU")
@@ -188,6 +188,8 @@ class BreakdownExperiment(Experiment):
     full_scale = 0.1
     figure_caption = ""
     claims: tuple[tuple[str, str, str], ...] = ()   # (source, policy claimed faster, slower policy)
+    default_batch_sizes = "scaled"
+    measured_topologies: tuple[str, ...] = MEASURABLE_TOPOLOGIES
     # what a run must leave at its default to be at the paper's settings, and what its shown
     # cells must share (experiments/placement/shown.py)
     method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill", "measured_rows")
@@ -211,7 +213,7 @@ class BreakdownExperiment(Experiment):
             "alpha": Param("auto", alpha_param, "Algorithm 1 alpha; auto = 0.2 on pairs, 0 otherwise (paper)"),
             "las_scale": Param(LAS_MAXS, positive_float, "LAS scale factor s (default MAXS = 8)"),
             "max_batches": Param(48, positive_int, "mini-batches replayed per GPU"),
-            "batch_sizes": Param("scaled", choice("scaled", "paper"),
+            "batch_sizes": Param(self.default_batch_sizes, choice("scaled", "paper"),
                                  "seeds per batch and nodes per layer: 'scaled' shrinks the paper's with the graph "
                                  "(same fraction of it per batch), 'paper' keeps them (per-batch reads as large as "
                                  "the paper's, so measured gathers are not launch-bound)"),
@@ -221,7 +223,7 @@ class BreakdownExperiment(Experiment):
             "baseline_fill": Param("default", choice("default", "hottest", "partition_order"),
                                    "what partitioners buffer: default (see impls/placement/policies.py), "
                                    "hottest, partition_order"),
-            "measured": Param(MEASURABLE_TOPOLOGIES, measured_param,
+            "measured": Param(self.measured_topologies, measured_param,
                               "topologies whose loading is also measured by gathering every replayed batch "
                               "on real ranks (GPUs with --device cuda, CPU ranks at toy scale otherwise); "
                               "true = " + ",".join(MEASURABLE_TOPOLOGIES) + ", false/none = nowhere"),

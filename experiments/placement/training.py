@@ -85,12 +85,14 @@ def build_model(in_dim: int, hidden: int, classes: int, layers: int, seed: int):
             self.self_lin = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
             self.neigh_lin = torch.nn.ModuleList(torch.nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:]))
 
-        def forward(self, x, blocks):
+        def forward(self, x, blocks, matrices=None):
             """Over sampled layers (output side first, as the sampler returns them), each edge
-            weighted by its block's ``weight``."""
+            weighted by its block's ``weight``; ``matrices``: the blocks' ``block_matrix``, input
+            layer first, where the caller built them already (a timed step that must not copy them)."""
             h = x
             for depth, block in enumerate(reversed(blocks)):       # input layer first
-                h = self.layer(depth, h[:len(block.dst)], block_matrix(block, h) @ h)
+                adjacency = matrices[depth] if matrices is not None else block_matrix(block, h)
+                h = self.layer(depth, h[:len(block.dst)], adjacency @ h)
             return h
 
         def full_forward(self, x, adjacency):

@@ -114,3 +114,18 @@ def test_measured_ratios_are_flagged_when_fixed_costs_dwarf_the_modeled_transfer
     assert "2.00x" in line and "overhead-bound" not in line and "split gather" in line
     line = measured_speedups(real.assign(p_measured_gather="fused"), "0001_x")
     assert "on GPU, fused gather" in line
+
+
+def test_fig1_puts_measured_loading_beside_a_training_step(data_root, tmp_path):
+    rows, outcome = run("placement.fig1", tmp_path, 0.005, topologies="2GPU", measured="2GPU", batch_sizes="scaled",
+                        max_batches=4)
+    assert outcome.errors == 0
+    measured = [r for r in rows if r["status"] == "ok" and r["params"]["mode"] == "measured"]
+    by = {r["metric"]: r for r in measured if r["impl"] == "pagraph"}
+    load, train, ratio = by["loading_time"]["value"], by["train_time"]["value"], by["loading_ratio"]["value"]
+    assert load > 0 and train > 0 and ratio == pytest.approx(load / (load + train))
+    assert by["loading_time"]["extra"]["launch_floor_ms"] > 0 and by["loading_time"]["stats"]["repeats"] == 2
+    if importlib.util.find_spec("pymetis") is None:                      # DGL's METIS: a skipped row says why
+        assert any(r["impl"] == "metis" and "pymetis" in r["reason"] for r in rows if r["status"] == "skipped")
+    text = (tmp_path / "reports" / "placement" / "fig1.md").read_text()
+    assert "Loading share" in text and "more than 40% with two GPUs" in text
