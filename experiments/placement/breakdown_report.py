@@ -98,14 +98,15 @@ def _measured_frame(rows):
     ok = ok.assign(p10=[s.get("p10") if isinstance(s, dict) else None for s in stats],
                    p90=[s.get("p90") if isinstance(s, dict) else None for s in stats])
     for column in ("p_launch_floor_ms", "p_overhead_bound", "p_overhead_factor", "p_measured_repeats", "p_batches_per_region",
-                   "p_rows_per_region", "p_host_pages_4k_per_batch", "p_host_rows_per_batch"):
+                   "p_rows_per_region", "p_host_pages_4k_per_batch", "p_host_regions_2m_per_batch",
+                   "p_host_rows_per_batch"):
         if column not in ok:
             ok = ok.assign(**{column: None})
     return ok[["run_id", "impl", "p_topology", "p_buffer", "p_las", "loading_time", "p_measured_on",
                "p_modeled_ms", "p_measured_gather", "p10", "p90", "p_launch_floor_ms", "p_overhead_bound",
                "p_overhead_factor",
                "p_measured_repeats", "p_batches_per_region", "p_rows_per_region", "p_host_pages_4k_per_batch",
-               "p_host_rows_per_batch"]]
+               "p_host_regions_2m_per_batch", "p_host_rows_per_batch"]]
 
 
 def _with_kind(frame, shown):
@@ -346,12 +347,12 @@ def measured_speedups(measured, run_id=None, impl: str = "clique_opt") -> str | 
 def _spread_text(mine, impl: str) -> str:
     """How many of RAND / impl's measured ratios lie outside the repeats' spread (their p10-p90
     ranges apart), where the rows carry repeats."""
-    if "p10" not in mine or mine["p10"].isna().all():
-        return ""
+    if "p_measured_repeats" not in mine or mine["p_measured_repeats"].isna().all():
+        return ""                        # one pass (older runs): their p10-p90 spans batches, not repeats
     apart, total = 0, 0
     for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
         a, b = _find(mine, impl, topology, buffer), _find(mine, "random", topology, buffer)
-        if a is None or b is None or _number(a["p10"]) is None or _number(b["p10"]) is None:
+        if a is None or b is None or not _number(a["p_measured_repeats"]) or not _number(b["p_measured_repeats"]):
             continue
         total += 1
         apart += a["p90"] < b["p10"] or b["p90"] < a["p10"]
@@ -539,8 +540,9 @@ def naive_random_text(measured, frame) -> str | None:
     """What the measured NAIVE and RAND points show where they read the same tiers in the same
     shares: the difference, the repeats' spread, the host rows' pages, the ranks' spread."""
     pairs = []
-    for (run_id, topology, buffer), _ in measured.groupby(["run_id", "p_topology", "p_buffer"]):
-        mine = measured[measured["run_id"] == run_id]
+    group = "kind" if "kind" in measured else "run_id"          # the shown cells of one machine kind
+    for (key, topology, buffer), _ in measured.groupby([group, "p_topology", "p_buffer"]):
+        mine = measured[measured[group] == key]
         a, b = _find(mine, "naive", topology, buffer), _find(mine, "random", topology, buffer)
         if a is not None and b is not None:
             pairs.append((a, b))
@@ -549,27 +551,29 @@ def naive_random_text(measured, frame) -> str | None:
     diffs = [abs(a["loading_time"] / b["loading_time"] - 1) for a, b in pairs]
     shares = []
     for a, _ in pairs:
-        mine = frame[frame["run_id"] == a["run_id"]] if not frame.empty else frame
+        mine = frame[frame[group] == a[group]] if not frame.empty and group in frame else frame
         x, y = (_find(mine, impl, a["p_topology"], a["p_buffer"]) if not mine.empty else None
                 for impl in ("naive", "random"))
         if x is not None and y is not None:
             shares.append(max(abs(x.get(m, 0) - y.get(m, 0)) for m in ("local_fraction", "peer_fraction",
                                                                        "host_fraction")))
-    apart = [a for a, b in pairs if _number(a["p10"]) is not None and _number(b["p10"]) is not None
-             and (a["p90"] < b["p10"] or b["p90"] < a["p10"])]
-    pages = [(a["p_host_pages_4k_per_batch"], b["p_host_pages_4k_per_batch"]) for a, b in pairs
-             if _number(a["p_host_pages_4k_per_batch"]) is not None and _number(b["p_host_pages_4k_per_batch"])
-             is not None]
+    repeated = [(a, b) for a, b in pairs if _number(a["p_measured_repeats"]) and _number(b["p_measured_repeats"])]
+    apart = [a for a, b in repeated if a["p90"] < b["p10"] or b["p90"] < a["p10"]]
+    pages = [(a["p_host_pages_4k_per_batch"], b["p_host_pages_4k_per_batch"], a["p_host_regions_2m_per_batch"],
+              b["p_host_regions_2m_per_batch"]) for a, b in pairs
+             if _number(a["p_host_pages_4k_per_batch"]) and _number(b["p_host_pages_4k_per_batch"])
+             and _number(a["p_host_regions_2m_per_batch"]) and _number(b["p_host_regions_2m_per_batch"])]
     same = f"local/peer/host shares within {100 * max(shares):.1f} points of each other" if shares else \
         "the same tiers"
     text = (f"NAIVE vs RAND: the simulator gives both {same}, and they measure "
             f"{100 * min(diffs):.0f}-{100 * max(diffs):.0f}% apart over {len(pairs)} configurations")
     if pages:
-        ratio = [x / y for x, y in pages if y]
-        text += (f"; their host rows touch as many 4 KiB pages per batch (NAIVE / RAND {min(ratio):.2f}-"
-                 f"{max(ratio):.2f}), so neither order nor locality separates them")
-    if any(_number(a["p10"]) is not None for a, _ in pairs):
-        text += (f"; {len(apart)} of {len(pairs)} differences lie outside the repeats' p10-p90 ranges, the rest "
+        small = [a / b for a, b, _, _ in pages]
+        large = [c / d for _, _, c, d in pages]
+        text += (f"; NAIVE's host rows (contiguous id ranges around its buffered blocks) touch {_range(small, '{:.2f}')} "
+                 f"times RAND's 4 KiB pages and {_range(large, '{:.2f}')} times its 2 MiB regions per batch")
+    if repeated:
+        text += (f"; {len(apart)} of {len(repeated)} differences lie outside the repeats' p10-p90 ranges, the rest "
                  "is noise between passes")
     else:
         text += ("; in these runs each point is one pass of one-batch launches whose per-GPU means differ up to 2-3x "

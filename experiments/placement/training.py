@@ -387,7 +387,8 @@ class LossExperiment(Experiment):
                 for chance in sorted(chances):
                     ax.axhline(chance, **chance_style)
                     handles.setdefault("chance", Line2D([], [], **chance_style, label=f"chance ({chance:.2f})"))
-                ax.set_ylim(bottom=0)
+                top = max([*chances, *(v for line in ax.get_lines() for v in line.get_ydata())], default=1.0)
+                ax.set_ylim(0, 1.06 * top)
                 ax.set_title(topology, fontsize=10)
                 ax.set_xlabel("epoch")
                 ax.xaxis.get_major_locator().set_params(integer=True)

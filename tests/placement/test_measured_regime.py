@@ -78,7 +78,8 @@ def _point(impl, topology, loading, *, floor=0.05, spread=0.02, bound=False, pag
             value = loading
             extra.update(measured_on="cuda", measured_gather="fused", modeled_ms=loading * 2, launch_floor_ms=floor,
                          overhead_bound=bound, overhead_factor=2.0, measured_repeats=5, batches_per_region=5,
-                         rows_per_region=25_000.0, host_pages_4k_per_batch=pages, host_rows_per_batch=800.0)
+                         rows_per_region=25_000.0, host_pages_4k_per_batch=pages, host_rows_per_batch=800.0,
+                         host_regions_2m_per_batch=pages / 20)
             stats = {"repeats": 5, "p10": loading - spread, "p90": loading + spread, "min": loading - spread,
                      "max": loading + spread}
         rows.append({"run_id": "0001_a", "experiment": "placement.fig4", "impl": impl, "metric": "loading_time",
@@ -107,7 +108,7 @@ def test_the_report_shows_spread_floor_and_leaves_overhead_bound_points_out_of_t
     assert "3 of 6 measured points overhead-bound" in notes
     assert "5 consecutive replayed batches per timed launch" in artifact.caption
     assert "NAIVE vs RAND: the simulator gives both local/peer/host shares within 0.0 points" in artifact.caption
-    assert "NAIVE / RAND 1.00-1.00" in artifact.caption
+    assert "touch 1.00 times RAND's 4 KiB pages and 1.00 times its 2 MiB regions" in artifact.caption
     assert "0 of 2 differences lie outside the repeats' p10-p90" in artifact.caption
     fig = artifact.figure
     assert figlint.figure_problems(fig) == []
