@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -288,12 +289,28 @@ class BreakdownExperiment(Experiment):
 
     def replay(self, point: Point, ctx, setup, keep_batches: bool):
         """The point's sampled mini-batches replayed over its placement (the same batches for the
-        same placement, sampler and seed)."""
-        from impls.placement.simulate import replay
+        same training split, sampler and seed). Without LAS the sampler does not depend on the
+        placement, so every policy that shuffles globally (and every buffer size of one that splits
+        the training nodes) replays the batches sampled once per process."""
+        from impls.placement.simulate import count_replayed, replay, replay_batches
 
-        return replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
-                      setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches,
-                      seed=ctx.cfg.seed, keep_batches=keep_batches)
+        graph, placement = setup.graph, setup.placement
+        if point.params.get("las"):
+            return replay(graph.indptr, graph.indices, graph.train_idx, placement, setup.sampler_for, setup.batch,
+                          epochs=1, max_batches=setup.max_batches, seed=ctx.cfg.seed, keep_batches=keep_batches)
+        parts = None if placement.train_parts is None else hashlib.blake2b(
+            b"".join(np.ascontiguousarray(p, dtype=np.int64).tobytes() + b"|" for p in placement.train_parts)).hexdigest()
+        key = ("placement-batches", graph.key, placement.num_gpus, setup.batch, setup.layer_nodes, setup.max_batches,
+               ctx.cfg.seed, parts)
+
+        def sample():
+            kept = [[] for _ in range(placement.num_gpus)]
+            for g, nodes in replay_batches(graph.indptr, graph.indices, graph.train_idx, placement, setup.sampler_for,
+                                           setup.batch, 1, setup.max_batches, ctx.cfg.seed):
+                kept[g].append(np.asarray(nodes, dtype=np.int64))
+            return kept
+
+        return count_replayed(placement, ctx.cached(key, sample), 1, keep_batches)
 
     def setup(self, point: Point, ctx) -> "PointSetup":
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""

@@ -252,13 +252,16 @@ def _nodes_of(bits: np.ndarray, n: int) -> np.ndarray:
 
 
 def pagraph_partition_bitset(indptr, indices, train_idx, num_parts: int, hops: int,
-                             time_cap_s: float | None = None) -> PaGraphPartition:
+                             time_cap_s: float | None = None, closures: np.ndarray | None = None) -> PaGraphPartition:
     """:func:`pagraph_partition`'s partition from bit rows of every closure (see the module
-    docstring); the same time cap and early stop, looked at every 1024 training nodes."""
+    docstring); the same time cap and early stop, looked at every 1024 training nodes.
+    ``closures``: :func:`closure_bits` of the same graph, training nodes and hops, computed already
+    (they do not depend on the number of parts)."""
     n = len(indptr) - 1
     train = np.asarray(train_idx, dtype=np.int64)
     start = time.perf_counter()
-    closures = closure_bits(indptr, indices, train, hops)
+    if closures is None:
+        closures = closure_bits(indptr, indices, train, hops)
     words = closures.shape[1]
     part_of = np.full(n, -1, dtype=np.int64)
     assigned = np.zeros((num_parts, words), dtype=np.uint64)
@@ -318,16 +321,25 @@ class PaGraph(Policy):
             raise ValueError("PaGraph's method must be 'bitset' or 'loop'")
         self.time_cap_s, self.buffer_fill, self.method = time_cap_s, buffer_fill, method
         self._memo: dict = {}          # partition (or its timeout) per graph and GPU count
+        self._closures: dict = {}      # closure_bits per graph (any GPU count)
 
     def partition(self, problem: PlacementProblem) -> PaGraphPartition:
         key = _problem_key(problem)
         if key not in self._memo:
             bitset = self.method == "bitset" and \
                 bitset_bytes(problem.num_nodes, len(problem.train_idx)) <= BITSET_MAX_BYTES
-            run = pagraph_partition_bitset if bitset else pagraph_partition
+            args = (problem.indptr, problem.indices, problem.train_idx, problem.topology.num_gpus, problem.num_layers,
+                    self.time_cap_s)
             try:
-                self._memo[key] = run(problem.indptr, problem.indices, problem.train_idx, problem.topology.num_gpus,
-                                      problem.num_layers, self.time_cap_s)
+                if bitset:
+                    graph = key[:4] + key[5:]          # the problem key without the GPU count
+                    if graph not in self._closures:
+                        self._closures = {graph: closure_bits(problem.indptr, problem.indices,
+                                                              np.asarray(problem.train_idx, dtype=np.int64),
+                                                              problem.num_layers)}
+                    self._memo[key] = pagraph_partition_bitset(*args, closures=self._closures[graph])
+                else:
+                    self._memo[key] = pagraph_partition(*args)
             except PlacementTimeout as timeout:
                 self._memo[key] = timeout
         part = self._memo[key]

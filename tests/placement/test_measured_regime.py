@@ -115,3 +115,29 @@ def test_the_report_shows_spread_floor_and_leaves_overhead_bound_points_out_of_t
     labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert "measured on GPU (p10-p90)" in labels and "measured on GPU, overhead-bound (p10-p90)" in labels
     assert "measured launch floor" in labels
+
+
+def test_replays_sampled_once_per_training_split_equal_fresh_replays(monkeypatch, tmp_path):
+    """Policies that shuffle globally share one sampling of the batches (and every buffer size of
+    one that splits the training nodes): the reads equal a fresh replay of each point."""
+    from harness.config import RunConfig
+    from harness.experiment import Point, RunContext
+    from impls.placement.simulate import replay
+
+    monkeypatch.setenv("HARNESS_DATA_ROOT", str(tmp_path / "data"))
+    exp = registry.get_experiment("placement.fig4")
+    ctx = RunContext(RunConfig(device="cpu", quick=True, scale=0.005, seed=3))
+    for impl in ("naive", "random", "clique_opt", "pagraph"):
+        for buffer, fraction in (("0.1N", 0.1), ("N/4", 0.25)):
+            point = Point(impl, {"dataset": "reddit", "scale": 0.005, "topology": "4GPU", "buffer": buffer,
+                                 "buffer_fraction": fraction, "las": False, "mode": "simulated"})
+            setup = exp.setup(point, ctx)
+            cached = exp.replay(point, ctx, setup, keep_batches=True)
+            fresh = replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
+                           setup.sampler_for, setup.batch, max_batches=setup.max_batches, seed=3, keep_batches=True)
+            for a, b in zip(cached.batch_reads, fresh.batch_reads):
+                assert np.array_equal(a, b)
+            for a, b in zip(cached.meta["input_batches"], fresh.meta["input_batches"]):
+                assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    kinds = [k for k in ctx.cache if k[0] == "placement-batches"]
+    assert len(kinds) == 2                      # one sampling for the global shufflers, one for PaGraph's split
