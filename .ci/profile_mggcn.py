@@ -33,9 +33,9 @@ def main() -> None:
     variants = {
         "single_gpu": lambda: registry.get_impl("fullbatch", "single_gpu").factory(graph, model, device=dev),
         "mggcn permuted": lambda: registry.get_impl("fullbatch", "mggcn").factory(graph, model, device=dev,
-                                                                                 permute=True),
+                                                                                 order="random"),
         "mggcn original order": lambda: registry.get_impl("fullbatch", "mggcn").factory(graph, model, device=dev,
-                                                                                       permute=False),
+                                                                                       order="original"),
     }
     for name, make in variants.items():
         trainer = make()

@@ -88,16 +88,23 @@ def bool_flag(text: str) -> bool:
 
 
 def int_list(text: str) -> tuple[int, ...]:
+    """Comma-separated positive integers (counts, sizes, hops: every list parameter counts something)."""
     values = tuple(_number(x, int, "comma-separated integers") for x in _items(text))
     if not values:
         raise BadValue("expected at least one integer")
+    if min(values) < 1:
+        raise BadValue(f"expected positive integers, got {min(values)} in '{text}'")
     return values
 
 
 def float_list(text: str) -> tuple[float, ...]:
+    """Comma-separated positive numbers (sizes)."""
     values = tuple(_number(x, float, "comma-separated numbers") for x in _items(text))
     if not values:
         raise BadValue("expected at least one number")
+    if not all(v > 0 and v != float("inf") for v in values):
+        bad = next(v for v in values if not (v > 0 and v != float("inf")))
+        raise BadValue(f"expected positive numbers, got {bad:g} in '{text}'")
     return values
 
 

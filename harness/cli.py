@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .argtypes import nonneg_int as _nonneg_int
+from .argtypes import positive_float as _positive_float
 from .argtypes import positive_int as _positive_int
 from .argtypes import scale as _scale
 from .errors import HarnessError
@@ -65,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="root of run directories (default ./runs, left out of git; `harness promote RUN` "
                         "adds a run to the committed references under results/)")
     p.add_argument("--label", help="run directory label (default: hardware and experiment ids)")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds before ranks are stopped")
+    p.add_argument("--timeout", type=_positive_float, default=3600.0,
+                   help="seconds a rank may spend in one point (default 3600): a rank still in it after that "
+                        "stops the launch, the point is an error row naming the rank(s) that did not finish")
     p.add_argument("--data-root", type=Path, default=None, help="where real datasets live")
     p.add_argument("--no-report", action="store_true", help="do not render the run's report")
     p.add_argument("--launch-per-point", action="store_true",
@@ -158,11 +161,12 @@ def cmd_list(args) -> int:
     console.print(t)
     caps = detect()
     device = "cuda" if caps.cuda else "cpu"
-    t = Table(title=f"Implementations (can run here: judged for --device {device})")
+    t = Table(title=f"Implementations (can run here: judged for --device {device} from the packages installed; "
+                    "`harness env` also imports them)")
     for col in ("interface", "name", "needs", "here", "what it is"):
         t.add_column(col)
     for spec in registry.impl_specs(args.interface):
-        reason = spec.needs.unmet(caps, None if device == "cuda" else device)
+        reason = spec.needs.unmet(caps, None if device == "cuda" else device, imported=False)
         if reason and device == "cpu" and spec.needs.devices == ("cuda",):
             reason = "needs CUDA, and no CUDA GPU is visible"
         t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}",
@@ -196,13 +200,18 @@ def _runs_table(root: Path):
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    from .errors import Terminated
+
+    raise Terminated
 
 
 def cmd_run(args) -> int:
     import time
 
     started = time.time()         # a time budget counts from here: the command, not the runner
+    from .registry import check_ids
+
+    check_ids(args.ids)           # an unknown id fails here, before the experiments (and torch) are imported
     from . import runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
@@ -218,9 +227,12 @@ def cmd_run(args) -> int:
         started_at=started if args.time_budget is not None else None,
     )
     if args.dry_run:
-        print(render(runner.make_plan(args.ids, cfg), cfg), end="")
+        run_plan = runner.make_plan(args.ids, cfg)
+        print(render(run_plan, cfg), end="")
+        for line in runner.data_lines(runner.data_sources([(e.exp, e.point) for e in run_plan.entries], cfg)):
+            print(line)
         return 0
-    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped
+    signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped, exit 143
     outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
@@ -236,25 +248,21 @@ def cmd_run(args) -> int:
 
 def _print_run_end(outcome, no_report: bool) -> None:
     """Where the run's rows and report are, and one line per artifact: its status as the reports
-    index computes it, and its headline."""
+    index computes it, and its headline (the tables stay in the report's files)."""
     from .report import artifact_status, report_runs
     from .runner import skip_summary
     from .store import load_run
 
     path = outcome.store.path
     artifacts: dict = {}
-    if not no_report and outcome.ok:
-        written = report_runs([path], path / "report", artifacts=artifacts)
-        for p in written:
-            if p.suffix == ".md":
-                print()
-                print(p.read_text())
     rows = load_run(path).rows
+    if not no_report and rows:
+        report_runs([path], path / "report", artifacts=artifacts)
     print(f"rows: {path / 'rows.jsonl'} ({len(rows)} rows)")
     if no_report:
         print("report: not written (--no-report); `python -m harness report " + str(path) + "` writes it")
-    elif not outcome.ok:
-        print("report: not written (no point was measured)")
+    elif not rows:
+        print("report: not written (the run stored no row)")
     else:
         print(f"report: {path / 'report'}")
         for exp_id, (artifact, _, exp_rows) in sorted(artifacts.items()):
@@ -405,9 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        code = getattr(exc, "exit_code", 130)
+        print("terminated" if code == 128 + signal.SIGTERM else "interrupted", file=sys.stderr)
+        return code
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

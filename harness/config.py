@@ -22,7 +22,7 @@ class RunConfig:
     seed: int = 0
     out_dir: Path = Path("runs")
     label: str | None = None
-    timeout_s: float = 3600.0               # per launched rank group
+    timeout_s: float = 3600.0               # the longest a rank may stay in one point (harness.launcher)
     data_root: Path | None = None
     launch_per_point: bool = False          # a fresh launch of ranks for every point
     time_budget_s: float | None = None      # the run ends within this many seconds (harness.plan)
@@ -57,11 +57,17 @@ class RunConfig:
 
 
 def parse_param_assignments(items: list[str]) -> dict[str, str]:
-    """``["sizes_gb=8,16", "steps=1000"]`` -> dict; malformed items are a clear error."""
+    """``["sizes_gb=8,16", "steps=1000"]`` -> dict; malformed items, and one name given twice (the
+    second would silently replace the first: a list takes commas, ``sizes_gb=8,16``), are a clear
+    error."""
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise HarnessError(f"--param takes KEY=VALUE, got '{item}'")
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if key in out:
+            raise HarnessError(f"--param {key} is given twice ({key}={out[key]}, {key}={value.strip()}): give it "
+                               f"once (a list takes commas: {key}={out[key]},{value.strip()})")
+        out[key] = value.strip()
     return out

@@ -25,15 +25,24 @@ class SkipPoint(Exception):
 class LaunchError(HarnessError):
     """A rank failed, timed out, or the process group could not be formed.
 
-    ``culprit``: who ended the launch ("rank 1 died (SIGKILL)"), or None for a timeout;
-    ``activities``: what each rank last said it was doing (``RankContext.set_activity``).
+    ``culprit``: who ended the launch ("rank 1 died (SIGKILL)", "rank 1 was still in point ... after
+    60 s"); ``rank``: that rank; ``activities``: what each rank last said it was doing
+    (``RankContext.set_activity``); ``hung``: the ranks that overran ``--timeout``, busy ones first.
     """
 
     exit_code = 3
 
     def __init__(self, message: str, *, culprit: str | None = None, rank: int | None = None,
-                 activities: dict[int, str] | None = None):
+                 activities: dict[int, str] | None = None, hung: list[int] | None = None):
         super().__init__(message)
         self.culprit = culprit
         self.rank = rank
         self.activities = dict(activities or {})
+        self.hung = list(hung or [])
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``): a run ends as at Ctrl-C (rows kept, ranks stopped), and the CLI exits 143
+    (128 + SIGTERM), as a process that SIGTERM ends does; Ctrl-C exits 130."""
+
+    exit_code = 143

@@ -7,9 +7,15 @@ checked; a failing rank or a timeout stops all ranks and raises ``LaunchError``
 naming the rank and how it ended (its error line, exit code or signal) and what it was
 doing (``RankContext.set_activity``), instead of hanging.
 
-Spawned ranks die with the process that launched them (Linux: PR_SET_PDEATHSIG, and a
-thread watching the parent pid), and the shared-memory files of a launch are removed
-however it ends (``harness.shm``).
+``timeout_s`` bounds each activity of a rank (a point of the runner), not the whole launch: a
+rank still in one activity after ``timeout_s`` ends the launch, and the error names the rank(s)
+that did not finish it and where each rank's main thread was (a heartbeat thread in every rank
+writes it to the launch's :class:`ActivityBoard`), telling a rank busy in its own code from one
+waiting in a collective for it.
+
+Spawned ranks die with the process that launched them, also while blocked in a collective that
+will never return (Linux: PR_SET_PDEATHSIG, and a thread watching the parent pid and SIGTERM),
+and the shared-memory files of a launch are removed however it ends (``harness.shm``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import select
 import signal
 import socket
 import sys
@@ -76,26 +83,106 @@ class RankContext:
 
 
 class ActivityBoard:
-    """One fixed-size text slot per rank in shared memory: written synchronously, so the last
-    activity of a rank killed a moment later is still there for the parent to read."""
+    """Per rank, in shared memory: what it is doing and since when (``RankContext.set_activity``),
+    and where its main thread was at its last heartbeat. Written synchronously, so the last
+    activity of a rank killed a moment later is still there for the parent to read; times are
+    ``time.monotonic()``, one clock for every process of the machine."""
 
     SLOT = 4096
 
     def __init__(self, mp_context, world_size: int):
         self.array = mp_context.RawArray("c", world_size * self.SLOT)
+        self.wheres = mp_context.RawArray("c", world_size * self.SLOT)
+        self.times = mp_context.RawArray("d", world_size * 2)      # activity since, last heartbeat
         self.world_size = world_size
 
-    def write(self, rank: int, text: str) -> None:
-        data = text.encode("utf-8", "replace")[: self.SLOT]
-        self.array[rank * self.SLOT:(rank + 1) * self.SLOT] = data.ljust(self.SLOT, b"\0")
+    @classmethod
+    def _put(cls, array, rank: int, text: str) -> None:
+        data = text.encode("utf-8", "replace")[: cls.SLOT]
+        array[rank * cls.SLOT:(rank + 1) * cls.SLOT] = data.ljust(cls.SLOT, b"\0")
+
+    @classmethod
+    def _get(cls, array, rank: int) -> str:
+        return bytes(array[rank * cls.SLOT:(rank + 1) * cls.SLOT]).rstrip(b"\0").decode("utf-8", "replace")
+
+    def write(self, rank: int, text: str, now: float | None = None) -> None:
+        self._put(self.array, rank, text)
+        self.times[2 * rank] = time.monotonic() if now is None else now
+
+    def beat(self, rank: int, where: str, now: float | None = None) -> None:
+        self._put(self.wheres, rank, where)
+        self.times[2 * rank + 1] = time.monotonic() if now is None else now
 
     def read(self) -> dict[int, str]:
-        out = {}
-        for r in range(self.world_size):
-            raw = bytes(self.array[r * self.SLOT:(r + 1) * self.SLOT]).rstrip(b"\0")
-            if raw:
-                out[r] = raw.decode("utf-8", "replace")
-        return out
+        return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
+
+    def states(self) -> dict[int, "RankState"]:
+        return {r: RankState(self._get(self.array, r) or None, self.times[2 * r] or None,
+                             self._get(self.wheres, r) or None, self.times[2 * r + 1] or None)
+                for r in range(self.world_size)}
+
+
+@dataclass(frozen=True)
+class RankState:
+    """One rank's slot of the board: its activity and since when, where its main thread was and when
+    that was seen (None: not yet)."""
+
+    activity: str | None
+    since: float | None
+    where: str | None = None
+    seen: float | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self.where) and self.where.startswith(WAITING)
+
+
+WAITING = "waiting in torch.distributed"
+STARTUP = "startup (imports, process group)"
+# until a rank names its first activity (imports, the process group, loading the experiments), it has
+# at least this long: a startup slower than a short --timeout (a loaded machine importing torch) is no hang
+STARTUP_ALLOWANCE_S = 300.0
+HEARTBEAT_S = 0.5
+
+
+def overdue(states: dict[int, RankState], running: list[int], now: float, timeout_s: float,
+            started: float) -> LaunchError | None:
+    """The error that ends a launch where a running rank has been in one activity longer than
+    ``timeout_s`` (before its first activity: at least ``STARTUP_ALLOWANCE_S``), else None.
+
+    The ranks named are those still busy in their own code (not waiting in a collective); where
+    every running rank waits, the overdue ones: a collective that some rank never joined."""
+    def allowed(state: RankState) -> float:
+        starting = state.activity in (None, STARTUP)
+        return max(timeout_s, STARTUP_ALLOWANCE_S) if starting else timeout_s
+
+    def age(r: int) -> float:
+        return now - (states[r].since or started)
+
+    late = [r for r in running if age(r) > allowed(states[r])]
+    if not late:
+        return None
+    busy = [r for r in running if not states[r].waiting]
+    named = busy or late
+    waiting = [r for r in running if r not in named]
+
+    def doing(r: int) -> str:
+        state = states[r]
+        return f"in {state.activity}" if state.activity else "before its first activity"
+
+    def where(r: int) -> str:
+        state = states[r]
+        if not state.where:
+            return ""
+        stale = f", {now - state.seen:.0f} s ago" if state.seen and now - state.seen > 10 * HEARTBEAT_S else ""
+        return f" ({state.where}{stale})"
+
+    first = named[0]
+    culprit = f"rank {first} was still {doing(first)} after {timeout_s:.0f} s (--timeout){where(first)}"
+    parts = [f"rank {r} {doing(r)}{where(r)}" for r in named[1:] + waiting]
+    message = culprit + ("; " + "; ".join(parts) if parts else "")
+    states_text = {r: s.activity for r, s in states.items() if s.activity}
+    return LaunchError(message, culprit=culprit, rank=first, activities=states_text, hung=named)
 
 
 def under_torchrun() -> bool:
@@ -124,20 +211,24 @@ def _init_group(ctx: RankContext, init_method: str | None, timeout_s: float) -> 
     dist.init_process_group(**kwargs)
 
 
-def _die_with_parent(parent_pid: int, shm_prefix: str) -> None:
-    """End this rank when the launching process is gone, removing the launch's shared memory.
+def _die_with_parent(parent_pid: int, shm_prefix: str, board: ActivityBoard | None = None,
+                     rank: int = 0) -> None:
+    """End this rank when the launching process is gone or sends SIGTERM, removing the launch's
+    shared memory, also while the main thread waits in a collective that will never return.
 
-    PR_SET_PDEATHSIG sends SIGTERM when the parent dies; the handler cleans up and dies by that
-    signal. The handler runs only between bytecodes of the main thread, so a thread also watches
-    the parent pid, for a main thread waiting in a collective that will never return.
+    PR_SET_PDEATHSIG sends SIGTERM when the parent dies. Python runs a signal's handler only
+    between bytecodes of the main thread, which a collective can block for good, so the C-level
+    handler also writes the signal to a pipe (``signal.set_wakeup_fd``) that a thread reads; that
+    thread also watches the parent pid and writes this rank's heartbeat to ``board``. Either
+    thread leaves through :func:`_leave`, which works off the main thread.
     """
     def leave(signum=signal.SIGTERM, frame=None):
-        shm.remove_segments(shm_prefix)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-        os._exit(128 + signal.SIGTERM)
+        _leave(shm_prefix)
 
     signal.signal(signal.SIGTERM, leave)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -147,23 +238,73 @@ def _die_with_parent(parent_pid: int, shm_prefix: str) -> None:
             pass
     if os.getppid() != parent_pid:     # the parent died before the signal was armed
         leave()
+    main = threading.main_thread().ident
 
     def watch():
         while True:
-            time.sleep(0.5)
+            ready, _, _ = select.select([wake_read], [], [], HEARTBEAT_S)
+            if ready and int(signal.SIGTERM) in os.read(wake_read, 512):
+                _leave(shm_prefix)
             if os.getppid() != parent_pid:
-                leave()
+                _leave(shm_prefix)
+            if board is not None:
+                board.beat(rank, where_is(sys._current_frames().get(main)))
 
     threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
 
 
+def _leave(shm_prefix: str) -> None:
+    """Remove the launch's shared memory and die by SIGTERM, from any thread: ``signal.signal``
+    works on the main thread only, so libc's ``signal`` restores the default action."""
+    try:
+        shm.remove_segments(shm_prefix)
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal(int(signal.SIGTERM), ctypes.c_void_p(0))        # SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)
+    finally:
+        os._exit(128 + signal.SIGTERM)
+
+
+_PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def where_is(frame) -> str:
+    """Where a thread is, from its innermost frame: ``waiting in torch.distributed barrier, called at
+    experiments/x.py:12 in run_point``, or ``at experiments/x.py:40 in run_point`` (the innermost
+    frame of this project's code; else the innermost frame)."""
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    if not frames:
+        return ""
+    ours = next((f for f in frames if f.f_code.co_filename.startswith(_PROJECT)
+                 and not f.f_code.co_filename.endswith(os.sep + "launcher.py")), frames[0])
+    at = f"{_short(ours.f_code.co_filename)}:{ours.f_lineno} in {ours.f_code.co_name}"
+    collective = next((f for f in frames if f"{os.sep}torch{os.sep}distributed{os.sep}" in f.f_code.co_filename),
+                      None)
+    if collective is not None:
+        return f"{WAITING} {collective.f_code.co_name}, called at {at}"
+    return f"at {at}"
+
+
+def _short(path: str) -> str:
+    return path[len(_PROJECT):] if path.startswith(_PROJECT) else path
+
+
 _PR_SET_PDEATHSIG = 1
+GROUP_TIMEOUT_MARGIN_S = 120.0
 
 
 def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
            fn: Callable, args: tuple, results, parent_pid: int, shm_prefix: str,
            board: ActivityBoard) -> None:
-    _die_with_parent(parent_pid, shm_prefix)
+    board.write(rank, STARTUP)
+    _die_with_parent(parent_pid, shm_prefix, board, rank)
     os.environ.update({
         "RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
         "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
@@ -176,8 +317,12 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
 
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     try:
-        _init_group(ctx, f"tcp://127.0.0.1:{port}", timeout_s)
+        # the launcher stops a rank overdue in a point; the group's own timeout is only a backstop,
+        # later, so that a peer's collective timing out never takes the blame from the rank it waits for
+        _init_group(ctx, f"tcp://127.0.0.1:{port}", timeout_s + GROUP_TIMEOUT_MARGIN_S)
+        board.write(rank, "")            # started: no activity named yet (still the startup allowance)
         value = fn(ctx, *args)
+        board.write(rank, "returning its result")
         results.put((rank, "ok", value))
     except BaseException as exc:  # report every failure to the parent, then exit non-zero
         detail = traceback.format_exc()
@@ -196,6 +341,7 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
 def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device: str = "cpu",
            timeout_s: float = 3600.0) -> list[Any]:
     """Run ``fn(ctx, *args)`` on ``world_size`` ranks; return per-rank results in rank order.
+    ``timeout_s``: the longest a rank may stay in one activity (module doc).
 
     Under torchrun the current process is one rank: the group is formed from the
     environment and only this rank's result is returned (others are ``None``).
@@ -224,7 +370,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
-    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
     try:
         for p in procs:
             p.start()
@@ -253,10 +399,10 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                 if missing:
                     raise LaunchError(f"ranks {missing} exited cleanly but returned nothing")
                 return [collected[r] for r in range(world_size)]
-            if time.monotonic() > deadline:
-                raise LaunchError(f"ranks did not finish within {timeout_s:.0f} s "
-                                  f"(still running: {[r for r, c in enumerate(codes) if c is None]})",
-                                  activities=board.read())
+            late = overdue(board.states(), [r for r, c in enumerate(codes) if c is None], time.monotonic(),
+                           timeout_s, started)
+            if late is not None:
+                raise late
     finally:
         _stop(procs)
         shm.remove_segments(prefix)

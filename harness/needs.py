@@ -22,11 +22,15 @@ class Capabilities:
     gpu_names: tuple[str, ...] = ()
     packages: dict[str, str | None] = field(default_factory=dict)  # import name -> why not importable
     peer_access: bool | None = None  # every pair of GPUs can access each other
+    gpu_memory: tuple[int, ...] = ()  # bytes of each visible GPU
+    host_memory: int | None = None    # bytes of host memory (None: unknown)
 
-    def package_missing(self, name: str) -> str | None:
-        if name not in self.packages:
-            return _import_problem(name)
-        return self.packages[name]
+    def package_missing(self, name: str, imported: bool = True) -> str | None:
+        """Why package ``name`` cannot be used here, or None; ``imported=False``: whether it is
+        installed only, without importing it (DGL alone takes seconds)."""
+        if name in self.packages:
+            return self.packages[name]
+        return _import_problem(name) if imported else _install_problem(name)
 
 
 # Packages that implementations may need; probed lazily and cached.
@@ -34,6 +38,10 @@ OPTIONAL_PACKAGES = (
     "cupy", "triton", "torch_geometric", "torch_sparse", "pyg_lib", "dgl",
     "pylibwholegraph", "ogb", "pymetis", "pynvml", "numba",
 )
+
+
+def _install_problem(name: str) -> str | None:
+    return f"package '{name}' is not installed" if importlib.util.find_spec(name) is None else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,7 +75,37 @@ def detect() -> Capabilities:
             torch.cuda.can_device_access_peer(i, j)
             for i in range(count) for j in range(count) if i != j
         )
-    return Capabilities(cuda=cuda, gpu_count=count, gpu_names=names, peer_access=peer)
+    memory = tuple(int(torch.cuda.get_device_properties(i).total_memory) for i in range(count))
+    return Capabilities(cuda=cuda, gpu_count=count, gpu_names=names, peer_access=peer, gpu_memory=memory,
+                        host_memory=_host_memory())
+
+
+def _host_memory() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:        # an unknown size checks nothing
+        return None
+
+
+def memory_unmet(need: dict | None, caps: Capabilities, device: str, world_size: int) -> str | None:
+    """Why a point needing ``need`` bytes ({"gpu": per GPU, "host": in host memory}, as
+    ``Experiment.memory_need`` says) cannot fit this machine, or None. On CPU ranks what a GPU would
+    hold lives in host memory too, once per rank."""
+    if not need:
+        return None
+    gpu, host = float(need.get("gpu") or 0), float(need.get("host") or 0)
+    if device == "cuda" and gpu and caps.gpu_memory and gpu > min(caps.gpu_memory):
+        return f"needs {_gib(gpu)} per GPU, more than the {_gib(min(caps.gpu_memory))} of a GPU here"
+    in_host = host + (gpu * world_size if device == "cpu" else 0.0)
+    if in_host and caps.host_memory and in_host > caps.host_memory:
+        return f"needs {_gib(in_host)} of host memory, more than the {_gib(caps.host_memory)} of this host"
+    return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.3g} GiB" if n < 1000 * 2**30 else f"{n / 2**30:,.0f} GiB"
 
 
 @dataclass(frozen=True)
@@ -97,8 +135,9 @@ class Needs:
         return ", ".join(parts)
 
     def unmet(self, caps: Capabilities, device: str | None = None,
-              world_size: int | None = None) -> str | None:
-        """Why this cannot run here with this device/world size, or None."""
+              world_size: int | None = None, imported: bool = True) -> str | None:
+        """Why this cannot run here with this device/world size, or None (``imported=False``:
+        packages checked for being installed, not imported)."""
         if device is not None and device not in self.devices:
             return f"runs on {'/'.join(self.devices)} only, not on {device}"
         wants_cuda = device == "cuda" or (device is None and self.devices == ("cuda",))
@@ -111,7 +150,7 @@ class Needs:
         if self.peer_access and caps.gpu_count > 1 and caps.peer_access is False:
             return "needs peer access between every pair of GPUs"
         for pkg in self.packages + (self.cuda_packages if wants_cuda else ()):
-            problem = caps.package_missing(pkg)
+            problem = caps.package_missing(pkg, imported)
             if problem:
                 return problem
         return None

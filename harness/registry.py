@@ -177,27 +177,66 @@ def resolve(ids: list[str]) -> list[Experiment]:
     everything = experiments()
     if not ids:
         raise HarnessError("name at least one experiment id (see `python -m harness list`)")
+    by_id = {e.id: e for e in everything}
     chosen: list[Experiment] = []
     for raw in ids:
         token = raw.strip()
-        if token == "all":
-            matches = everything
-        elif any(ch in token for ch in "*?["):
-            matches = [e for e in everything if fnmatch.fnmatchcase(e.id, token)]
-        elif "." in token:
-            matches = [e for e in everything if e.id == token]
-        else:
-            matches = [e for e in everything if e.artifact == token] or \
-                      [e for e in everything if e.paper == token]
+        matches = [by_id[i] for i in _matching(token, list(by_id))]
         if not matches:
-            near = difflib.get_close_matches(token, [e.id for e in everything], n=4, cutoff=0.6)
-            near += [e.id for e in everything if e.id not in near and token == e.artifact.rstrip("0123456789")]
-            hint = f"; did you mean {', '.join(near[:6])}?" if near else ""
-            if BROKEN_MODULES:
-                hint += "; modules that failed to import: " + "; ".join(
-                    f"{name} ({why})" for name, why in sorted(BROKEN_MODULES.items()))
-            raise HarnessError(f"unknown experiment '{token}'{hint} (see `python -m harness list`)")
+            raise _unknown(token, list(by_id))
         for exp in matches:
             if exp not in chosen:
                 chosen.append(exp)
     return chosen
+
+
+def check_ids(ids: list[str]) -> None:
+    """An id that names no experiment is an error before any experiment module is imported
+    (importing them all, torch with them, takes seconds): the ids are read from the files under
+    ``experiments/`` that register one, and from those registered in this process."""
+    known = sorted(declared_ids() | set(_EXPERIMENTS))
+    for raw in ids:
+        if not _matching(raw.strip(), known):
+            raise _unknown(raw.strip(), known)
+
+
+def declared_ids() -> set[str]:
+    """The ids of the experiment modules ``experiments/<paper>/<artifact>.py`` (those that call
+    ``register_experiment``), found without importing them."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("experiments")
+    out: set[str] = set()
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for module in sorted(Path(root).glob("*/*.py")):
+            if not module.stem.startswith("_") and (module.parent / "__init__.py").exists():
+                try:
+                    if "@register_experiment" in module.read_text(encoding="utf-8"):
+                        out.add(f"{module.parent.name}.{module.stem}")
+                except OSError:
+                    continue
+    return out
+
+
+def _matching(token: str, ids: list[str]) -> list[str]:
+    """The ids among ``ids`` that ``token`` selects (resolve's forms), in their order."""
+    if token == "all":
+        return list(ids)
+    if any(ch in token for ch in "*?["):
+        return [i for i in ids if fnmatch.fnmatchcase(i, token)]
+    if "." in token:
+        return [i for i in ids if i == token]
+    return [i for i in ids if i.partition(".")[2] == token] or [i for i in ids if i.partition(".")[0] == token]
+
+
+def _unknown(token: str, ids: list[str]) -> HarnessError:
+    near = difflib.get_close_matches(token, ids, n=4, cutoff=0.6)
+    artifacts = difflib.get_close_matches(token, sorted({i.partition(".")[2] for i in ids}), n=2, cutoff=0.8)
+    near += [i for i in ids if i not in near and (token == i.partition(".")[2].rstrip("0123456789")
+                                                 or i.partition(".")[2] in artifacts)]
+    hint = f"; did you mean {', '.join(near[:6])}?" if near else ""
+    if BROKEN_MODULES:
+        hint += "; modules that failed to import: " + "; ".join(
+            f"{name} ({why})" for name, why in sorted(BROKEN_MODULES.items()))
+    return HarnessError(f"unknown experiment '{token}'{hint} (see `python -m harness list`)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import registry
+from . import registry, reportkit
 from .artifact import ReportArtifact, RunInfo
 from .errors import HarnessError
 from .store import StoredRun, load_run, run_status
@@ -123,8 +123,10 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         sources = (exp_id,) + tuple(exp.derives_from)
         rows = frame[frame["experiment"].isin(sources)].reset_index(drop=True)
         run_ids = set(rows["run_id"])
-        artifact = exp.report(rows, [i for i in infos if i.run_id in run_ids])
-        if exp.warm_and_cold:
+        mine = [i for i in infos if i.run_id in run_ids]
+        measured = bool((rows["status"] == "ok").any())
+        artifact = exp.report(rows, mine) if measured else reportkit.unmeasured(exp, rows, mine)
+        if exp.warm_and_cold and measured:
             artifact.caption = f"{artifact.caption.rstrip()} {exp.warm_and_cold}"
         reduced = fidelity_notes(rows)
         if reduced:
@@ -272,7 +274,7 @@ def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
              "Every experiment the harness knows, with its committed reference runs. Status: "
              "`reproduced` (the paper's claim holds in our measurement), `partly` (some of it), "
              "`not reproduced`, `measured` (our own table, or a claim without a number to check), "
-             "`no committed run`. Regenerate with `python -m harness report --all`.", "",
+             "`not measured` (every point skipped or failed), `no committed run`. Regenerate with `python -m harness report --all`.", "",
              "A page per paper, each artifact's figure inline: "
              + ", ".join(f"[{paper_title(p)}]({p}/README.md)"
                          for p in sorted({e.paper for e in registry.experiments()})), "",

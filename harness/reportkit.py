@@ -19,7 +19,9 @@ kit holds what they all do alike, so that a change of layout happens here once:
   :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
 - runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
   machine kind of every cell), :func:`newest_rows` (the rows of those runs),
-  :func:`several_runs_per_kind`, :func:`skip_notes`, :func:`caption_hardware`.
+  :func:`several_runs_per_kind`, :func:`skip_notes`, :func:`caption_hardware`;
+- :func:`unmeasured`: the artifact of rows none of which was measured (every point skipped or
+  failed), which the report writer uses in place of the experiment's own report.
 """
 
 from __future__ import annotations
@@ -330,3 +332,25 @@ class Report:
         notes = self.notes + (self.skip_notes(skips) if skips is not None else [])
         return ReportArtifact(self.exp.artifact, title, caption, table, notes, figure, headline=headline,
                               status=status, history=history)
+
+
+NOT_MEASURED = "not measured"
+
+
+def unmeasured(exp, rows: "pd.DataFrame", runs: list["RunInfo"]) -> ReportArtifact:
+    """The artifact of rows none of which is ok: one table row per point with its status and reason,
+    so that a run whose every point was skipped (a CPU machine, a missing package) or failed still
+    has a report saying why. Experiments' own reports read measured values; they are not asked."""
+    report = Report(exp, rows, runs, expand=False)
+    records = [{"Machine": report.label(r["run_id"]), "implementation": r["impl"],
+                "point": ", ".join(f"{k}={v}" for k, v in sorted((r["params"] or {}).items())) or "-",
+                "status": r["status"], "reason": " ".join(str(r.get("reason") or "").split())}
+               for _, r in rows.iterrows()]
+    kinds = rows["status"].value_counts()
+    counted = ", ".join(f"{n} {status}" for status, n in sorted(kinds.items()))
+    reasons = rows["reason"].dropna().map(lambda t: " ".join(str(t).split())) if "reason" in rows else []
+    common = reasons.value_counts().index[0] if len(reasons) else ""      # the most frequent reason
+    caption = report.caption(f"No point was measured ({counted}): each row of the table says why.")
+    headline = counted + (f" (most: {common})" if common else "")
+    return report.artifact(exp.title, caption, report.table(records), headline=headline, status=NOT_MEASURED,
+                           skips=False)

@@ -22,7 +22,7 @@ from .errors import HarnessError, LaunchError, SkipPoint
 from .estimate import Estimator, fmt_duration, machine_kind, params_json
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
-from .needs import detect
+from .needs import detect, memory_unmet
 from .progress import Eta, PointProgress
 from .store import RunStore, load_run
 from .worlds import run_world
@@ -77,7 +77,16 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
 def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | None:
     spec = registry.get_impl(exp.interface, point.impl)
     reason = spec.needs.unmet(detect(), cfg.device, point.world_size)
-    return reason or exp.skip_reason(point, cfg)
+    return reason or exp.skip_reason(point, cfg) or memory_unmet(memory_need(exp, point, cfg), detect(), cfg.device,
+                                                                 point.world_size)
+
+
+def memory_need(exp: Experiment, point: Point, cfg: RunConfig) -> dict | None:
+    """``exp.memory_need``, or None where it cannot tell (an estimate never stops a run)."""
+    try:
+        return exp.memory_need(point, cfg)
+    except Exception:
+        return None
 
 
 def run_one_point(exp: Experiment, point: Point, ctx: RunContext) -> list[dict]:
@@ -226,6 +235,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
             "params": cfg.params, "launch_per_point": cfg.launch_per_point,
             **({"time_budget_s": cfg.time_budget_s} if cfg.time_budget_s is not None else {}),
         },
+        "data": data_sources([(e, p) for e, pts in points for p in pts], cfg),
     })
     tag = envinfo.hardware_tag(manifest["gpus"], cfg.device)
     label = cfg.label or f"{tag}_{'+'.join(e.id for e in exps)}"
@@ -233,7 +243,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         label = f"{tag}_{len(exps)}-experiments"
     store = RunStore.create(cfg.out_dir, label, {**manifest, "hardware": tag})
     outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan)
-    for line in run_plan.summary():
+    for line in run_plan.summary() + data_lines(manifest["data"]):
         print(line, file=sys.stderr, flush=True)
     deadline = None if run_plan.budget_s is None else time.time() + run_plan.budget_s
     eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.runnable}, deadline=deadline)
@@ -295,6 +305,27 @@ def _by_experiment(entries: list[plan.PlannedPoint]) -> list[tuple[Experiment, l
             out.append((e.exp, []))
         out[-1][1].append(e)
     return out
+
+
+def data_sources(pairs: list[tuple[Experiment, Point]], cfg: RunConfig) -> dict[str, str]:
+    """What each dataset the points name is read from (``datasets.source``): the real data at scale 1,
+    else a stand-in, saying where real data under the data root is not read at the run's scale."""
+    from . import datasets
+
+    out: dict[str, str] = {}
+    for exp, point in pairs:
+        name = point.params.get("dataset")
+        if not isinstance(name, str) or name in out or not datasets.is_registered(name):
+            continue
+        scale = point.params.get("scale")
+        scale = float(scale) if isinstance(scale, (int, float)) else exp.scale(cfg, name)
+        out[name] = datasets.source(name, scale, cfg.data_root)
+    return out
+
+
+def data_lines(sources: dict[str, str]) -> list[str]:
+    """The run's datasets in a line each, printed with its plan."""
+    return [f"data: {name}: {text}" for name, text in sources.items()]
 
 
 def _scales(exp: Experiment, points: list[Point], cfg: RunConfig):

@@ -179,3 +179,36 @@ def collective_timing_with_an_outlier(ctx):
     seconds = [1, 1, 1, 1, 100] if ctx.rank == 0 else [1, 1, 1, 1, 1]
     stats, spread = measure_collective(lambda: None, timer=SequenceTimer(seconds), warmup=0, repeats=5)
     return {"median": stats.median, "max": stats.max, "spread": (spread.min, spread.avg, spread.max)}
+
+
+def block_in_a_collective(ctx, pid_dir):
+    """Every rank waits to receive from the other, for ever (no peer ends, so no connection drops to
+    end the wait). Each rank writes its pid file from a thread once it sees its main thread there."""
+    import sys
+
+    import torch
+    import torch.distributed as dist
+
+    from harness.launcher import WAITING, where_is
+
+    main = threading.main_thread().ident
+
+    def report_when_blocked():
+        while not where_is(sys._current_frames().get(main)).startswith(WAITING):
+            time.sleep(0.05)
+        _write_pid(pid_dir, ctx.rank)
+
+    threading.Thread(target=report_when_blocked, daemon=True).start()
+    dist.recv(torch.zeros(1), src=1 - ctx.rank)
+
+
+def hang_in_a_point(ctx, points, hang_point, hang_rank, seconds):
+    """``points`` points, each ``seconds`` of work then a barrier; in ``hang_point`` the rank
+    ``hang_rank`` works for ever while the others wait for it in the barrier."""
+    import torch.distributed as dist
+
+    for i in range(points):
+        ctx.set_activity(f"point {i}")
+        time.sleep(600 if (i, ctx.rank) == (hang_point, hang_rank) else seconds)
+        dist.barrier()
+    return ctx.rank

@@ -40,6 +40,7 @@ class LifecycleSteps(Experiment):
         "how": Param("sigkill", _text, "sigkill | exit3"),
         "sleep": Param(0.0, float, "seconds every rank sleeps in point sleep_point"),
         "sleep_point": Param(-1, int, "the point that sleeps (-1: every point)"),
+        "sleep_rank": Param(-1, int, "the rank that sleeps (-1: every rank)"),
         "pid_dir": Param("", _text, "where each rank writes rank<r>.pid"),
         "shm": Param("off", _text, "on: every point holds a chunked host store in shared memory"),
     }
@@ -70,7 +71,7 @@ class LifecycleSteps(Experiment):
             if self.param(cfg, "how") == "sigkill":
                 os.kill(os.getpid(), signal.SIGKILL)
             os._exit(3)
-        if self.param(cfg, "sleep_point") in (-1, point.params["i"]):
+        if self.param(cfg, "sleep_point") in (-1, point.params["i"]) and self.param(cfg, "sleep_rank") in (-1, rank.rank):
             time.sleep(self.param(cfg, "sleep"))
         dist.barrier()
         if store is not None:

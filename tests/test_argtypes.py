@@ -29,7 +29,8 @@ def test_parsers_take_good_values(parse, text, value):
     (A.positive_int, "0", "positive integer"), (A.positive_int, "x", "positive integer, got 'x'"),
     (A.nonneg_int, "-1", ">= 0"), (A.positive_float, "-2", "positive number"), (A.unit_float, "1", r"\[0, 1\)"),
     (A.scale, "0", r"\(0, 1024\]"), (A.bool_flag, "maybe", "true or false"), (A.int_list, "1,a", "integers"),
-    (A.int_list, ",", "at least one"), (A.float_list, "x", "numbers"), (A.str_list, " , ", "list"),
+    (A.int_list, ",", "at least one"), (A.int_list, "1,0", "positive integers, got 0"),
+    (A.float_list, "8,-1", "positive numbers, got -1"), (A.float_list, "nan", "positive numbers"), (A.float_list, "x", "numbers"), (A.str_list, " , ", "list"),
     (A.fanouts, "30,0", "positive integers"), (A.fanout_sets, "", "sets"), (A.choice("a", "b"), "c", "one of a, b"),
     (A.names_of("kinds", "x", "y"), "x,z", "kinds are x, y"), (A.cap_int, "-3", "positive integer"),
 ])

@@ -39,6 +39,10 @@ def _one_error_line(capsys, code: int) -> str:
     (["run", "table1", "--param", "foo=1"], "unknown --param foo"),
     (["run", "table1", "--param", "sizes_gb=eight"], "eight"),
     (["run", "table1", "--param", "steps=-5"], "-5"),
+    (["run", "table1", "--param", "sizes_gb=-1"], "positive numbers, got -1"),      # was a run of skipped rows
+    (["run", "wholegraph.gather", "--param", "row_bytes=0,512"], "positive integers, got 0"),
+    (["run", "table1", "--param", "sizes_gb=8", "--param", "sizes_gb=16"], "--param sizes_gb is given twice"),
+    (["run", "table1", "--timeout", "0"], "--timeout"),
     (["run", "table1", "--impl", "nosuchimpl"], "nosuchimpl"),
     (["run"], "ids"),
     ([], "command"),
@@ -203,3 +207,88 @@ def test_withdrawn_run_is_left_out_of_report_all(capsys, tmp_path):
     assert "- `0002_cpu`: edge weights freed early" in index
     table = next(out.rglob("table1.md")).read_text()
     assert "0001" in table and "0002" not in table
+
+
+@pytest.mark.parametrize("how, code, said", [("sigterm", 143, "terminated"), ("ctrl-c", 130, "interrupted")])
+def test_sigterm_exits_143_and_ctrl_c_130(monkeypatch, capsys, how, code, said):
+    """A command ended by `kill` exits 128 + SIGTERM, as a process SIGTERM ends does; Ctrl-C 130."""
+    import os
+    import signal
+    import time
+
+    def command(args):
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, cli._interrupt)       # what `run` installs
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setitem(cli.COMMANDS, "env", command)
+    try:
+        assert cli.main(["env"]) == code
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert capsys.readouterr().err.strip() == said
+
+
+def test_a_point_bigger_than_this_machine_is_a_skipped_row_in_the_plan_and_the_run(tmp_path, capsys):
+    """--dry-run said a 128 GB chase could run on a CPU host of a few GB: the memory a point needs
+    (Experiment.memory_need) is checked against the host (and on GPUs, each GPU)."""
+    from harness.needs import detect
+
+    host = detect().host_memory
+    assert host, "psutil reports the host's memory"
+    big = 2 * host / 2**30
+    argv = ["run", "wholegraph.table1", "--device", "cpu", "--impl", "local", "--param", f"sizes_gb=0.001,{big:.0f}",
+            "--scale", "1", "--out", str(tmp_path)]
+    assert cli.main(argv + ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if f"size_gb={big:.0f}" in ln]
+    assert "no: needs" in line and "of host memory" in line
+    assert "1 can run here, 1 skipped" in out
+
+
+@pytest.mark.parametrize("need, device, world, expect", [
+    ({"gpu": 100 * 2**30}, "cuda", 1, "needs 100 GiB per GPU, more than the 80 GiB of a GPU here"),
+    ({"gpu": 60 * 2**30}, "cuda", 4, None),
+    ({"host": 300 * 2**30}, "cuda", 1, "needs 300 GiB of host memory, more than the 256 GiB of this host"),
+    ({"gpu": 100 * 2**30}, "cpu", 2, None),                  # two ranks' shares in 256 GiB of host memory
+    ({"gpu": 100 * 2**30}, "cpu", 3, "needs 300 GiB of host memory"),
+    ({"gpu": 1562 * 2**30}, "cuda", 1, "needs 1,562 GiB per GPU"),
+    (None, "cuda", 1, None),
+])
+def test_memory_unmet(need, device, world, expect):
+    from harness.needs import Capabilities, memory_unmet
+
+    caps = Capabilities(cuda=True, gpu_count=2, gpu_memory=(80 * 2**30, 81 * 2**30), host_memory=256 * 2**30)
+    got = memory_unmet(need, caps, device, world)
+    assert (got is None) if expect is None else (expect in got), got
+
+
+def _in_fresh_python(py_env, code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=py_env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_an_unknown_id_fails_before_any_experiment_or_torch_is_imported(py_env):
+    """`run nosuch` took 12 s: it imported every experiment (and torch) to say the id is unknown."""
+    out = _in_fresh_python(py_env, (
+        "import sys; from harness.cli import main; code = main(['run', 'tabel1', '--dry-run']); "
+        "print(code, sorted(m for m in ('torch', 'numpy', 'experiments.wholegraph.table1') if m in sys.modules))"))
+    assert out.splitlines()[-1] == "2 []"
+
+
+def test_the_parser_and_list_import_no_optional_package(py_env):
+    """Building the parser imports no numpy (the data subcommands' package is lazy); `list` judges
+    optional packages by what is installed, without importing DGL or PyG (seconds each)."""
+    out = _in_fresh_python(py_env, (
+        "import sys; from harness.cli import build_parser; build_parser(); print('numpy' in sys.modules)"))
+    assert out == "False"
+    out = _in_fresh_python(py_env, (
+        "import sys, io, contextlib; from harness.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): code = main(['list'])\n"
+        "print(code, sorted(m for m in ('dgl', 'torch_geometric', 'cupy', 'pylibwholegraph') if m in sys.modules))"))
+    assert out.splitlines()[-1] == "0 []"

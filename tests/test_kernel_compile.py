@@ -60,7 +60,9 @@ RUNTIME_KERNELS = [
      ("dm_mark_targets", "dm_mark_neighbors", "dm_count", "dm_assign", "dm_lookup")),
     ("impls/sampling/kernels", "random_walk.cu", ("random_walk_topk_i32", "random_walk_topk_i64")),
     ("impls/storage/kernels", "tiers.cu", ("tier_physical", "tier_count")),
-    ("impls/core/kernels", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2")),
+    ("impls/core/kernels", "gather.cu", ("gather_v16", "gather_v8", "gather_v4", "gather_v2", "gather_bulk")),
+    ("impls/gather/kernels", "push.cu",
+     ("push_requests", "push_rows_v16", "push_rows_v8", "push_rows_v4", "push_rows_v2", "push_rows_bulk")),
 ]
 
 
@@ -85,3 +87,37 @@ def test_sources_are_compiled_with_their_includes_inlined():
 
     text = KernelDir(REPO_ROOT / "impls/sampling/kernels").source_text("sampling.cu")
     assert '#include "common.cuh"' not in text and "struct Graph" in text
+
+
+# Inline PTX (the bulk copies, mbarriers, the L2::256B loads) passes --ptx unread: ptxas assembling
+# it for Hopper is what checks it, and the instructions must be there rather than the emulator's
+# plain copies.
+BULK_KERNELS = [("impls/core/kernels", "gather.cu", ("-DLOAD_L2_256",),
+                 ("cp.async.bulk.shared::cluster.global", "mbarrier.try_wait.parity", "ld.global.L2::256B")),
+                ("impls/gather/kernels", "push.cu", (), ("cp.async.bulk.global.shared::cta", "cp.async.bulk.wait_group"))]
+
+
+@pytest.mark.parametrize("folder,source,defines,instructions", BULK_KERNELS, ids=[k[1] for k in BULK_KERNELS])
+def test_inline_ptx_assembles_for_hopper(nvcc, tmp_path, folder, source, defines, instructions):
+    from impls.core.cuda import KernelDir
+
+    src = tmp_path / source
+    src.write_text(KernelDir(REPO_ROOT / folder).source_text(source))
+    ptx, cubin = tmp_path / (source + ".ptx"), tmp_path / (source + ".cubin")
+    for kind, out in (("--ptx", ptx), ("--cubin", cubin)):
+        proc = subprocess.run([nvcc, "-arch=sm_90", kind, "-std=c++17", *defines, "-o", str(out), str(src)],
+                              capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    text = ptx.read_text()
+    assert all(i in text for i in instructions), [i for i in instructions if i not in text]
+
+
+def test_a_malformed_bulk_copy_is_refused_by_the_assembler(nvcc, tmp_path):
+    from impls.core.cuda import KernelDir
+
+    text = KernelDir(REPO_ROOT / "impls/gather/kernels").source_text("push.cu")
+    src = tmp_path / "push.cu"
+    src.write_text(text.replace("cp.async.bulk.global.shared::cta.bulk_group", "cp.async.bulk.global.shared::cta.bulk_grp"))
+    proc = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o", str(tmp_path / "p.cubin"), str(src)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode != 0

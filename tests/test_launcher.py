@@ -7,7 +7,8 @@ import time
 import pytest
 
 from harness.errors import LaunchError
-from harness.launcher import free_port, launch, under_torchrun
+from harness.launcher import (STARTUP, STARTUP_ALLOWANCE_S, WAITING, RankState, free_port, launch, overdue,
+                              under_torchrun, where_is)
 
 from . import launch_targets
 from .helpers import pid_alive as _alive
@@ -65,17 +66,120 @@ def test_the_first_failing_rank_is_named_not_a_consequence():
     assert "rank 1" in str(info.value) and "root cause on rank 1" in str(info.value)
 
 
+def _state(activity, since, where=None, seen=None):
+    return RankState(activity, since, where, seen)
+
+
+WAIT = f"{WAITING} barrier, called at experiments/x.py:20 in run_point"
+
+
+def test_the_timeout_counts_from_the_start_of_a_ranks_point_not_the_launch():
+    """A launch 1000 s old whose ranks began their point 5 s ago is not overdue at a 60 s timeout."""
+    states = {0: _state("point 7", 995.0), 1: _state("point 7", 995.0)}
+    assert overdue(states, [0, 1], now=1000.0, timeout_s=60, started=0.0) is None
+    late = overdue(states, [0, 1], now=1056.0, timeout_s=60, started=0.0)
+    assert late is not None and late.hung == [0, 1]
+
+
+def test_the_rank_busy_in_its_own_code_is_named_not_the_one_waiting_for_it():
+    """Rank 0 entered the point first and waits in the barrier for rank 1: rank 1 is the hung one,
+    though rank 0 overran first."""
+    states = {0: _state("point 2", 10.0, WAIT, 79.8),
+              1: _state("point 2", 12.0, "at experiments/x.py:14 in run_point", 79.9)}
+    late = overdue(states, [0, 1], now=80.0, timeout_s=60, started=0.0)
+    assert late.rank == 1 and late.hung == [1]
+    assert late.culprit == ("rank 1 was still in point 2 after 60 s (--timeout) "
+                            "(at experiments/x.py:14 in run_point)")
+    assert str(late) == late.culprit + f"; rank 0 in point 2 ({WAIT})"
+    assert late.activities == {0: "point 2", 1: "point 2"}
+
+
+def test_ranks_that_all_wait_are_named_by_who_overran():
+    """Every rank in a collective (one never joined by some rank, a mismatched pair): the overdue ones."""
+    states = {0: _state("point 2", 10.0, WAIT, 79.8), 1: _state("point 3", 50.0, WAIT, 79.8)}
+    late = overdue(states, [0, 1], now=80.0, timeout_s=60, started=0.0)
+    assert late.hung == [0] and late.culprit.startswith("rank 0 was still in point 2 after 60 s")
+    assert "rank 1 in point 3" in str(late)
+
+
+def test_a_rank_that_finished_is_not_named_and_a_silent_heartbeat_is_said():
+    states = {0: _state("point 2", 10.0, "at experiments/x.py:9 in run_point", 30.0), 1: _state("point 2", 10.0)}
+    late = overdue(states, [0], now=80.0, timeout_s=60, started=0.0)
+    assert late.hung == [0] and "rank 1" not in str(late)
+    assert late.culprit.endswith("(at experiments/x.py:9 in run_point, 50 s ago)")
+
+
+def test_startup_has_its_own_allowance():
+    """Importing torch on a loaded machine can outlast a short --timeout; a startup never is a point."""
+    assert overdue({0: _state(None, None), 1: _state(STARTUP, 1.0), 2: _state(None, 50.0)}, [0, 1, 2], now=100.0,
+                   timeout_s=5, started=0.0) is None              # 2: started, loading what its first point needs
+    now = 2 * STARTUP_ALLOWANCE_S
+    late = overdue({0: _state(STARTUP, 1.0), 1: _state("point 0", now - 1, WAIT)}, [0, 1], now=now,
+                   timeout_s=5, started=0.0)
+    assert late.hung == [0] and late.culprit.startswith(f"rank 0 was still in {STARTUP}")
+
+
+def test_where_a_thread_is_tells_a_collective_from_own_code():
+    import sys
+
+    here = where_is(sys._getframe())
+    assert here.startswith("at tests/test_launcher.py:")
+    assert here.endswith("in test_where_a_thread_is_tells_a_collective_from_own_code")
+    assert where_is(None) == ""
+
+
 @pytest.mark.slow
-def test_a_hanging_rank_times_out(tmp_path):
-    start = time.monotonic()
+def test_a_hung_point_is_named_with_its_rank_and_the_timeout_is_per_point():
+    """Three points of 1.5 s each, then rank 1 works for ever in point 3 while rank 0 waits for it:
+    the 4 s timeout holds each point (not the launch, which takes longer), and rank 1 is named."""
     with pytest.raises(LaunchError) as info:
-        launch(launch_targets.hang, (str(tmp_path),), world_size=2, device="cpu", timeout_s=5)
-    elapsed = time.monotonic() - start
-    msg = str(info.value)
-    assert "did not finish within 5 s" in msg and "still running" in msg
-    assert 5 <= elapsed < 5 + 15, elapsed  # the deadline, plus stopping the ranks
-    for pid in _pids(tmp_path).values():
-        assert not _alive(pid)
+        launch(launch_targets.hang_in_a_point, (5, 3, 1, 1.5), world_size=2, device="cpu", timeout_s=4)
+    err = info.value
+    assert err.rank == 1 and err.hung == [1], str(err)
+    assert err.culprit.startswith("rank 1 was still in point 3 after 4 s (--timeout) (at tests/launch_targets.py:")
+    assert "in hang_in_a_point" in err.culprit
+    assert f"rank 0 in point 3 ({WAITING} barrier, called at tests/launch_targets.py:" in str(err)
+
+
+def _poll_until_dead(pids, bound_s: float) -> list[int]:
+    """The pids still alive after waiting up to ``bound_s`` (generous: it only bounds a failing test)."""
+    end = time.monotonic() + bound_s
+    while time.monotonic() < end and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def test_a_rank_blocked_in_a_collective_dies_with_its_launcher(tmp_path):
+    """SIGKILL of the launching process: both ranks, each waiting in gloo for the other (the group's
+    timeout far away), die with it within seconds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .conftest import REPO_ROOT
+
+    code = ("from harness.launcher import launch; from tests import launch_targets; "
+            f"launch(launch_targets.block_in_a_collective, ({str(tmp_path)!r},), world_size=2, device='cpu', "
+            "timeout_s=3000)")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"}
+    env.pop("HARNESS_SPAWNED", None)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO_ROOT, env=env)
+    try:
+        end = time.monotonic() + 120
+        while len(_pids(tmp_path)) < 2 and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.1)
+        pids = _pids(tmp_path)
+        assert set(pids) == {0, 1}, "the ranks never reached their places"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert _poll_until_dead(list(pids.values()), 30) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in _pids(tmp_path).values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_an_exit_code_is_reported():

@@ -4,6 +4,7 @@ rank is named and its point is the error, shared memory never outlives the run."
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,7 +113,8 @@ def test_terminating_the_run_stops_its_ranks_and_records_the_points_it_never_mea
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 143, err           # 128 + SIGTERM, as a process SIGTERM ends; Ctrl-C is 130
+    assert "terminated" in err
     assert not any(_alive(pid) for pid in ranks.values())
     assert not any(life.shm.iterdir())
     run = load_run(life.run_dir())
@@ -143,6 +145,29 @@ def test_a_dead_rank_is_named_its_point_is_the_error_and_later_points_say_why_th
         assert by_point[i]["reason"] == f"not reached: {named} during point step i=1", by_point[i]
     assert run.manifest["counts"] == {"ok": 1, "skipped": 2, "error": 1}
     assert not any(life.shm.iterdir()), list(life.shm.iterdir())
+
+
+def test_the_timeout_holds_each_point_and_an_overrun_names_the_rank_that_did_not_finish(life):
+    """Four points of 1.5 s together outlast the 5 s --timeout and all run; then rank 1 sleeps in
+    point 2 while rank 0 waits for it: the error row names rank 1 and where it was, and the point
+    after it says it was never reached because of that."""
+    argv = life.argv("points=4", "sleep=1.5", "sleep_point=-1", "shm=on")
+    argv[argv.index("--timeout") + 1] = "5"
+    proc = subprocess.run(argv, env=life.env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r["status"] for r in load_run(life.run_dir()).rows] == ["ok"] * 4
+
+    shutil.rmtree(life.out)
+    argv = life.argv("points=4", "sleep=600", "sleep_point=2", "sleep_rank=1", "shm=on")
+    argv[argv.index("--timeout") + 1] = "5"
+    proc = subprocess.run(argv, env=life.env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    by_point = {r["params"]["i"]: r for r in load_run(life.run_dir()).rows}
+    assert [by_point[i]["status"] for i in range(4)] == ["ok", "ok", "error", "skipped"]
+    named = "rank 1 was still in point step i=2 after 5 s (--timeout) (at tests/lifecycle_targets.py:"
+    assert by_point[2]["reason"].startswith(named) and "in run_point)" in by_point[2]["reason"], by_point[2]
+    assert by_point[3]["reason"].startswith(f"not reached: {named}"), by_point[3]
+    assert not any(life.shm.iterdir())
 
 
 def test_a_failed_cpu_rank_launch_leaves_no_shared_memory(tmp_path, monkeypatch):

@@ -210,3 +210,22 @@ def test_one_slow_iteration_on_one_rank_does_not_move_the_cross_rank_median():
     for res in results:
         assert res["median"] == 1.0 and res["max"] == 100.0     # the outlier is kept, not the median
         assert res["spread"] == (1.0, 1.0, 1.0)                 # each rank's median is 1 s
+
+
+@pytest.mark.parametrize("engine", ["measure", "measure_collective"])
+def test_a_first_call_cost_stays_in_the_warm_up(monkeypatch, engine):
+    """The host clock is injected (harness.timing.now): a fake whose first call costs 1 s and every
+    later one 2 ms reports 2 ms after one warm-up, and 1 s at its max without one."""
+    clock = {"t": 0.0, "calls": 0}
+
+    def fake():
+        clock["t"] += 1.0 if clock["calls"] == 0 else 0.002
+        clock["calls"] += 1
+
+    monkeypatch.setattr("harness.timing.now", lambda: clock["t"])
+    run = (lambda **k: measure(fake, **k)) if engine == "measure" else (lambda **k: measure_collective(fake, **k)[0])
+    warm = run(warmup=1, repeats=5)
+    assert warm.repeats == 5 and warm.max == pytest.approx(0.002) and warm.median == pytest.approx(0.002)
+    clock["calls"] = 0
+    cold = run(warmup=0, repeats=5)
+    assert cold.max == pytest.approx(1.0) and cold.median == pytest.approx(0.002)

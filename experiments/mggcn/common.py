@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.argtypes import BadValue, choice, int_list, str_list
+from harness.argtypes import BadValue, bool_flag, choice, int_list, str_list
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Param
 from harness.worlds import Worlds, world_sizes
@@ -97,13 +97,75 @@ def common_parameters() -> dict[str, Param]:
         "first_layer_backward": Param("exact", choice("exact", "identity"),
                                       "exact, or identity: drop the first layer's backward SpMM as "
                                       "MG-GCN's code does when that layer multiplies first (inexact dW)"),
+        **engine_parameters(),
+    }
+
+
+# MG-GCN's engine variants a run may ask for (staged.py, problem.py); a point carries the ones that
+# differ from the default, so the default's rows stay comparable with every earlier run's
+ENGINE_DEFAULTS = {"order": "default", "transport": "peer", "partition": "rows", "local_first": True,
+                   "first_layer_backward": "exact"}
+
+
+def engine_parameters() -> dict[str, Param]:
+    return {
+        "order": Param("default", choice("default", "original", "random", "random_parts"),
+                       "vertex order: default (random_parts with several ranks, the input order with one), "
+                       "original, random (the paper's permutation), random_parts (each vertex in a random "
+                       "part, the input order inside each)"),
+        "transport": Param("peer", choice("peer", "broadcast"),
+                           "how the staged SpMM moves the blocks: peer (copy-engine copies out of the peers' "
+                           "buffers) or broadcast (the paper's NCCL broadcasts)"),
+        "partition": Param("rows", choice("rows", "nnz"), "partition vector: uniform rows (the paper's) or "
+                                                          "equal nonzeros per rank"),
+        "local_first": Param(True, bool_flag, "multiply the local block while the first remote ones arrive "
+                                              "(off: the paper's stage order; broadcast only)"),
     }
 
 
 def mggcn_params(exp, cfg) -> dict:
     """Point params that select a non-default MG-GCN variant (kept out of the rows otherwise)."""
-    choice = exp.param(cfg, "first_layer_backward")
-    return {} if choice == "exact" else {"first_layer_backward": choice}
+    out = {}
+    for name, default in ENGINE_DEFAULTS.items():
+        if name in exp.parameters and exp.param(cfg, name) != default:
+            out[name] = exp.param(cfg, name)
+    return out
+
+
+def engine_options(params: dict, world: int) -> dict:
+    """The MG-GCN factory's arguments a point's params select (defaults where they say nothing).
+
+    Fig. 7's points name the order by ``permute`` (the paper's random permutation or not)."""
+    from impls.fullbatch import default_order
+
+    order = params.get("order", "default")
+    if "permute" in params:
+        order = "random" if params["permute"] else "original"
+    return {"order": default_order(world) if order == "default" else order,
+            "partition": params.get("partition", "rows"),
+            "transport": params.get("transport", ENGINE_DEFAULTS["transport"]),
+            "local_first": bool(params.get("local_first", True)),
+            "first_layer_backward": params.get("first_layer_backward", "exact")}
+
+
+def variant_label(row) -> str:
+    """The engine variant a report row's point asked for ('' for the default): 'transport=broadcast'."""
+    import pandas as pd
+
+    parts = []
+    for name, default in ENGINE_DEFAULTS.items():
+        value = row.get(f"p_{name}")
+        if value is not None and not (isinstance(value, float) and pd.isna(value)) and value != default:
+            parts.append(f"{name}={value}")
+    return ", ".join(parts)
+
+
+def engine_extra(trainer) -> dict:
+    """What a row records of the engine that measured it."""
+    share = trainer.share
+    return {"permuted": bool(share.permuted),
+            "engine": (f"order={share.order} partition={share.partition} transport={trainer.transport_name} "
+                       f"local_first={trainer.stages.local_first}")}
 
 
 def choice_of(key: str) -> DatasetChoice:
@@ -196,13 +258,13 @@ def load_graph(choice: DatasetChoice, scale: float, ctx):
                       lambda: load_on_ranks(ctx.rank, load), replaces=("graph", "share"))
 
 
-def rank_share(graph, ctx, permute: bool, seed: int):
+def rank_share(graph, ctx, order: str, partition: str, seed: int):
     """This rank's share of ``graph``; one at a time is kept (a big graph's tiles are gigabytes)."""
     from impls.fullbatch.problem import rank_share as build
 
     rank = ctx.rank
-    return ctx.cached(("share", id(graph), rank.world_size, rank.rank, permute, seed),
-                      lambda: build(graph, rank.rank, rank.world_size, permute=permute, seed=seed),
+    return ctx.cached(("share", id(graph), rank.world_size, rank.rank, order, partition, seed),
+                      lambda: build(graph, rank.rank, rank.world_size, order=order, partition=partition, seed=seed),
                       replaces=("share",))
 
 
@@ -224,9 +286,9 @@ def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
 def build_trainer(exp, point, graph, ctx, **options):
     """Build ``point.impl`` for this point on this rank; SkipPoint on every rank if any runs out of memory.
 
-    The point's params name the model, and for mggcn the vertex order (``permute``; by default on
-    with several ranks, whose load it balances, and off with one, where it only costs the SpMM its
-    locality) and ``first_layer_backward``; ``options`` go to mggcn only (overlap, buffers, profiling).
+    The point's params name the model, and for mggcn the engine variant (:func:`engine_options`:
+    vertex order, partition, transport, stage order, first-layer backward); ``options`` go to
+    mggcn only (overlap, buffers, profiling) and win over the params.
     """
     import torch
 
@@ -238,9 +300,10 @@ def build_trainer(exp, point, graph, ctx, **options):
     cfg, rank = ctx.cfg, ctx.rank
     impl = point.impl
     model_text, lr = point.params["model"], exp.param(cfg, "lr")
-    permute = bool(point.params.get("permute", rank.world_size > 1))
     if impl == "mggcn":
-        options.setdefault("first_layer_backward", point.params.get("first_layer_backward", "exact"))
+        options = {**engine_options(point.params, rank.world_size), **options}
+        if not options.get("reuse_buffers", True):
+            options["transport"] = "broadcast"         # peer copies read the shared buffers
     else:
         options = {}
     model = ModelConfig.parse(model_text, lr=lr)
@@ -248,7 +311,7 @@ def build_trainer(exp, point, graph, ctx, **options):
     device = str(rank.torch_device())
     kwargs = dict(device=device, seed=cfg.seed, rank=rank.rank, world=rank.world_size)
     if impl == "mggcn":
-        share = rank_share(graph, ctx, permute, cfg.seed)
+        share = rank_share(graph, ctx, options.pop("order"), options.pop("partition"), cfg.seed)
         kwargs["share"] = share
         if rank.device == "cuda":
             need = estimate_mggcn_bytes(share, model.dims(graph.feature_dim, graph.num_classes),
@@ -321,10 +384,10 @@ def measure_epoch_time(exp, point, graph, ctx) -> list:
     trainer = build_trainer(exp, point, graph, ctx)
     try:
         stats = time_epochs(trainer, ctx)
-        permuted = {"permuted": bool(trainer.share.permuted)} if point.impl == "mggcn" else {}
+        engine = engine_extra(trainer) if point.impl == "mggcn" else {}
     finally:
         release(trainer)
-    return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **permuted})]
+    return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **engine})]
 
 
 def graph_params(graph) -> dict:
@@ -346,11 +409,12 @@ def machine_kinds(rep) -> dict[str, str]:
     return kinds
 
 
-def at_paper_settings(rep, frame, mask=None):
-    """The rows measured as the paper measured: on GPUs, by a full (not --quick) run, with the exact
-    first-layer backward, and where ``mask`` (the artifact's own settings) holds; the rows where
-    ``mask`` holds on any machine when none is on GPUs, and every row when ``mask`` holds on none (a
-    run on CPU ranks or at other settings still reports itself)."""
+def at_paper_settings(rep, frame, mask=None, variants=tuple(ENGINE_DEFAULTS)):
+    """The rows measured as the paper measured: on GPUs, by a full (not --quick) run, by the default
+    engine (no point param of ``variants`` set: a variant's rows are history), and where ``mask``
+    (the artifact's own settings) holds; the rows where ``mask`` holds on any machine when none is
+    on GPUs, and every row when ``mask`` holds on none (a run on CPU ranks or at other settings
+    still reports itself)."""
     import pandas as pd
 
     if frame.empty:
@@ -358,8 +422,10 @@ def at_paper_settings(rep, frame, mask=None):
     mask = pd.Series(True, index=frame.index) if mask is None else mask
     quick = {r.run_id for r in rep.runs if (r.manifest.get("config") or {}).get("quick")}
     full = (frame["device"] == "cuda") & ~frame["run_id"].isin(quick)
-    if "p_first_layer_backward" in frame:
-        full &= frame["p_first_layer_backward"].fillna("exact") == "exact"
+    for name in variants:
+        column = f"p_{name}"
+        if column in frame:
+            full &= frame[column].isna() | (frame[column] == ENGINE_DEFAULTS[name])
     for keep in (mask & full, mask):
         if keep.any():
             return frame[keep]

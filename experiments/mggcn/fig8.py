@@ -1,28 +1,23 @@
 """MG-GCN Fig. 8: per-stage timeline of the staged SpMM, with and without overlap.
 
 Sec. 6.4, Products on 4 GPUs: overlapping the broadcasts with the tile multiplies slows both
-down (they share memory bandwidth) but still cuts the SpMM from 38 ms to 30 ms.  Every stage's
-broadcast and multiply is bracketed by CUDA events on the stream it runs on (communication and
-compute streams with overlap, one stream without; perf_counter and gloo's asynchronous
-broadcast on CPU ranks, where a broadcast's end is when the rank saw it complete).  All ranks'
-intervals are gathered to rank 0; each is stored as start and duration (median over epochs).
+down (they share memory bandwidth) but still cuts the SpMM from 38 ms to 30 ms.  The timeline is
+measured as timeline.py says, by the engine's default schedule (local block first, transfers by
+the run's transport) with its overlap on and off.
 """
 
 from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
-from harness.ranks import all_gather
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, span, verdict
-from harness.timing import Stats
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE_V100
-from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
-                     dataset_label, epoch_counts, graph_params, limit_threads, load_graph, machine_kinds,
-                     mggcn_params, newest, release, run_number, scale_suffix,
-                     time_epochs)
+from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
+                     limit_threads, load_graph, machine_kinds, mggcn_params, newest, run_number, scale_suffix)
+from .timeline import describe_spmm, draw_lanes, lane_legend, measure_timeline, stage_rows
 
 
 def _dataset(text: str) -> str:
@@ -35,9 +30,11 @@ def _dataset(text: str) -> str:
 class Fig8(MGGCNExperiment):
     title = "SpMM stage timeline with and without communication overlap (MG-GCN Fig. 8)"
     paper_hardware = PAPER_HARDWARE_V100
-    differs_from_paper = ("MG-GCN as the harness re-implements it in PyTorch (NCCL broadcasts on a second stream), "
-                          "on H200 GPUs all linked by NVLink, not the authors' code on 4 V100s of a DGX-1; a "
-                          "synthetic PRODUCTS stand-in at the paper's size; the paper does not name the model.")
+    differs_from_paper = ("MG-GCN as the harness re-implements it in PyTorch (the local block multiplied first, the "
+                          "others copied out of the peers' memory by the copy engines, or broadcast by NCCL, on a "
+                          "second stream), on H200 GPUs all linked by NVLink, not the authors' code on 4 V100s of a "
+                          "DGX-1; a synthetic PRODUCTS stand-in at the paper's size; the paper does not name the "
+                          "model.")
     warm_and_cold = ("Full batch: every epoch reads the same graph and features, as in the paper's "
                      "back-to-back epochs; untimed warm-up epochs first; graphs beyond the smallest are many "
                      "times the L2.")
@@ -65,51 +62,9 @@ class Fig8(MGGCNExperiment):
                                       "gpus": world, "overlap": overlap, **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        import torch.distributed as dist
-
         limit_threads(ctx.rank)
         graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
-        trainer = build_trainer(self, point, graph, ctx, overlap=point.params["overlap"])
-        _, repeats = epoch_counts(ctx.cfg)
-        epochs = []
-        try:
-            epoch_stats = time_epochs(trainer, ctx)     # timeline off: clean epoch times
-            trainer.timeline.enabled = True
-            for _ in range(repeats):
-                if ctx.rank.world_size > 1:
-                    dist.barrier()
-                trainer.train_epoch()
-                epochs.append([(i.spmm, i.stage, i.kind, i.start_s, i.end_s)
-                               for i in trainer.collect_timeline()])
-        finally:
-            release(trainer)
-        by_rank = all_gather(ctx.rank, epochs)           # [rank][epoch][interval]
-        extra = graph_params(graph)
-        out = [Measurement("epoch_time", "s", epoch_stats, extra=extra)]
-        spans: dict[str, list[float]] = {}
-        intervals: dict[tuple, tuple[list[float], list[float]]] = {}
-        for r, rank_epochs in enumerate(by_rank):
-            for e, epoch in enumerate(rank_epochs):
-                per_spmm: dict[str, list[float]] = {}
-                for spmm, stage, kind, start, end in epoch:
-                    starts, durations = intervals.setdefault((r, spmm, stage, kind), ([], []))
-                    starts.append(1e3 * start)
-                    durations.append(1e3 * (end - start))
-                    lo_hi = per_spmm.setdefault(spmm, [start, end])
-                    lo_hi[0], lo_hi[1] = min(lo_hi[0], start), max(lo_hi[1], end)
-                for spmm, (lo, hi) in per_spmm.items():
-                    samples = spans.setdefault(spmm, [0.0] * len(rank_epochs))
-                    samples[e] = max(samples[e], 1e3 * (hi - lo))    # the slowest rank's span
-        # the metric names carry which SpMM / rank / stage: rows of one point must differ in metric
-        for spmm, samples in spans.items():
-            out.append(Measurement(f"spmm_time.{spmm}", "ms", Stats.from_samples(samples),
-                                   extra={**extra, "spmm": spmm}))
-        for (r, spmm, stage, kind), (starts, durations) in sorted(intervals.items()):
-            where = {**extra, "rank": r, "spmm": spmm, "stage": stage, "kind": kind}
-            name = f"{spmm}.rank{r}.stage{stage}.{kind}"
-            out.append(Measurement(f"stage_start.{name}", "ms", Stats.from_samples(starts), extra=where))
-            out.append(Measurement(f"stage_duration.{name}", "ms", Stats.from_samples(durations), extra=where))
-        return out
+        return measure_timeline(self, point, graph, ctx, overlap=point.params["overlap"])
 
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
@@ -134,12 +89,12 @@ class Fig8(MGGCNExperiment):
         caption = self.shown_caption(
             rep,
             "Wall time of each staged SpMM of an epoch (slowest rank's first-start to last-end, median over "
-            "epochs) and of the epoch, without and with the broadcast of stage j+1 overlapping the multiply of "
-            "stage j; each machine's newest run of PRODUCTS on 4 GPUs. The figure shows, as the paper's Fig. 8, "
-            "each GPU's heaviest SpMM in three lanes: without overlap (multiplies and broadcasts in turn), and "
-            "with overlap the multiplies and the broadcasts (numbers = stage); beside it the SpMM's time against "
-            "the paper's. The verdict checks that overlap shortens every SpMM and that it slows the overlapped "
-            "multiplies and broadcasts, as the paper says.",
+            "epochs) and of the epoch, without and with the transfers of the next blocks overlapping the "
+            "multiplies; each machine's newest run of PRODUCTS on 4 GPUs. The figure shows, as the paper's Fig. "
+            "8, each GPU's heaviest SpMM in three lanes: without overlap (multiplies and transfers in turn), and "
+            "with overlap the multiplies and the transfers (numbers = the block, i.e. the rank whose rows it is); "
+            "beside it the SpMM's time against the paper's. The verdict checks that overlap shortens every SpMM "
+            "and that it slows the overlapped multiplies and transfers, as the paper says of its broadcasts.",
             shown, PAPER_HARDWARE_V100)
         return rep.artifact("MG-GCN Fig. 8: SpMM timeline with and without overlap", caption, table,
                             timeline_figure(shown, records), headline=headline, status=verdict(flags, none="measured"),
@@ -148,7 +103,6 @@ class Fig8(MGGCNExperiment):
 
 PAPER_SPMM_MS = {False: 38.0, True: 30.0}      # Sec. 6.4, one SpMM of Products on 4 V100s
 PAPER_LABEL = "paper (4x V100)"
-LANE_COLOURS = {"compute": "tab:blue", "comm": "gold"}     # the paper's: computation blue, communication yellow
 
 
 def overlap_rows(grp) -> list[dict]:
@@ -162,7 +116,7 @@ def overlap_rows(grp) -> list[dict]:
             return float(sel["value"].iloc[0]) if not sel.empty else None
 
         serial, overlapped = value(False), value(True)
-        out.append({**where, "SpMM": _describe(tag), "no overlap (ms)": serial, "overlap (ms)": overlapped,
+        out.append({**where, "SpMM": describe_spmm(tag), "no overlap (ms)": serial, "overlap (ms)": overlapped,
                     "gain": serial / overlapped if serial and overlapped else None})
     epoch_serial = grp[(grp["metric"] == "epoch_time") & (grp["p_overlap"] == False)]["value"]  # noqa: E712
     epoch_overlap = grp[(grp["metric"] == "epoch_time") & (grp["p_overlap"] == True)]["value"]  # noqa: E712
@@ -192,27 +146,27 @@ def slowdown(point, tag: str, lane: str) -> float | None:
 
 def overlap_claims(shown, records) -> tuple[list[bool], str]:
     """The paper's two findings on the heaviest SpMM: overlap shortens the SpMM (every SpMM here), and
-    it slows both the overlapped multiplies and broadcasts; the headline beside its 38 -> 30 ms."""
+    it slows both the overlapped multiplies and transfers; the headline beside its 38 -> 30 ms."""
     found = heaviest_spmm(shown)
     if found is None:
         return [], ""
     kind, point, tag = found
     mine = [r for r in records if r["Machine"] == kind and r["SpMM"] != "whole epoch" and r["gain"]]
-    top = next(r for r in mine if r["SpMM"] == _describe(tag))
+    top = next(r for r in mine if r["SpMM"] == describe_spmm(tag))
     compute, comm = slowdown(point, tag, "compute"), slowdown(point, tag, "comm")
     flags = [all(r["gain"] > 1 for r in mine)] + [s > 1 for s in (compute, comm) if s is not None]
     headline = (f"{kind}, {top['#G']} GPUs, {top['dataset']}: heaviest SpMM ({top['SpMM']}) "
                 f"{top['no overlap (ms)']:.3g} -> {top['overlap (ms)']:.3g} ms with overlap ({top['gain']:.2f}x; "
                 f"paper 4 V100s: 38 -> 30 ms, 1.27x); every SpMM {span([r['gain'] for r in mine], '.2f', '-')}x faster")
     if compute is not None and comm is not None:
-        headline += (f"; overlapped, its multiplies take {compute:.2f}x and its broadcasts {comm:.2f}x as long "
+        headline += (f"; overlapped, its multiplies take {compute:.2f}x and its transfers {comm:.2f}x as long "
                      "(paper: both slower)")
     return flags, headline
 
 
 def timeline_figure(shown, records):
     """Fig. 8's layout: per GPU three lanes of the heaviest SpMM's stages (without overlap; with
-    overlap the multiplies, the broadcasts); beside it that SpMM's time and the paper's."""
+    overlap the multiplies, the transfers); beside it that SpMM's time and the paper's."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -223,36 +177,19 @@ def timeline_figure(shown, records):
         ax.axis("off")
         return fig
     kind, point, tag = found
-    stages = point[point["kind_of_metric"].isin(["stage_start", "stage_duration"]) & (point["p_spmm"] == tag)]
+    stages = stage_rows(point, tag)
     ranks = sorted(set(stages["p_rank"].astype(int)))
-    lanes = [(False, ("comm", "compute"), "no overlap"), (True, ("compute",), "overlap: compute"),
-             (True, ("comm",), "overlap: comm")]
+    lanes = [(lambda rows: rows[rows["p_overlap"] == False], ("comm", "compute"), "no overlap"),  # noqa: E712
+             (lambda rows: rows[rows["p_overlap"] == True], ("compute",), "overlap: compute"),  # noqa: E712
+             (lambda rows: rows[rows["p_overlap"] == True], ("comm",), "overlap: comm")]  # noqa: E712
     fig, (ax, side) = plt.subplots(1, 2, figsize=(10.5, min(6, 1.6 + 0.33 * len(lanes) * len(ranks))),
                                    gridspec_kw={"width_ratios": (3.2, 1)})
-    yticks, ylabels = [], []
-    for r in ranks:
-        for k, (overlap, kinds, lane) in enumerate(lanes):
-            y = r * (len(lanes) + 0.8) + k
-            mine = stages[(stages["p_rank"] == r) & (stages["p_overlap"] == overlap)]
-            origin = mine[mine["kind_of_metric"] == "stage_start"]["value"].min()
-            for lane_kind in kinds:
-                sel = mine[mine["p_kind"] == lane_kind]
-                starts = sel[sel["kind_of_metric"] == "stage_start"].set_index("p_stage")["value"]
-                durations = sel[sel["kind_of_metric"] == "stage_duration"].set_index("p_stage")["value"]
-                for stage in starts.index:
-                    left, width = starts[stage] - origin, durations.get(stage, 0.0)
-                    ax.barh(y, width, left=left, height=0.8, color=LANE_COLOURS[lane_kind], edgecolor="k", lw=0.4)
-                    ax.text(left + width / 2, y, str(int(stage)), ha="center", va="center", fontsize=8)
-            yticks.append(y)
-            ylabels.append(f"GPU {r}: {lane}")
-    ax.set_yticks(yticks, ylabels, fontsize=9)
-    ax.invert_yaxis()
+    draw_lanes(ax, stages, lanes, ranks)
     ax.set_xlabel("ms from the SpMM's first event")
-    top = next(r for r in records if r["Machine"] == kind and r["SpMM"] == _describe(tag))
+    top = next(r for r in records if r["Machine"] == kind and r["SpMM"] == describe_spmm(tag))
     ax.set_title(f"{kind}: SpMM {top['SpMM']}, {top['dataset']} on {top['#G']} GPUs", fontsize=11)
     ax.set_xlim(0, 1.4 * ax.get_xlim()[1])        # room for the legend right of the stages
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c, ec="k", lw=0.4) for c in LANE_COLOURS.values()],
-              labels=["multiply\n(compute)", "broadcast\n(comm)"], fontsize=9, loc="center right")
+    lane_legend(ax)
     bars = [(PAPER_LABEL, PAPER_SPMM_MS[False], PAPER_SPMM_MS[True], True)]
     for r in records:
         if r["Machine"] != PAPER_LABEL and r["SpMM"] == top["SpMM"]:
@@ -273,12 +210,3 @@ def timeline_figure(shown, records):
     fig.suptitle("MG-GCN Fig. 8: SpMM stages without and with overlap")
     fig.tight_layout()
     return fig
-
-
-def _describe(tag: str) -> str:
-    """'fwd1' -> 'forward, layer 1'."""
-    if tag.startswith("fwd"):
-        return f"forward, layer {tag[3:]}"
-    if tag.startswith("bwd"):
-        return f"backward, layer {tag[3:]}"
-    return tag

@@ -3,9 +3,12 @@
 Not a paper table: the comparison WholeGraph section IV-C-4 argues, made for every
 implementation here in one run: the one-kernel shared-memory gather (`p2p_shared`: chunked
 over torch symmetric memory, CUDA IPC or our CUDA VMM range, and continuous over the VMM
-range, one pointer for the whole table), the five-step NCCL alltoallv gather, the host
-paths of PyG/DGL (`host_copy`, `host_uva`) and real pylibwholegraph in its three addressing
-modes, with the link ceilings (one-way peer copy, raw alltoall) measured in the same run.
+range, one pointer for the whole table; chunked with its reads issued with the L2::256B
+prefetch hint or as bulk-copy loads of whole rows), the gather pushed by the rows' owners
+(`p2p_push`: NVLink stores by SMs, or bulk-copy stores), the five-step NCCL alltoallv gather,
+the host paths of PyG/DGL (`host_copy`, `host_uva`) and real pylibwholegraph in its three
+addressing modes, with the link ceilings (one-way peer copy, raw alltoall, the copy engines
+all-to-all both ways) measured in the same run.
 """
 
 from __future__ import annotations
@@ -23,23 +26,31 @@ from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 from . import PAPER_HARDWARE
 from .gather_bench import measure_gather
 
-# (impl, mode) in the order they appear in the table
+# (impl, mode) in the order they are measured and appear in the table; the variants that issue
+# bulk-copy instructions come after the others, so that a fault in one costs no other's row
 VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "chunked-vmm"),
-            ("p2p_shared", "continuous"), ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"),
-            ("wholegraph_lib", "chunked"), ("wholegraph_lib", "distributed"), ("host_uva", None),
-            ("host_copy", None))
-# variants that differ from another only in how GPU memory is shared: GPU runs only
-GPU_ONLY = ("chunked-vmm",)
+            ("p2p_shared", "continuous"), ("p2p_shared", "chunked-l2_256"), ("p2p_push", "sm"),
+            ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"),
+            ("wholegraph_lib", "distributed"), ("p2p_push", "tma"), ("p2p_shared", "chunked-bulk"),
+            ("host_uva", None), ("host_copy", None))
+# variants that differ from another only on GPUs (how GPU memory is shared, how the GPU kernel
+# issues its accesses): GPU runs only
+GPU_ONLY = ("chunked-vmm", "chunked-l2_256", "chunked-bulk", "tma")
+# a variant's suffix and the parameter it sets: the store's backend, or the pull kernel's loads
+SUFFIXES = {"ipc": "backend", "vmm": "backend", "l2_256": "load", "bulk": "load"}
+OURS = ("p2p_shared", "p2p_push")
 
 
 def variant_params(mode: str | None) -> dict:
     """'chunked-ipc' / 'chunked-vmm': the chunked store shared by legacy CUDA IPC, or mapped in
-    our CUDA VMM range, instead of symmetric memory. Plain 'continuous' uses the VMM range."""
+    our CUDA VMM range, instead of symmetric memory. Plain 'continuous' uses the VMM range.
+    'chunked-l2_256' / 'chunked-bulk': the chunked gather's reads with the L2::256B prefetch hint,
+    or as bulk-copy loads of whole rows."""
     if mode is None:
         return {}
-    for backend in ("ipc", "vmm"):
-        if mode.endswith(f"-{backend}"):
-            return {"mode": mode[: -len(backend) - 1], "backend": backend}
+    for suffix, key in SUFFIXES.items():
+        if mode.endswith(f"-{suffix}"):
+            return {"mode": mode[: -len(suffix) - 1], key: suffix}
     return {"mode": mode}
 
 
@@ -47,13 +58,17 @@ def variant_of(row) -> str | None:
     mode = row.get("p_mode")
     if not isinstance(mode, str):
         return None
-    backend = row.get("p_backend")
-    return f"{mode}-{backend}" if backend in ("ipc", "vmm") and mode == "chunked" else mode
+    backend, load = row.get("p_backend"), row.get("p_load")
+    if backend in ("ipc", "vmm") and mode == "chunked":
+        return f"{mode}-{backend}"
+    return f"{mode}-{load}" if isinstance(load, str) and load != "plain" else mode
 HOST_IMPLS = ("host_copy", "host_uva")
+CEILINGS = ("ceiling_peer_copy", "ceiling_alltoall", "ceiling_copy_all")
+COPY_ALL_BYTES = 256 << 20                 # per peer and call: about as many bytes as a gather's
 
 
-# p2p_shared variants whose kernel geometry `p2p_launch` sweeps
-LAUNCH_SWEPT = ("chunked", "continuous")
+# p2p_shared and p2p_push variants whose kernel geometry `p2p_launch` sweeps
+LAUNCH_SWEPT = ("chunked", "continuous", "chunked-l2_256", "sm", "tma")
 
 
 def launch_list(text: str) -> tuple[str, ...]:
@@ -103,13 +118,13 @@ def launch_sweep_notes(label: str, sweep, table_rows, ceiling: float | None) -> 
     if sweep.empty:
         return notes
     default = launch_name(DEFAULT_LAUNCH)
-    for (size, mode), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant"]):
-        base = algbw_of(table_rows, "p2p_shared", size, mode)
+    for (size, impl, mode), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "impl", "variant"]):
+        base = algbw_of(table_rows, impl, size, mode)
         cells = [f"{default} (default) {base:.3g}"] if base is not None else []
         for _, r in grp.sort_values("value", ascending=False).iterrows():
             share = f" = {100 * r['value'] / ceiling:.1f}% of the ceiling" if ceiling else ""
             cells.append(f"{r['p_launch']} {r['value']:.3g}{share}")
-        notes.append(f"{label}, {int(size)} B rows, p2p_shared ({mode}) kernel geometry, GB/s: " + "; ".join(cells))
+        notes.append(f"{label}, {int(size)} B rows, {impl} ({mode}) kernel geometry, GB/s: " + "; ".join(cells))
     return notes
 
 
@@ -124,6 +139,8 @@ def link_notes(label: str, frame) -> list[str]:
             notes.append(f"{label}: NVLink counters not read: {traffic['reason']}")
             break
         what = ("one-way peer copy GPU 0 -> GPU 1" if r["impl"] == "ceiling_peer_copy" else
+                f"copy engines all-to-all ({r['p_direction']}: every rank copying "
+                f"{'to' if r['p_direction'] == 'push' else 'from'} every peer)" if r["impl"] == "ceiling_copy_all" else
                 f"{variant_label(r['impl'], r['variant'] if isinstance(r.get('variant'), str) else None)}, "
                 f"{int(r['p_row_bytes'])} B rows"
                 + (f", ids {r['p_ids']}" if isinstance(r.get("p_ids"), str) else ""))
@@ -141,7 +158,7 @@ def link_notes(label: str, frame) -> list[str]:
             cells.append(f"link payload per user byte {per:.2f}")
         notes.append(f"{label}, NVML NVLink counters of GPU 0 ({traffic.get('links')} links, "
                      f"{traffic.get('calls')} calls in {traffic.get('seconds')} s), {what}: " + "; ".join(cells))
-        if r["impl"] != "ceiling_peer_copy":
+        if r["impl"] not in CEILINGS:
             limit = read_limit_note(label, what, r, traffic, copy_traffic(frame))
             if limit:
                 notes.append(limit)
@@ -186,8 +203,8 @@ def variant_label(impl: str, mode: str | None) -> str:
 class GatherTable(Experiment):
     title = "Feature gather bandwidth: every implementation and real WholeGraph, same run"
     interface = "gather"
-    impls = ("p2p_shared", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
-             "ceiling_peer_copy", "ceiling_alltoall")
+    impls = ("p2p_shared", "p2p_push", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
+             "ceiling_peer_copy", "ceiling_alltoall", "ceiling_copy_all")
     metric, unit, better = "algbw", "GB/s", "higher"
     differs_from_paper = ("Not a paper figure: the comparison of section IV-C-4 for every gather implementation here and "
                           "today's real WholeGraph, on 2 or 4 H200s instead of 8x A100, with 2M uniformly random ids per "
@@ -202,7 +219,7 @@ class GatherTable(Experiment):
         "ids_per_rank": Param(2_000_000, positive_int, "random ids each rank gathers per call"),
         "table_gb_per_gpu": Param(4.0, positive_float, "table size per rank (GB)"),
         "host_repeats": Param(5, positive_int, "repeats for the slow host paths"),
-        "p2p_launch": Param((), launch_list, "extra p2p_shared kernel geometries to time, e.g. 16x256u8,4x512u4 "
+        "p2p_launch": Param((), launch_list, "extra p2p_shared / p2p_push kernel geometries to time, e.g. 16x256u8,4x512u4 "
                                              "(blocks per SM x threads, u = loads in flight per thread; the "
                                              f"default is {launch_name(DEFAULT_LAUNCH)}); "
                                              "listed apart from the table"),
@@ -222,6 +239,9 @@ class GatherTable(Experiment):
             else 0.05
         yield Point("ceiling_peer_copy", {"copy_bytes": 1 << 30}, world)
         yield Point("ceiling_alltoall", {"alltoall_bytes": (256 << 20) if not quick_cpu else (8 << 20)}, world)
+        if cfg.device == "cuda":
+            for direction in ("push", "pull"):
+                yield Point("ceiling_copy_all", {"copy_bytes": COPY_ALL_BYTES, "direction": direction}, world)
         for row_bytes in self.param(cfg, "row_bytes"):
             num_rows = int(table_gb * 1e9 * world) // row_bytes
             for impl, mode in VARIANTS:
@@ -229,8 +249,10 @@ class GatherTable(Experiment):
                     continue
                 params = {"row_bytes": row_bytes, "row_elems": row_bytes // 4, "dtype": "float32",
                           "num_rows": num_rows, "ids_per_rank": ids, **variant_params(mode)}
+                if impl == "p2p_push":                     # its output buffers hold a call's rows
+                    params["capacity"] = ids
                 yield Point(impl, params, world)
-                if impl == "p2p_shared" and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
+                if impl in OURS and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
                     for launch in self.param(cfg, "p2p_launch"):
                         yield Point(impl, {**params, "launch": launch}, world)
                 if impl == "p2p_shared":                   # every way of sharing the memory
@@ -254,7 +276,7 @@ class GatherTable(Experiment):
         swept = everything["p_launch"].notna() if "p_launch" in everything else none
         ordered = everything["p_ids"].notna() if "p_ids" in everything else none
         good = everything["status"] == "ok"
-        counted = good & everything["metric"].isin(["time", "peer_copy_bw"])
+        counted = good & everything["metric"].isin(["time", "peer_copy_bw", "copy_all_bw"])
         linked = counted & everything.get("extra", none).map(lambda e: isinstance(e, dict) and "nvlink" in e)
         sweep, orders, plain = everything[swept & good], everything[ordered & good], everything[~swept & ~ordered]
         ok = plain[plain["status"] == "ok"]
@@ -323,7 +345,7 @@ def table_records(ok, machine_of: dict, ceilings: dict, measured_only: bool = Fa
         if mine.empty:
             continue
         sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
-        for impl, mode in VARIANTS:
+        for impl, mode in table_order():
             rec = {"Machine": name, "Implementation": variant_label(impl, mode)}
             for size in sizes:
                 sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
@@ -335,6 +357,12 @@ def table_records(ok, machine_of: dict, ceilings: dict, measured_only: bool = Fa
             if (mode not in GPU_ONLY and not measured_only) or any(rec.get(f"{size} B GB/s") for size in sizes):
                 records.append(rec)    # a GPU-only variant without a value was not measured in this run
     return records
+
+
+def table_order() -> list[tuple[str, str | None]]:
+    """The variants in the figure's order (ours first), which is not the order they run in."""
+    names = list(FIGURE_NAMES)
+    return sorted(VARIANTS, key=lambda v: names.index(variant_label(*v)))
 
 
 def gather_table(records):
@@ -362,6 +390,8 @@ def machine_notes(ok, machine_of: dict) -> list[str]:
         if not a2a.empty:
             notes.append(f"{name}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s "
                          "algbw per rank")
+        ceiling = peer_bw * world / (world - 1) if not peer.empty and world > 1 else None
+        notes += copy_all_notes(name, mine, world, ceiling)
         for size in sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []:
             bw = {(impl, mode): algbw_of(mine, impl, size, mode) for pair in RATIOS for impl, mode in pair[:2]}
             parts = [f"{label} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if b == ("nccl_alltoallv", None) and
@@ -369,7 +399,45 @@ def machine_notes(ok, machine_of: dict) -> list[str]:
                      for a, b, label in RATIOS if bw[a] and bw[b]]
             if parts:
                 notes.append(f"{name}, {size} B rows: " + "; ".join(parts))
+            target = fastest_note(name, mine, size, ceiling)
+            if target:
+                notes.append(target)
     return notes
+
+
+def copy_all_notes(name: str, mine, world: int, ceiling: float | None) -> list[str]:
+    """The copy engines all-to-all: bytes received per rank, and the gather it would allow (its
+    remote share moving at that rate: x n/(n-1))."""
+    notes = []
+    rows = mine[(mine["impl"] == "ceiling_copy_all") & (mine["metric"] == "copy_all_bw")]
+    if rows.empty:
+        return notes
+    for _, r in rows.sort_values("p_direction", ascending=False).iterrows():
+        equiv = float(r["value"]) * world / (world - 1)
+        share = f" = {100 * equiv / ceiling:.0f}% of the ceiling" if ceiling else ""
+        notes.append(f"{name}: copy engines all-to-all ({r['p_direction']}, every rank copying "
+                     f"{'to' if r['p_direction'] == 'push' else 'from'} every peer at once) {float(r['value']):.0f} GB/s "
+                     f"received per rank -> a gather moved at that rate: {equiv:.0f} GB/s per rank{share}")
+    return notes
+
+
+def fastest_note(name: str, mine, size: int, ceiling: float | None) -> str | None:
+    """The fastest of our gathers beside real WholeGraph's fastest mapped mode at one row size, both
+    from the newest run that measured the two (a ratio across runs would mix their machines' days)."""
+    sel = mine[(mine["p_row_bytes"] == size) & (mine["metric"] == "algbw") & (mine["variant"] != "distributed")]
+    for column in ("p_launch", "p_ids"):
+        if column in sel:
+            sel = sel[sel[column].isna()]
+    ours, theirs = sel[sel["impl"].isin(OURS)], sel[sel["impl"] == "wholegraph_lib"]
+    runs = sorted(set(ours["run_id"]) & set(theirs["run_id"]))
+    if not runs:
+        return None
+    best = [frame[frame["run_id"] == runs[-1]].sort_values("value").iloc[-1] for frame in (ours, theirs)]
+    (a, b) = (float(r["value"]) for r in best)
+    label = [variant_label(r["impl"], r["variant"] if isinstance(r["variant"], str) else None) for r in best]
+    share = f", {100 * a / ceiling:.0f}% of the ceiling" if ceiling else ""
+    return (f"{name}, {size} B rows: fastest of ours {label[0]} {a:.0f} GB/s = {a / b:.2f}x real WholeGraph's "
+            f"fastest mapped mode in the same run ({label[1]}, {b:.0f} GB/s){share}")
 
 
 # the figure's name and palette system of every variant
@@ -377,6 +445,10 @@ FIGURE_NAMES = {"p2p_shared (chunked)": ("ours: chunked", "ours"),
                 "p2p_shared (chunked-ipc)": ("ours: chunked, CUDA IPC", "ours"),
                 "p2p_shared (chunked-vmm)": ("ours: chunked, CUDA VMM", "ours"),
                 "p2p_shared (continuous)": ("ours: continuous (VMM)", "ours"),
+                "p2p_shared (chunked-l2_256)": ("ours: chunked, L2::256B prefetch", "ours"),
+                "p2p_shared (chunked-bulk)": ("ours: chunked, bulk-copy loads", "ours"),
+                "p2p_push (sm)": ("ours: pushed, NVLink stores", "ours"),
+                "p2p_push (tma)": ("ours: pushed, bulk-copy stores", "ours"),
                 "nccl_alltoallv": ("NCCL alltoallv (5 steps)", "NCCL"),
                 "wholegraph_lib (continuous)": ("WholeGraph continuous", "WholeGraph"),
                 "wholegraph_lib (chunked)": ("WholeGraph chunked", "WholeGraph"),
@@ -432,6 +504,8 @@ def gather_figure(table, ceilings: dict):
 # the ratios the notes give per row size: (numerator, denominator) as (impl, variant), and its name
 RATIOS = ((("p2p_shared", "chunked"), ("nccl_alltoallv", None), "p2p_shared / nccl_alltoallv"),
           (("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"), "p2p_shared / WholeGraph continuous"),
+          (("p2p_push", "sm"), ("p2p_shared", "chunked"), "p2p_push (NVLink stores) / p2p_shared"),
+          (("p2p_push", "tma"), ("p2p_shared", "chunked"), "p2p_push (bulk-copy stores) / p2p_shared"),
           (("p2p_shared", "continuous"), ("wholegraph_lib", "continuous"),
            "p2p_shared continuous (CUDA VMM) / WholeGraph continuous"),
           (("nccl_alltoallv", None), ("wholegraph_lib", "distributed"), "nccl_alltoallv / WholeGraph distributed"))

@@ -40,6 +40,14 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         extra = {"nvlink": traffic} if traffic else {}
         return [Measurement("peer_copy_bw", "GB/s", stats.rate(p["copy_bytes"] / GB), better="higher",
                             extra=extra)]
+    if point.impl == "ceiling_copy_all":
+        from impls.gather.ceiling import copy_all
+
+        stats, traffic = copy_all(rank, p["copy_bytes"], p["direction"], warmup, repeats,
+                                  link_counters=link_counters and device.type == "cuda")
+        received = (world - 1) * p["copy_bytes"]
+        extra = {"received_bytes_per_rank": received, **({"nvlink": traffic} if traffic else {})}
+        return [Measurement("copy_all_bw", "GB/s", stats.rate(received / GB), better="higher", extra=extra)]
     if point.impl == "ceiling_alltoall":
         from impls.gather.ceiling import alltoall_seconds
 
@@ -51,7 +59,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         return out
 
     spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
-    options = {k: p[k] for k in ("mode", "backend", "launch") if p.get(k)}
+    options = {k: p[k] for k in ("mode", "backend", "launch", "load", "capacity") if p.get(k)}
     gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
     try:
         ids = gather_ids(p.get("ids", "random"), spec.num_rows, p["ids_per_rank"], world, rank.rank,

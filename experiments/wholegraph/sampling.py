@@ -16,8 +16,6 @@ production rate. ``wholegraph.unique`` times the append-unique implementations a
 
 from __future__ import annotations
 
-import time
-
 from harness.argtypes import choice, fanout_sets, int_list, names_of, nonneg_int, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
@@ -129,6 +127,8 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
 
     import torch
 
+    from harness.timing import CpuTimer, measure
+
     workers = min(params["workers"], os.cpu_count() or 1)
     torch.manual_seed(seed)
     loader, edges_of, name = _host_loader(impl, graph, params, workers)
@@ -142,21 +142,20 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
             it = iter(loader)
             return next(it)
 
-    # The loader keeps up to workers x prefetch_factor batches in flight: drain that many
-    # before timing, so the timed batches come at the workers' production rate and not out
-    # of a buffer filled while the warm-up ran.
+    # The loader keeps up to workers x prefetch_factor batches in flight: the untimed warm-up
+    # windows drain that many (and the workers' start), so the timed windows come at the workers'
+    # production rate and not out of a buffer filled while the warm-up ran.
     prefetch = 2 if workers > 0 else 0
-    for _ in range(warmup + workers * prefetch):
-        batch()
     window = max(workers, 1)
-    times, rates = [], []
-    for _ in range(windows):
-        start, edges = time.perf_counter(), 0
-        for _ in range(window):
-            edges += edges_of(batch())
-        elapsed = time.perf_counter() - start
-        times.append(elapsed / window)
-        rates.append(edges / elapsed)
+    edges_per_window = []
+
+    def one_window():
+        edges_per_window.append(sum(edges_of(batch()) for _ in range(window)))
+
+    warm_windows = -(-(warmup + workers * prefetch) // window)
+    stats = measure(one_window, timer=CpuTimer(), warmup=warm_windows, repeats=windows)
+    times = [t / window for t in stats.samples]
+    rates = [e / t for e, t in zip(edges_per_window[warm_windows:], stats.samples)]
     del it, loader
     where = (f"{name}, {workers} worker processes; time per batch over windows of "
              f"{window} consecutive batches after the prefetch buffer is drained")

@@ -111,6 +111,19 @@ class Table1(Experiment):
                 yield Point(impl, {"paper_size_gb": size, "size_gb": round(size * scale, 6),
                                    "gpus": world}, world_size=world)
 
+    def memory_need(self, point, cfg):
+        """The chased region: in host memory on a CPU run; on GPUs, a part per owner GPU for the
+        device allocations (managed memory may exceed a GPU, and host memory is capped by
+        host_max_gb)."""
+        from impls.probes import parts_for
+
+        size = point.params["size_gb"] * GB
+        if cfg.device != "cuda":
+            return {"host": size}
+        if point.impl in ("p2p", "p2p_remote", "local"):
+            return {"gpu": size / max(1, parts_for(point.impl, selected_gpus(self, cfg)))}
+        return None
+
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
         from impls.probes.bench import Launches, chase_steps, time_chase

@@ -74,6 +74,7 @@ class Table4(TrainingExperiment):
                         f"newest runs on {kinds}")
             status = "reproduced" if all(0.9 <= x <= 1.15 for x in ours) else "partly"
         rep.notes += NOTES
+        rep.notes += [n for n in (used_parts_note(rec, kind_of(rec, rep.labels)) for rec in shown) if n]
         if any(rec.get("device") == "cpu" for rec in shown):
             rep.notes.append("CPU ranks: host memory, not GPU memory; the graph is the whole CSR on every rank (the "
                              "sharded CSR store needs CUDA ranks), the features a host shared-memory shard per rank.")
@@ -163,6 +164,29 @@ def memory_rows(rec: dict, label: str) -> list[dict]:
                     "paper GB/GPU": paper[0], "paper total GB": paper[1],
                     "device used GiB (nvidia-smi view)": used if cat == "total" else None})
     return out
+
+
+def used_parts_note(rec: dict, label: str) -> str:
+    """What a point's 'device used' (nvidia-smi's view, the fullest rank's device) was made of, where
+    its row measured it (impls/pipelines/base.py, device_used_parts)."""
+    parts = rec["extra"].get("memory_total", {}).get("device_used_parts")
+    if not parts or not parts.get("used"):
+        return ""
+    gib = lambda key: parts[key] / GIB  # noqa: E731
+    text = (f"{label} {PIPELINE_NAMES.get(rec['key']['impl'], rec['key']['impl'])}: device used {gib('used'):.1f} GiB on "
+            f"rank {parts.get('rank', 0)}'s GPU = torch's caching allocator {gib('reserved'):.1f} GiB reserved "
+            f"({gib('allocated'):.1f} allocated now, peak {gib('max_allocated'):.1f}; peak reserved "
+            f"{gib('max_reserved'):.1f})")
+    own, others = parts.get("own_bytes"), parts.get("others_bytes")
+    if own is not None:
+        text += (f" + {(own - parts['reserved']) / GIB:.1f} GiB of this process outside that allocator (CUDA context, "
+                 f"NCCL, CuPy, stores allocated outside torch)")
+    if others is not None:
+        text += (f" + {others / GIB:.1f} GiB of {parts.get('other_processes', 0)} other process"
+                 f"{'es' if parts.get('other_processes', 0) != 1 else ''} on this GPU (peer ranks' contexts)"
+                 + ("" if own is not None else "; NVML does not list this process by its pid, so the largest "
+                                                  "listed is taken for it"))
+    return text + "."
 
 
 NOTES = [

@@ -4,10 +4,13 @@ Every point trains one pipeline (``impls/pipelines``: ``pyg_host``, ``dgl_host``
 ``wholegraph_lib``) on one dataset with one model, on every rank (one process per GPU, DDP),
 and stores the same rows whatever the experiment:
 
-- ``epoch_time`` (s): the average epoch. Timing (param ``timing``): with ``both`` (default) the
+- ``epoch_time`` (s): the median epoch. Timing (param ``timing``): with ``both`` (default) the
   first measured epoch is synchronized between stages (it gives the breakdown) and later ones run
-  without extra synchronization (they give the epoch time; with one epoch the synced one is
-  used); ``synced`` / ``free`` make every epoch one kind. An epoch capped by ``max_batches`` (or
+  without extra synchronization (they give the epoch time); ``synced`` / ``free`` make every epoch
+  one kind. The epochs the epoch time comes from hold at least ``timed_batches`` mini-batches per
+  GPU and number at least ``timed_epochs`` (the rule of experiments/kit/training.py: CUDA 50 and
+  3), so ``epochs`` is raised where they would not; the point's ``synced_epochs`` says how many
+  ran synchronized. An epoch capped by ``max_batches`` (or
   ``host_max_batches`` for the host pipelines) is extrapolated to the full epoch from its time
   per batch (``extra.extrapolated``). ``warmup_batches`` mini-batches run first, untimed (kernel
   compilation, caches, DDP buckets; they are training steps too). The slowest rank's epoch counts.
@@ -175,6 +178,7 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
         "timing": Param("both", choice("both", "synced", "free"),
                         "both: first epoch synced (breakdown), later ones free-running (epoch time)"),
         "util_interval_ms": Param(20.0, positive_float, "utilization sampling interval (GPU: NVML)"),
+        **kit.timed_parameters(),
     }
 
 
@@ -186,8 +190,9 @@ class TrainingExperiment(kit.TrainingExperiment):
     impls = PIPELINES
     warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
                      "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
-                     "breakdown comes from the first, synchronized epoch, the epoch time from a later "
-                     "free-running one; host pipelines read features from a memory-mapped file, so their first "
+                     "breakdown comes from the first, synchronized epoch, the epoch time from the later "
+                     "free-running ones (on GPUs 50 mini-batches per GPU or more, at least 3 epochs: the "
+                     "timed-epoch rule, experiments/kit/training.py); host pipelines read features from a memory-mapped file, so their first "
                      "epoch may pay page-cache misses.")
     parameters = common_parameters()
     defaults = DEFAULTS
@@ -229,7 +234,21 @@ class TrainingExperiment(kit.TrainingExperiment):
                         cap = self.batch_cap(impl, cfg)
                         if cap is not None:
                             params["max_batches"] = cap
+                        synced, free = self.timed_counts(cfg, params, world, *self.asked_epochs(cfg, params["epochs"]),
+                                                         free_running=self.param(cfg, "timing") != "synced")
+                        params.update(epochs=synced + free, synced_epochs=synced)
                         yield Point(impl, params, world)
+
+    def asked_epochs(self, cfg, epochs: int) -> tuple[int, int]:
+        """(synchronized, free-running) epochs the ``timing`` parameter asks of ``epochs``: with
+        ``both`` the first one synchronized (the breakdown) and the others free (the epoch time; a
+        single epoch is the synchronized one)."""
+        timing = self.param(cfg, "timing")
+        if timing == "synced":
+            return epochs, 0
+        if timing == "free":
+            return 0, epochs
+        return 1, epochs - 1
 
     def batch_cap(self, impl: str, cfg):
         caps = [cap(self.setting(cfg, "max_batches"))]
@@ -263,6 +282,8 @@ class TrainingExperiment(kit.TrainingExperiment):
         params, notes, changes = dict(point.params), [], {}
         if params.get("epochs", 1) > 1:
             params["epochs"] = 1
+            if "synced_epochs" in params:
+                params["synced_epochs"] = min(params["synced_epochs"], 1)
             notes.append("1 measured epoch")
         for limit, applies, who in ((every, True, "every pipeline's"), (host, point.impl in HOST_PIPELINES, "host")):
             if limit and applies and (params.get("max_batches") or float("inf")) > limit:
@@ -328,8 +349,32 @@ def explicit_options(exp, cfg) -> dict:
     return {EXPLICIT_OPTIONS[name]: value for name, value in explicit_params(exp, cfg).items()}
 
 
+def profile_layers(pipe) -> list[dict]:
+    """Each layer of the trained model alone on one training mini-batch of this rank (forward +
+    backward, impls.models.bench.layer_profile): where a layer set's training time goes. Untimed
+    for the epochs (after them); the rank's own batch, no collective."""
+    from harness.timing import timer_for
+    from impls.models.bench import layer_profile
+
+    seeds = pipe.epoch_batches(0)[0][0]
+    _, blocks = next(iter(pipe.iterate([seeds], training=False)))
+    x = pipe.features(blocks)
+    return layer_profile(pipe.model, blocks, x, timer=timer_for(pipe.device.type))
+
+
+def fullest(parts: list) -> dict | None:
+    """Of every rank's ``device_used_parts``, the one of the rank whose device is the fullest (the
+    'device used' figure is the largest over the ranks), with its rank."""
+    ranked = [(p["used"], r, p) for r, p in enumerate(parts) if p]
+    if not ranked:
+        return None
+    _, r, p = max(ranked, key=lambda x: (x[0], -x[1]))
+    return {**p, "rank": r}
+
+
 def train_point(exp, point, ctx) -> list[Measurement]:
     from harness import registry
+    from harness.ranks import all_gather
     from impls.pipelines.base import MEMORY_CATEGORIES
     from impls.pipelines.monitor import UtilizationMonitor
 
@@ -349,15 +394,23 @@ def train_point(exp, point, ctx) -> list[Measurement]:
                  "feature_bytes": int(g.features.dtype.itemsize), "id_bytes": int(g.indices.dtype.itemsize),
                  "classes": int(g.num_classes), "train_nodes": int(pipe.split_ids("train").numel()),
                  "standin": bool(g.is_standin)}
+        layers = profile_layers(pipe) if getattr(exp, "profile_layers", False) and rank.is_main else None
         return {"test": pipe.evaluate("test"), "report": report, "describe": pipe.describe(), "graph": graph,
+                "layers": layers,
                 "locations": pipe.store_locations(), "workers": getattr(pipe, "workers", None),
                 "mem_max": dict(zip(categories, rank.all_reduce_floats([mem[k] for k in categories]))),
-                "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0]}
+                "used": rank.all_reduce_floats([report.get("device_used_bytes", 0)])[0],
+                "used_parts": fullest(all_gather(rank, report.get("device_used_parts")))}
 
     warm = exp.setting(cfg, "warmup_batches")
+    if "synced_epochs" in p:
+        def synced(e):
+            return e < p["synced_epochs"]
+    else:                       # points made before the timed-epoch rule
+        def synced(e):
+            return timing == "synced" or (timing == "both" and e == 0)
     trained = kit.run_epochs(pipe, rank, f"{point.impl} {p['dataset']} {p['model']}/{p['backend']}", config.epochs,
-                             warmup_batches=warm, synced=lambda e: timing == "synced" or (timing == "both" and e == 0),
-                             monitor=monitor, finish=finish)
+                             warmup_batches=warm, synced=synced, monitor=monitor, finish=finish)
     stats, f, util = trained.stats, trained.final, trained.util
     epoch_extra = {
         "epochs": len(stats), "setup_s": trained.setup_s, "warmup_batches": warm,
@@ -369,6 +422,7 @@ def train_point(exp, point, ctx) -> list[Measurement]:
         "gathered_gb_per_epoch": [s.gathered_bytes / 1e9 for s in stats],
         "lr": config.lr, "dropout": config.dropout, "eval_nodes": config.eval_max_nodes,
         "graph": f["graph"], "components": f["describe"], "workers": f["workers"],
+        **({"layer_profile": f["layers"]} if f["layers"] else {}),
     }
     out = kit.epoch_measurements(trained, epoch_extra)
     out += kit.accuracy_measurements(trained.val_curve[-1], f["test"])
@@ -377,6 +431,7 @@ def train_point(exp, point, ctx) -> list[Measurement]:
         if cat == "total":
             extra = {"bytes_max_over_ranks": {k: int(v) for k, v in f["mem_max"].items()},
                      "device_used_gib": f["used"] / GIB if f["used"] else None, "locations": f["locations"],
+                     "device_used_parts": f["used_parts"],
                      "training_measure": f["report"].get("training_measure")}
         out.append(Measurement(f"memory_{cat}", "GiB", value=f["mem_max"][cat] / GIB, extra=extra))
     if util.get("samples"):
@@ -422,9 +477,10 @@ def settings_caption(records: list[dict]) -> str:
 
 
 def records_caption(records: list[dict], models: bool = True, paper: bool = True) -> list[str]:
-    """The caption's sentences on what was trained: datasets, models, the paper's testbed."""
+    """The caption's sentences on what was trained: datasets, models, how the epoch times were
+    taken (kit.timing_caption), the paper's testbed."""
     return [f"Datasets: {datasets_caption(records)}.", f"Models: {settings_caption(records)}." if models else "",
-            f"Paper: {PAPER_HARDWARE}." if paper else ""]
+            kit.timing_caption(records), f"Paper: {PAPER_HARDWARE}." if paper else ""]
 
 
 def by_cell(records: list[dict], rep) -> dict:

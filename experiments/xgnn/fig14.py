@@ -37,6 +37,32 @@ SCALES = {"ogbn-papers100M": (0.25, 0.05, 0.0005), "uk-2006-05": (0.25, 0.05, 0.
 SHORT = {"ogbn-papers100M": "PA", "uk-2006-05": "UK"}
 
 
+class RowWalk:
+    """A sampler seen through the rows its targets walk: per call (one sampling kernel), the sum of
+    the targets' row lengths, of min(row length, fanout), and the longest row (host arithmetic on
+    the CSR's offsets, in the untimed counting pass)."""
+
+    def __init__(self, inner, indptr):
+        import numpy as np
+
+        self.inner, self.indptr = inner, np.asarray(indptr)
+        self.positions = self.sampled = self.longest = self.longest_max = self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def sample(self, seeds, fanout, **kw):
+        ids = seeds.detach().cpu().numpy() if hasattr(seeds, "detach") else seeds
+        degree = self.indptr[ids + 1] - self.indptr[ids]
+        self.calls += 1
+        self.positions += int(degree.sum())
+        self.sampled += int(degree.clip(max=int(fanout)).sum()) if int(fanout) > 0 else int(degree.sum())
+        longest = int(degree.max()) if degree.size else 0
+        self.longest += longest
+        self.longest_max = max(self.longest_max, longest)
+        return self.inner.sample(seeds, fanout, **kw)
+
+
 @register_experiment
 class Fig14(Experiment):
     title = "KHop optimization: remote bytes and sampling time per epoch, original vs batched"
@@ -115,11 +141,13 @@ class Fig14(Experiment):
             raise SkipPoint("no training nodes for this rank")
         fanouts = p["fanouts"]
 
-        # (a) counting pass: the requests of every sampling kernel of the epoch
+        # (a) counting pass: the requests of every sampling kernel of the epoch, and the rows its
+        # targets walk (the original KHop's thread walks every position of its target's row)
         sampler.count_remote = True
         sampler.reset_counters()
+        rows = RowWalk(sampler, graph.indptr)
         for i, seeds in enumerate(batches):
-            sample_blocks(sampler, unique, seeds, fanouts, seed=cfg.seed * 1000 + i, check=False)
+            sample_blocks(rows, unique, seeds, fanouts, seed=cfg.seed * 1000 + i, check=False)
         stats = sampler.remote_stats()
         kernels = len(batches) * len(fanouts)
         sampler.count_remote = False
@@ -131,6 +159,9 @@ class Fig14(Experiment):
         class Timed:
             def __init__(self, inner):
                 self.inner = inner
+
+            def __getattr__(self, name):        # id_bound: append-unique sizes its table as in (a)
+                return getattr(self.inner, name)
 
             def sample(self, *a, **k):
                 if on_cuda:
@@ -179,6 +210,15 @@ class Fig14(Experiment):
         per_kernel = stats["remote_bytes"] / kernels
         return [
             Measurement("remote_bytes_per_kernel", "B", value=per_kernel, extra=extra),
+            Measurement("row_positions_per_epoch", "positions", value=rows.positions * scale_up,
+                        extra={"what": "sum over the kernels' targets of their row lengths: the positions the "
+                                       "original KHop's threads walk"}),
+            Measurement("sampled_positions_per_epoch", "positions", value=rows.sampled * scale_up,
+                        extra={"what": "sum of min(row length, fanout): the positions a sample keeps"}),
+            Measurement("kernels_per_epoch", "", value=total_batches * len(fanouts)),
+            Measurement("longest_row_per_kernel", "positions", value=rows.longest / max(1, rows.calls),
+                        extra={"what": "mean over the kernels of the longest row among their targets: the "
+                                       "original KHop's longest thread", "max": rows.longest_max}),
             Measurement("remote_bytes_per_epoch", "B", value=stats["remote_bytes"] * scale_up),
             Measurement("remote_useful_bytes_per_epoch", "B", value=stats["remote_useful_bytes"] * scale_up),
             Measurement("sampling_kernel_time_per_epoch", "ms", kernel_stats.scaled(1e3 * scale_up)),
@@ -193,12 +233,13 @@ class Fig14(Experiment):
             value = grp.drop_duplicates("metric").set_index("metric")["value"]
             every.append({"run_id": run_id, "Machine": rep.label(run_id), "GPUs": int(grp["world_size"].iloc[0]),
                           "Parts": int(grp["p_parts"].iloc[0]), "Dataset": SHORT.get(ds, ds), "KHop": variant,
-                          **{col: float(value[m]) / div if m in value else None for m, (col, div) in COLUMNS.items()}})
+                          **{col: float(value[m]) / div if m in value else None for m, (col, div) in COLUMNS.items()},
+                          "rows": {m: float(value[m]) for m in ROW_METRICS if m in value}})
         # the newest run per machine kind of each dataset and variant, GPU runs over the partition first
         newest = newest_per_kind(every, rep.labels, lambda r: (r["Dataset"], r["KHop"]), lambda r: r["run_id"])
         records = [{**r, "Machine": kind} for (kind, *_), r in newest.items()]
         run_ids = {r["run_id"] for r in records}
-        table = rep.table([{k: v for k, v in r.items() if k != "run_id"} for r in records],
+        table = rep.table([{k: v for k, v in r.items() if k not in ("run_id", "rows")} for r in records],
                           empty="no successful measurements", single=("Machine",), drop_empty=False)
         for (machine, ds), grp in group(records, lambda r: (r["Machine"], r["Dataset"]), lambda r: r["KHop"]).items():
             if {"original", "batched"} <= set(grp):
@@ -208,6 +249,9 @@ class Fig14(Experiment):
                     f"{b['remote KB / kernel'] / o['remote KB / kernel']:.2f} (paper: about 0.5); sampling kernel "
                     f"time {b['kernel ms / epoch'] / o['kernel ms / epoch']:.2f}x, whole sampling time "
                     f"{b['sampling ms / epoch'] / o['sampling ms / epoch']:.2f}x")
+        walks = [n for n in (row_walk_note(grp) for grp in group(
+            records, lambda r: (r["Machine"], r["Dataset"]), lambda r: r["KHop"]).values()) if n]
+        rep.notes += walks + ([ROW_WALK_NOTE] if walks else [])
         if any(r["GPUs"] < r["Parts"] for r in records):
             rep.notes.append(
                 "Rows with GPUs < Parts ran on fewer GPUs than the partition: one rank samples rank 0's share and "
@@ -227,7 +271,7 @@ class Fig14(Experiment):
                     f"{', '.join(ratios)} (paper about 0.5)") if ratios else ""
         return rep.artifact("XGNN Fig. 14: KHop optimization", caption, table, khop_figure(records),
                             headline=headline, skips=rep.rows[rep.rows["run_id"].isin(run_ids)],
-                            history=rep.table([{k: v for k, v in r.items() if k != "run_id"} for r in every],
+                            history=rep.table([{k: v for k, v in r.items() if k not in ("run_id", "rows")} for r in every],
                                               empty="no successful measurements", single=(), drop_empty=False))
 
 
@@ -264,6 +308,38 @@ def khop_figure(records: list[dict]):
     return finish(fig)
 
 
+def row_walk_note(variants: dict) -> str:
+    """What the counting pass measured of the rows the original KHop walks, beside its kernel time
+    (ROW_WALK_NOTE says how to read it)."""
+    o, b = variants.get("original"), variants.get("batched")
+    if not o or not b or not {"row_positions_per_epoch", "longest_row_per_kernel"} <= set(o["rows"]):
+        return ""
+    walked, kept = o["rows"]["row_positions_per_epoch"], o["rows"].get("sampled_positions_per_epoch")
+    longest, kernels = o["rows"]["longest_row_per_kernel"], o["rows"].get("kernels_per_epoch")
+    text = (f"{o['Machine']}, {o['Dataset']}, original KHop: its threads walk {walked / 1e6:.3g}M row positions per "
+            "epoch" + (f" to keep {kept / 1e6:.3g}M ({walked / kept:.1f}x)" if kept else "")
+            + f"; the longest row of a kernel averages {longest:,.0f} positions")
+    ms = o.get("kernel ms / epoch")
+    if ms and kernels:
+        text += (f"; kernel time {ms * 1e6 / walked:.2g} ns per position walked, {ms * 1e6 / (longest * kernels):.3g} ns "
+                 "per position of the kernels' longest rows")
+    if b.get("kernel ms / epoch") and ms:
+        text += (f"; kernel time original / batched {ms / b['kernel ms / epoch']:.1f}x, remote bytes "
+                 f"{o['remote KB / kernel'] / b['remote KB / kernel']:.1f}x")
+    return text + "."
+
+
+ROW_WALK_NOTE = (
+    "The original KHop gives each target one thread, which walks every position of the target's row (a random draw "
+    "per position, a read only when the draw lands in the reservoir), so a kernel lasts at least as long as the walk "
+    "of its longest row, and its remote bytes count the ids read (about fanout x ln(row / fanout) per row), not the "
+    "positions walked. Where the time per position of the longest rows is alike across datasets and the time per "
+    "position walked is not, the longest rows (the stand-ins' hubs) set the original kernel's time: a gain in time "
+    "far above the gain in bytes. The batched KHop draws about fanout positions per row whatever its length.")
+
+
+ROW_METRICS = ("row_positions_per_epoch", "sampled_positions_per_epoch", "longest_row_per_kernel",
+               "kernels_per_epoch")
 KHOP_COLOURS = {"original": ("#bdbdbd", "#525252"), "batched": ("#fdae6b", "#e6550d")}     # (whole, kernel)
 
 

@@ -48,12 +48,16 @@ training workspace). WholeGraph keeps everything on the GPUs: a point whose shar
 features over the GPUs) exceeds the budget is an OOM row (Table 1's "x" on one GPU).
 
 Stand-ins and batches: each dataset runs at the scale whose stand-in stores ``max_edges`` edges
-(CUDA 6e7, quick 2e7; CPU 6e5, quick 3e5; the four stand-ins are shared by every experiment); the
-batch is the paper's 6000 seeds per GPU or fewer, so that every GPU runs at least ``min_batches``
-(4) mini-batches per epoch: the stand-ins have about ``scale`` x 1M training nodes (17k-41k at the
-CUDA default) where the paper's epochs are 21 mini-batches of 6000 per GPU on 8 GPUs. The batch is
-the same for every GPU count of an experiment (computed for its largest): on 4 GPUs at the CUDA
-default 1.1k (CF) to 2.6k (TW) seeds.
+(CUDA 1.2e8, quick 2e7; CPU 6e5, quick 3e5; the four stand-ins are shared by every experiment);
+the batch is the paper's 6000 seeds per GPU or fewer, so that every GPU runs at least
+``min_batches`` mini-batches per epoch (CUDA 10, CPU 4): the stand-ins have about ``scale`` x 1M
+training nodes (34k-82k at the CUDA default) where the paper's epochs are 21 mini-batches of 6000
+per GPU on 8 GPUs. The batch is the same for every GPU count of an experiment (computed for its
+largest): on 4 GPUs at the CUDA default about 0.85k (CF) to 2k (TW) seeds, the batches of the
+earlier default (6e7 edges, 4 mini-batches: 1.1k-2.6k) with twice the mini-batches per epoch.
+The measured epochs follow the timed-epoch rule of experiments/kit/training.py: the free-running
+epochs E2E comes from hold at least ``timed_batches`` (CUDA 50) mini-batches per GPU, 5 epochs of
+10 at the CUDA default, and the synchronized epochs S/E/T come from as many mini-batches.
 """
 
 from __future__ import annotations
@@ -194,9 +198,9 @@ batch_param = or_word("auto", positive_int)
 
 # (cuda, cuda --quick, cpu, cpu --quick)
 DEFAULTS = {
-    "max_edges": (6e7, 2e7, 6e5, 3e5),
+    "max_edges": (1.2e8, 2e7, 6e5, 3e5),
     "hidden": (256, 256, 64, 32),
-    "min_batches": (4, 4, 4, 4),
+    "min_batches": (10, 4, 4, 4),
     "epochs": (3, 2, 2, 2),
     "synced_epochs": (1, 1, 1, 1),
     "warmup_batches": (2, 1, 1, 1),
@@ -212,13 +216,14 @@ def common_parameters(**defaults) -> dict[str, Param]:
         "budget": Param("v100", budget_rule, "GPU memory budget per GPU: v100 (the paper's 16 GB V100 scaled like "
                                              "the graph, module doc), none, topo:X (X x topology bytes) or a size"),
         "max_edges": Param(None, positive_float, "stand-in size: the scale whose stand-in stores this many edges "
-                                                 "(CUDA 6e7, quick 2e7; CPU 6e5, quick 3e5)"),
+                                                 "(CUDA 1.2e8, quick 2e7; CPU 6e5, quick 3e5)"),
         "batch_size": Param("auto", batch_param, "seeds per GPU per mini-batch (auto: 6000 or fewer so that every "
                                                  "GPU runs min_batches per epoch)"),
-        "min_batches": Param(None, positive_int, "mini-batches per GPU per epoch the auto batch keeps (default 4)"),
+        "min_batches": Param(None, positive_int, "mini-batches per GPU per epoch the auto batch keeps (CUDA 10, "
+                                                 "quick and CPU 4)"),
         "hidden": Param(None, positive_int, "hidden width (paper: 256; CPU 64, quick 32)"),
-        "epochs": Param(None, positive_int, "measured epochs: the first synced_epochs synchronized (S/E/T), the rest free-running "
-                                            "(E2E) (CUDA 3, quick 2; CPU 2)"),
+        "epochs": Param(None, positive_int, "measured epochs at least: the first synced_epochs synchronized (S/E/T), the rest "
+                                            "free-running (E2E) (CUDA 3, quick 2; CPU 2); more where timed_batches asks"),
         "synced_epochs": Param(None, positive_int, "how many of the measured epochs come first synchronized between "
                                                    "stages (S/E/T: their median); the rest are free-running (E2E)"),
         "warmup_batches": Param(None, nonneg_int, "untimed training steps before the first epoch"),
@@ -229,6 +234,7 @@ def common_parameters(**defaults) -> dict[str, Param]:
                                                           "stage, so T does not absorb the peers' S and E "
                                                           "(pipelines/base.py)"),
     }
+    params.update(kit.timed_parameters())
     params.update(defaults)
     return params
 
@@ -289,8 +295,9 @@ class XGNNTraining(kit.TrainingExperiment):
     impls = ("xgnn", "dgl_cache", "quiver", "wholegraph", "dgl_host")
     warm_and_cold = ("Warm: compiled kernels, allocator pools, placed stores and static caches (2 untimed "
                      "warm-up batches). Every batch of an epoch has its own seeds. S/E/T come from the first "
-                     "measured epoch, synchronized after each stage (the paper averages the 10 epochs after "
-                     "the first); E2E is the median of later free-running epochs.")
+                     "measured epochs, synchronized after each stage (the paper averages the 10 epochs after "
+                     "the first); E2E is the median of later free-running epochs; on GPUs each holds 50 "
+                     "mini-batches per GPU or more (the timed-epoch rule, experiments/kit/training.py).")
     parameters = common_parameters()
     defaults = DEFAULTS
     timing = "both"              # both | free (Fig. 15b: every epoch free-running)
@@ -354,6 +361,10 @@ class XGNNTraining(kit.TrainingExperiment):
         if self.param(cfg, "stage_barrier") == "on":       # absent = off: rows of earlier runs read the same
             params["stage_barrier"] = "on"
         params.update(extra)
+        synced = self.setting(cfg, "synced_epochs") if params.get("timing", self.timing) == "both" else 0
+        synced = min(synced, params["epochs"])
+        synced, free = self.timed_counts(cfg, params, world, synced, params["epochs"] - synced)
+        params.update(epochs=synced + free, synced_epochs=synced)
         return Point(SYSTEMS[system].impl, params, world)
 
     def skip_reason(self, point, cfg):
@@ -372,7 +383,7 @@ class XGNNTraining(kit.TrainingExperiment):
     def cheaper(self, point, level, cfg):
         """Budget level 1 (harness.plan): the synchronized epochs (S, E, T) and one free-running
         epoch (E2E), no more."""
-        least = self.setting(cfg, "synced_epochs") + 1
+        least = point.params.get("synced_epochs", self.setting(cfg, "synced_epochs")) + 1
         if level != 1 or point.params.get("epochs", 0) <= least:
             return None
         return Cheaper(Point(point.impl, {**point.params, "epochs": least}, point.world_size),
@@ -415,7 +426,7 @@ def train_system(exp, point, ctx) -> list[Measurement]:
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
     pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
     warm = exp.setting(cfg, "warmup_batches")
-    synced_epochs = exp.setting(cfg, "synced_epochs")
+    synced_epochs = p.get("synced_epochs", exp.setting(cfg, "synced_epochs"))     # absent in older rows
 
     def finish(pipe):
         store = getattr(pipe, "store", None)
@@ -622,8 +633,10 @@ class TrainingReport(Report):
         """The caption, ending with the budget, datasets, models and hardware of the records
         ``shown`` (default every record)."""
         records = self.records if shown is None else list(shown)
+        timing = kit.timing_caption(records)
         return super().caption(*parts, f"GPU memory budget: {budget_caption(records)}. Datasets: "
-                                       f"{datasets_caption(records)}. Models: {settings_caption(records)}.",
+                                       f"{datasets_caption(records)}. Models: {settings_caption(records)}."
+                                       + (f" {timing}" if timing else ""),
                                runs={r["run_id"] for r in records})
 
     def systems_note(self, systems) -> str:

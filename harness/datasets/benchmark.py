@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--data-root", type=Path, default=None,
+    parser.add_argument("--cache-dir", "--data-root", dest="cache_dir", type=Path, default=None,
                         help="cache here (kept); default: a temporary directory, removed after")
     parser.add_argument("--feature-sink", choices=("cache", "null"), default="cache")
     parser.add_argument("--feature-dtype", default=None)
@@ -47,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     backend = select_backend(args.device)
     plan = plan_for(args.name, args.scale, args.seed, **overrides)
     planned = time.perf_counter()
-    root = args.data_root or Path(tempfile.mkdtemp(prefix="harness-bench-"))
-    directory = cache.standin_dir(root, plan.name, plan.scale, plan.seed, GENERATOR_VERSION,
+    root = args.cache_dir or Path(tempfile.mkdtemp(prefix="harness-bench-"))
+    os.environ["HARNESS_CACHE_DIR"] = str(root)   # this process's cache: never rebuild the shared one's copy
+    directory = cache.standin_dir(None, plan.name, plan.scale, plan.seed, GENERATOR_VERSION,
                                   plan.key_digest())
     sink = Path("/dev/null") if args.feature_sink == "null" else None
     try:
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = degree_stats(graph)
         manifest = cache.read_manifest(directory)
     finally:
-        if args.data_root is None:
+        if args.cache_dir is None:
             shutil.rmtree(root, ignore_errors=True)
     result = {
         "dataset": plan.name, "scale": plan.scale, "seed": plan.seed, "backend": backend.describe(),

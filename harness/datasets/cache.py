@@ -1,9 +1,12 @@
 """The on-disk graph cache: raw arrays plus a JSON manifest, memory-mapped on load.
 
-Layout under the data root (``--data-root``, else ``$HARNESS_DATA_ROOT``, else ``./data``)::
+The cache is the harness's own folder, apart from the data root where a user's real datasets are
+read (``--data-root``, else ``$HARNESS_DATA_ROOT``, else ``./data``), which the harness never
+writes into (but for ``data fetch``, which downloads there when asked): ``$HARNESS_CACHE_DIR``,
+else ``./data/harness_cache``. Layout::
 
-    harness_cache/standin/<name>/scale-<s>_seed-<n>_g<generator version>-<params digest>/
-    harness_cache/real/<name>/
+    standin/<name>/scale-<s>_seed-<n>_g<generator version>-<params digest>/
+    real/<name>/
         manifest.json
         indptr.bin      int64   [num_nodes + 1]
         indices.bin     int32   [num_edges]   (int64 when num_nodes >= 2**31)
@@ -69,10 +72,18 @@ class CacheWarning(UserWarning):
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
+    """Where real datasets are read: ``root``, else ``$HARNESS_DATA_ROOT``, else ``./data``."""
     if root is not None:
         return Path(root).expanduser()
     env = os.environ.get("HARNESS_DATA_ROOT")
     return Path(env).expanduser() if env else Path("data")
+
+
+def cache_root() -> Path:
+    """Where stand-ins and converted datasets are written: ``$HARNESS_CACHE_DIR``, else
+    ``./data/harness_cache``; never a user's data root (module doc)."""
+    env = os.environ.get("HARNESS_CACHE_DIR")
+    return Path(env).expanduser() if env else Path("data") / CACHE_DIR
 
 
 def scale_label(scale: float) -> str:
@@ -81,12 +92,14 @@ def scale_label(scale: float) -> str:
 
 def standin_dir(root: str | os.PathLike | None, name: str, scale: float, seed: int,
                 generator_version: int, digest: str) -> Path:
+    """The cache folder of a stand-in (``root``, the data root, does not move it: :func:`cache_root`)."""
     key = f"scale-{scale_label(scale)}_seed-{seed}_g{generator_version}-{digest}"
-    return data_root(root) / CACHE_DIR / "standin" / name / key
+    return cache_root() / "standin" / name / key
 
 
 def real_dir(root: str | os.PathLike | None, name: str) -> Path:
-    return data_root(root) / CACHE_DIR / "real" / name
+    """The cache folder of a converted dataset (real, or a user's edge list)."""
+    return cache_root() / "real" / name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,7 +395,7 @@ def get_or_build(directory: Path, build: Callable[[CacheWriter], dict[str, Any]]
 def local_entries(name: str, root: str | os.PathLike | None = None,
                   verify: bool = False) -> list[dict[str, Any]]:
     """Cached copies of ``name``: kind (real/standin), scale, seed, path, and validity."""
-    base = data_root(root) / CACHE_DIR
+    base = cache_root()
     found = []
     candidates = [("real", base / "real" / name)]
     standins = base / "standin" / name

@@ -25,7 +25,9 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-root", type=Path, default=None,
-                       help="dataset root (default: $HARNESS_DATA_ROOT, else ./data)")
+                       help="where real datasets are read (default: $HARNESS_DATA_ROOT, else ./data); the "
+                            "harness caches what it generates or converts in $HARNESS_CACHE_DIR, else "
+                            "./data/harness_cache, never here")
 
     p = sub.add_parser("list", help="every dataset the papers use, and what is present locally")
     common(p)
@@ -73,7 +75,9 @@ def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--feat-dtype", choices=("float32", "float16"), default="float32")
     p.add_argument("--labels", type=Path, default=None, help=".npy or raw int64, one per node")
     p.add_argument("--device", default="auto")
-    p.add_argument("--force", action="store_true", help="replace an existing conversion")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing conversion; convert under a registry dataset's name a graph whose node "
+                        "count is not within 25%% of the registry's (it is then that dataset's real data in every run)")
     common(p)
     p.set_defaults(handler=cmd_convert)
 
@@ -154,7 +158,8 @@ def cmd_list(args) -> int:
     from . import cache, list_datasets, loaders
 
     console = _console()
-    table = Table(title=f"Datasets (data root: {cache.data_root(args.data_root)})")
+    table = Table(title=f"Datasets (real data read from {cache.data_root(args.data_root)}; stand-ins and "
+                        f"conversions cached in {cache.cache_root()})")
     for col in ("name", "aliases", "source", "nodes", "edges", "features", "classes", "papers",
                 "local"):
         table.add_column(col, overflow="fold")
@@ -176,11 +181,12 @@ def _local_summary(spec, root, verify, loaders, cache) -> str:
     entries = cache.local_entries(spec.name, root, verify=verify)
     real = [e for e in entries if e["kind"] == "real"]
     if real:
-        parts.append("real: cached" + ("" if real[0]["valid"] else f" (DAMAGED: {real[0]['reason']})"))
+        parts.append("real: converted" + ("" if real[0]["valid"] else f" (DAMAGED: {real[0]['reason']})")
+                     + ", read at --scale 1 only")
     else:
         found = loaders.find_real(spec, root)
         if found:
-            parts.append(f"real: {found[0]} files")
+            parts.append(f"real: {found[0]} files, read at --scale 1 only")
     standins = sorted((e for e in entries if e["kind"] == "standin"), key=lambda e: (e["scale"], e["seed"]))
     if standins:
         labels = [f"{e['scale']:g}" + (f"/s{e['seed']}" if e["seed"] else "") +
@@ -194,7 +200,7 @@ def cmd_verify(args) -> int:
     Exit 1 when any copy is damaged."""
     from . import cache, registry
 
-    base = cache.data_root(args.data_root) / cache.CACHE_DIR
+    base = cache.cache_root()
     if args.names:
         names = [registry.get(n).name if registry.is_registered(n) else n for n in args.names]
     else:
@@ -265,16 +271,37 @@ def cmd_convert(args) -> int:
     directory = cache.real_dir(args.data_root, name)
     if (directory / "manifest.json").exists() and not args.force:
         raise HarnessError(f"{directory} already holds a conversion of {name}; pass --force to replace it")
-    with progress_display(name) as report:
-        cache.get_or_build(directory, lambda writer: loaders.convert_edge_list(
+    def build(writer):
+        meta = loaders.convert_edge_list(
             args.edge_list, args.format, writer, name=name, spec=spec, num_nodes=args.num_nodes,
             symmetrize=args.symmetrize, relabel=args.relabel, features=args.features,
             feature_dim=args.feat_dim, feature_dtype=args.feat_dtype, labels=args.labels,
-            device=args.device, progress=report), rebuild=args.force)
+            device=args.device, progress=report)
+        if spec and not args.force and not _same_size(meta["num_nodes"], spec.nodes):
+            raise HarnessError(f"'{args.name}' is the registry's {spec.name} ({spec.nodes:,} nodes); {args.edge_list} "
+                               f"has {meta['num_nodes']:,}: converted under that name it would be read as the real "
+                               f"{spec.name} by every experiment at --scale 1. Give it a name of its own, or pass "
+                               "--force to mean that")
+        return meta
+
+    with progress_display(name) as report:
+        cache.get_or_build(directory, build, rebuild=args.force)
     graph = cache.open_graph(directory, verify=False)
     print(graph.describe())
     print(f"cached at {directory}; load it with datasets.load('{name}')")
+    if spec:
+        print(f"note: {args.edge_list} ({graph.num_nodes:,} nodes) is now the real {spec.name} (registry: "
+              f"{spec.nodes:,} nodes) of every run at --scale 1; `rm -r {directory}` undoes it")
     return 0
+
+
+SAME_GRAPH_NODES = 0.25     # a release of a registry graph has its node count within this share
+
+
+def _same_size(nodes: int, published: int) -> bool:
+    """Whether a converted graph of ``nodes`` can be the registry graph of ``published`` nodes (the
+    releases of one graph differ by a few percent: isolated nodes, relabelling)."""
+    return abs(nodes - published) <= SAME_GRAPH_NODES * published
 
 
 def cmd_stats(args) -> int:

@@ -1,15 +1,18 @@
 """Real datasets from the layouts their sources and the papers' converters write.  No downloads.
 
-Every loader converts once into the graph cache (``harness_cache/real/<name>/``, see cache.py)
+Every loader converts once into the graph cache (``<cache>/real/<name>/``, see cache.py: the
+harness's own folder, never the data root)
 and the cache is memory-mapped from then on.  Large binary files that already have the cache's
 element layout (WholeGraph's CSR, GNNLab's features, MAG240M's features) are referenced in place,
 not copied.  Edges are always stored as a CSR without duplicates or self loops; symmetrized when
 the paper stored the graph undirected (the registry's stand-in setting), overridable.
 
-Layouts searched under the data root, in this order (``find_real``):
+Layouts searched, in this order (``find_real``):
 
-``harness_cache/real/<name>/manifest.json``
-    an earlier conversion.
+``<cache>/real/<name>/manifest.json``
+    an earlier conversion (in the cache, not the data root).
+
+Then under the data root:
 
 OGB node property prediction, ``<root>/<ogb_dir>/`` (e.g. ``ogbn_products``), as OGB unzips it:
     ``raw/edge.csv.gz`` (``src,dst`` lines), ``raw/num-node-list.csv.gz``, ``raw/node-feat.csv.gz``

@@ -29,6 +29,7 @@ _modules: dict = {}
 _functions: dict = {}
 _streams: dict = {}
 _sm_count: dict = {}
+_capability: dict = {}
 _emulator = None
 
 
@@ -99,6 +100,15 @@ def sm_count(device) -> int:
     if index not in _sm_count:
         _sm_count[index] = torch.cuda.get_device_properties(index).multi_processor_count
     return _sm_count[index]
+
+
+def compute_capability(device) -> tuple[int, int]:
+    """(major, minor) of a CUDA device (a torch.device or an index), looked up once."""
+    index = device if isinstance(device, int) else (device.index if device.index is not None
+                                                    else torch.cuda.current_device())
+    if index not in _capability:
+        _capability[index] = tuple(torch.cuda.get_device_capability(index))
+    return _capability[index]
 
 
 def grid_for(device, n: int, block: int = 256, waves: int = 8) -> int:

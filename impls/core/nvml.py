@@ -25,3 +25,22 @@ def nvml_handle(device: torch.device):
         return pynvml, pynvml.nvmlDeviceGetHandleByIndex(nvml_index(device))
     except Exception as exc:
         return None, f"NVML unavailable: {str(exc).splitlines()[0][:120]}"
+
+
+def device_processes(device: torch.device) -> list[dict] | None:
+    """The processes holding memory on a CUDA device, as NVML lists them (what nvidia-smi shows per
+    process): ``{"pid", "used_bytes", "own"}`` largest first; ``own`` marks this process (NVML
+    reports the host's pids: inside a container of its own pid namespace none matches). None
+    where NVML cannot tell."""
+    import os
+
+    nvml, handle = nvml_handle(device)
+    if nvml is None:
+        return None
+    try:
+        procs = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    except Exception:
+        return None
+    me = os.getpid()
+    out = [{"pid": int(p.pid), "used_bytes": int(p.usedGpuMemory or 0), "own": int(p.pid) == me} for p in procs]
+    return sorted(out, key=lambda p: -p["used_bytes"])

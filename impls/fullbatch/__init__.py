@@ -18,22 +18,31 @@ from .model import ModelConfig, layer_order  # noqa: F401  (re-exported for expe
 
 
 @register_impl("fullbatch", "mggcn", needs=Needs(devices=("cpu", "cuda")),
-               summary="MG-GCN: 1D rows, P-stage broadcast SpMM overlapped on a comm stream, "
-                       "L+3 shared buffers, random permutation")
-def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, permute=None,
+               summary="MG-GCN: 1D rows, staged SpMM (local block first, remote blocks copied from the "
+                       "peers or broadcast, overlapped on a second stream), L+3 shared buffers, random parts")
+def make_mggcn(graph, model, *, device="cpu", seed=0, rank=0, world=1, order=None, partition="rows",
                self_loops=True, bounds=None, share=None, **options):
-    """``permute``: the random vertex order that balances the ranks' loads (Sec. 5.2); by default
-    with several ranks only (with one there is nothing to balance, and it costs the SpMM its
-    locality). ``options``: overlap, reuse_buffers, first_layer_backward, profile_ops, record_timeline."""
-    if permute is None:
-        permute = world > 1
+    """``order``: the vertex order (problem.VERTEX_ORDERS); by default with several ranks
+    ``random_parts``: each vertex in a random part, which balances the tiles as the paper's random
+    permutation does (Sec. 5.2), the input order kept inside each part (the SpMM's locality); with
+    one rank the input order. ``partition``: uniform rows or equal nonzeros per part.
+    ``options``: overlap, reuse_buffers, transport, local_first, first_layer_backward, profile_ops,
+    record_timeline."""
     from .mggcn import MGGCN
     from .problem import rank_share
 
+    if order is None:
+        order = default_order(world)
     if share is None:
-        share = rank_share(graph, rank, world, permute=permute, seed=seed, self_loops=self_loops,
-                           bounds=bounds)
+        share = rank_share(graph, rank, world, order=order, partition=partition, seed=seed,
+                           self_loops=self_loops, bounds=bounds)
     return MGGCN(share, model, device=device, seed=seed, **options)
+
+
+def default_order(world: int) -> str:
+    """MG-GCN's vertex order by default: random parts across ranks; with one rank nothing to
+    balance, and the input order."""
+    return "random_parts" if world > 1 else "original"
 
 
 @register_impl("fullbatch", "single_gpu", needs=Needs(devices=("cpu", "cuda")),

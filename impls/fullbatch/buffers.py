@@ -25,6 +25,11 @@ that aggregates first and is not the last keeps AH beside its output (a wider ``
 an extra buffer).  For the last layer nothing runs between its forward and its backward, so AH
 can stay in HW.
 
+The buffers are regions of one flat allocation, each starting on a 256-byte boundary, laid out
+from the plan alone: ranks whose plans agree (``rows`` set to the largest part's rows everywhere)
+place every role at the same offset, so a rank finds a peer's copy of its own view at the same
+offset of the peer's allocation (the peer-copy transport of staged.py reads them there).
+
 With ``reuse=False`` every role gets a fresh allocation that is kept until the epoch ends, as
 a framework that allocates each operator's output (and a tape that keeps them) would, and every
 stage of an SpMM receives into a new tile freed when that SpMM ends: the "naive" implementation
@@ -96,6 +101,14 @@ class BufferPlan:
             sizes["BC2"] = self.rows_max * self.shared_width
         return sizes
 
+    def layout(self) -> tuple[dict[str, int], int]:
+        """(offset of every buffer in the flat allocation, elements of the allocation)."""
+        offsets, end = {}, 0
+        for name, numel in self.sizes().items():
+            offsets[name] = end
+            end = _align(end + numel)
+        return offsets, max(end, 1)
+
     @property
     def count(self) -> int:
         return len(self.sizes())
@@ -113,7 +126,9 @@ _SHARED_ROLES = {"HW", "HW_G", "G_AH"}
 class Arena:
     """Hands out the tensor for each role: views of the planned buffers, or fresh allocations."""
 
-    def __init__(self, plan: BufferPlan, device, reuse: bool = True):
+    def __init__(self, plan: BufferPlan, device, reuse: bool = True, allocate=None):
+        """``allocate(elements) -> flat float32 tensor``: where the buffers live (default
+        torch.empty on ``device``; the peer-copy transport passes memory every rank maps)."""
         import torch
 
         self.plan = plan
@@ -121,13 +136,19 @@ class Arena:
         self.device = device
         self._torch = torch
         self.buffers: dict[str, object] = {}
+        self.flat = None
         self._live_bytes = 0
         self.peak_bytes = 0
         self._fresh: list[object] = []
         if reuse:
+            offsets, total = plan.layout()
+            self.flat = (allocate(total) if allocate is not None
+                         else torch.empty(total, dtype=torch.float32, device=device))
             for name, numel in plan.sizes().items():
-                self.buffers[name] = torch.empty(numel, dtype=torch.float32, device=device)
+                self.buffers[name] = self.flat[offsets[name]:offsets[name] + numel]
             self._live_bytes = self.peak_bytes = plan.total_bytes
+        elif allocate is not None:
+            raise ValueError("fresh allocations per role cannot live in a given allocation")
 
     def tensor(self, role: str, layer: int, rows: int, width: int):
         """A contiguous rows x width float32 tensor for ``role`` of ``layer``."""

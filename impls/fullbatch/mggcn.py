@@ -1,18 +1,10 @@
 """MG-GCN: full-batch GCN training over the ranks of one node (Balin, Sancak, Catalyurek).
 
 Every rank holds one row block of F = Â^T and of B = Â (cut into P column tiles), of X, and of
-every dense intermediate; the weights are replicated.  Each SpMM runs in P stages (Sec. 4.1,
-Fig. 3): at stage j rank j broadcasts its rows H^j and every rank i accumulates
-``C^i += A^{ij} H^j``.  With overlap (Sec. 4.3) the broadcasts run on a communication stream
-and the multiplies on the compute stream, through two receive buffers:
-
-    comm stream:     bcast 0 | bcast 1 | bcast 2 ...        (bcast j+1 waits for multiply j-1:
-    compute stream:            mult 0  | mult 1  | mult 2     it overwrites that stage's buffer)
-
-CUDA events order the two streams (multiply j waits for "tile j arrived"; broadcast j+1 waits for
-"slot of j-1 free").  On CPU ranks (gloo) the same schedule uses gloo's asynchronous broadcast:
-stage j+1's broadcast is posted before stage j's multiply and waited on after it.  Without
-overlap both run back to back on one stream, stage by stage.
+every dense intermediate; the weights are replicated.  Each SpMM runs in stages (Sec. 4.1, Fig. 3):
+every rank i accumulates ``C^i += A^{ij} H^j`` over the blocks H^j of every rank j, its own first
+while the others arrive.  How the blocks move (the paper's broadcasts, or copies out of the peers'
+memory), in which order and on which streams is staged.py's job; this module drives the layers.
 
 Forward and backward are written out by hand (Eqs. 5-11) because the staged broadcast must run
 in both passes and every intermediate must land in the planned buffers (buffers.py).  The order
@@ -32,6 +24,7 @@ from .buffers import FLOAT_BYTES, Arena, BufferPlan
 from .model import GEMM_FIRST, ModelConfig, init_weights, orders
 from .problem import RankShare
 from .profiling import Clock, OpProfiler, StageTimeline
+from .staged import TRANSPORTS, BroadcastTransport, InlineLanes, PeerCopyTransport, StagedSpmm, StreamLanes
 
 FIRST_LAYER_BACKWARD = ("exact", "identity")
 
@@ -69,11 +62,22 @@ class MGGCN:
 
     def __init__(self, share: RankShare, model: ModelConfig, *, device="cpu", seed: int = 0,
                  overlap: bool = True, reuse_buffers: bool = True, first_layer_backward: str = "exact",
-                 profile_ops: bool = False, record_timeline: bool = False):
+                 transport: str | None = None, local_first: bool = True, profile_ops: bool = False,
+                 record_timeline: bool = False, streams=None):
+        """``transport``: how the blocks move (staged.TRANSPORTS; default ``peer`` where the
+        buffers are shared, ``broadcast`` with fresh allocations); ``local_first``: multiply the
+        local block while the first remote ones arrive (False: the paper's stage order, broadcast
+        only); ``streams``: the module providing CUDA streams and events (tests: fake streams)."""
         import torch
 
         if first_layer_backward not in FIRST_LAYER_BACKWARD:
             raise ValueError(f"first_layer_backward must be one of {FIRST_LAYER_BACKWARD}")
+        transport = transport or ("peer" if reuse_buffers else "broadcast")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}")
+        if transport == "peer" and not reuse_buffers:
+            raise ValueError("peer copies read the peers' shared buffers: fresh allocations per "
+                             "intermediate need transport='broadcast'")
         self.torch = torch
         self.device = torch.device(device)
         self.rank, self.world = share.rank, share.world
@@ -86,11 +90,12 @@ class MGGCN:
         self.first_layer_backward = first_layer_backward
         self.part_rows = share.part_rows
         self.rows = share.rows
+        self.overlap = overlap and self.world > 1
+        self.transport_name = transport if self.world > 1 else "none"
 
         self.forward_tiles = [csr_to_torch(t, self.device) for t in share.forward_tiles]
         self.backward_tiles = [csr_to_torch(t, self.device) for t in share.backward_tiles]
         self.tile_nnz = [int(t.nnz) for t in share.forward_tiles]
-        self.X = torch.from_numpy(share.features).to(self.device)
         self.train_rows = torch.from_numpy(share.train_rows).to(self.device)
         self.train_labels = torch.from_numpy(share.labels[share.train_rows]).to(self.device)
         self.num_train_total = max(1, share.num_train_total)
@@ -106,19 +111,34 @@ class MGGCN:
             w.grad = g   # the optimizer reads the all-reduced gradient in place
         self.optimizer = torch.optim.Adam(self.weights, lr=model.lr)
 
-        self.plan = BufferPlan(tuple(self.dims), self.rows, max(self.part_rows), self.world)
-        self.arena = Arena(self.plan, self.device, reuse=reuse_buffers)
-        self.overlap = overlap and self.world > 1
-        self.comm_stream = (torch.cuda.Stream(self.device)
-                            if self.overlap and self.device.type == "cuda" else None)
+        on_streams = self.overlap and (self.device.type == "cuda" or streams is not None)
+        shared = self.world > 1 and transport == "peer"
+        if shared:
+            self.transport = PeerCopyTransport(self.rank, self.world, self.part_rows, self.device)
+        else:
+            # gloo's asynchronous broadcast stands in for the communication stream on CPU ranks
+            self.transport = BroadcastTransport(asynchronous=self.overlap and not on_streams)
+        # peer copies find a block at the offset the local rows have: the same layout on every rank
+        rows_max = max(self.part_rows)
+        self.plan = BufferPlan(tuple(self.dims), rows_max if shared else self.rows, rows_max, self.world)
+        self.arena = Arena(self.plan, self.device, reuse=reuse_buffers,
+                           allocate=(lambda n: self.transport.allocate(n, self.device)) if reuse_buffers else None)
+        features = torch.from_numpy(share.features)
+        flat_x = self.transport.allocate(max((rows_max if shared else self.rows) * self.dims[0], 1), self.device)
+        self.X = flat_x[:features.numel()].view(self.rows, self.dims[0])
+        self.X.copy_(features)
+        self.lanes = StreamLanes(self.device, streams) if on_streams else InlineLanes()
+        self.comm_stream = self.lanes.comm if isinstance(self.lanes, StreamLanes) else None
         self.clock = Clock(self.device)
         self.ops = OpProfiler(self.clock, profile_ops)
         self.timeline = StageTimeline(self.clock, record_timeline)
+        self.stages = StagedSpmm(rank=self.rank, world=self.world, part_rows=self.part_rows,
+                                 transport=self.transport, lanes=self.lanes, overlap=self.overlap,
+                                 local_first=local_first, arena=self.arena, timeline=self.timeline)
         self.spmm_log: list[str] = []      # which SpMMs the last epoch ran ("fwd0", "bwd2", ...)
         self._saved_out: list = [None] * self.layers   # H' of each layer (input of the next)
         self._saved_aggregate: list = [None] * self.layers   # AH of SpMM-first layers
         self._loss_sum = None
-        self._received: list = []          # receive tiles of the running SpMM
         self._spmm_widths: dict[str, set] = {"forward": set(), "backward": set()}
 
     def _check_group(self) -> None:
@@ -265,108 +285,8 @@ class MGGCN:
         """out = sum_j tiles[j] @ H^j, where H^j are rank j's rows (this rank's: ``local_rows``)."""
         self.spmm_log.append(tag)
         self._spmm_widths["forward" if tiles is self.forward_tiles else "backward"].add(local_rows.shape[1])
-        self._received = []
-        self._out_written = False          # the first multiply overwrites ``out`` (beta = 0)
         with self.ops.op("spmm"):
-            if self.world == 1:
-                self._multiply_stage(tiles, 0, local_rows, out, tag)
-            elif self.comm_stream is not None:
-                self._stages_two_streams(tiles, local_rows, out, tag)
-            elif self.overlap:
-                self._stages_async(tiles, local_rows, out, tag)
-            else:
-                self._stages_serial(tiles, local_rows, out, tag)
-        if not self._out_written:           # every tile was empty
-            out.zero_()
-        self.arena.release(self._received)     # no-op for the shared receive buffers
-
-    def _multiply_stage(self, tiles, stage: int, rows_in, out, tag: str, stream=None) -> None:
-        start = self.timeline.mark(stream)
-        if tiles[stage]._nnz():
-            # cuSPARSE SpMM on GPU: the first stage writes C (beta = 0, C not read, no zeroing pass),
-            # later stages accumulate (beta = 1)
-            out.addmm_(tiles[stage], rows_in, beta=1 if self._out_written else 0)
-            self._out_written = True
-        self.timeline.add(tag, stage, "compute", start, self.timeline.mark(stream))
-
-    def _receive_buffer(self, stage: int, width: int, local_rows):
-        """Where stage ``stage``'s tile is: this rank's own rows, or a receive buffer (double-buffered)."""
-        if stage == self.rank:
-            return local_rows
-        tile = self.arena.tensor("BC1" if stage % 2 == 0 else "BC2", -1, self.part_rows[stage], width)
-        self._received.append(tile)
-        return tile
-
-    def _stages_serial(self, tiles, local_rows, out, tag: str) -> None:
-        import torch.distributed as dist
-
-        width = local_rows.shape[1]
-        for stage in range(self.world):
-            tile = self._receive_buffer(stage, width, local_rows)
-            start = self.timeline.mark()
-            dist.broadcast(tile, src=stage)
-            self.timeline.add(tag, stage, "comm", start, self.timeline.mark())
-            self._multiply_stage(tiles, stage, tile, out, tag)
-
-    def _stages_async(self, tiles, local_rows, out, tag: str) -> None:
-        """CPU ranks: broadcast of stage j+1 in flight (gloo's thread) while stage j multiplies."""
-        import torch.distributed as dist
-
-        width = local_rows.shape[1]
-
-        def post(stage):
-            tile = self._receive_buffer(stage, width, local_rows)
-            started = self.timeline.mark()
-            return tile, dist.broadcast(tile, src=stage, async_op=True), started
-
-        pending = post(0)
-        for stage in range(self.world):
-            tile, work, started = pending
-            work.wait()
-            self.timeline.add(tag, stage, "comm", started, self.timeline.mark())
-            # stage+1 reuses the receive buffer of stage-1, whose multiply has returned
-            if stage + 1 < self.world:
-                pending = post(stage + 1)
-            self._multiply_stage(tiles, stage, tile, out, tag)
-
-    def _stages_two_streams(self, tiles, local_rows, out, tag: str) -> None:
-        """GPUs: broadcasts on the communication stream, multiplies on the compute stream."""
-        import torch.distributed as dist
-
-        torch = self.torch
-        compute = torch.cuda.current_stream(self.device)
-        comm = self.comm_stream
-        width = local_rows.shape[1]
-        # the rows to send were written on the compute stream, and the previous SpMM's multiplies
-        # read the receive buffers there: the first broadcast waits for both
-        inputs_ready = torch.cuda.Event()
-        inputs_ready.record(compute)
-        comm.wait_event(inputs_ready)
-        slot_free = [None, None]        # per receive buffer: "the multiply that read it is done"
-
-        def post(stage):
-            tile = self._receive_buffer(stage, width, local_rows)
-            with torch.cuda.stream(comm):
-                if slot_free[stage % 2] is not None:
-                    comm.wait_event(slot_free[stage % 2])
-                start = self.timeline.mark(comm)
-                dist.broadcast(tile, src=stage)
-                self.timeline.add(tag, stage, "comm", start, self.timeline.mark(comm))
-                arrived = torch.cuda.Event()
-                arrived.record(comm)
-            return tile, arrived
-
-        pending = post(0)
-        for stage in range(self.world):
-            tile, arrived = pending
-            if stage + 1 < self.world:
-                pending = post(stage + 1)     # waits for stage-1's multiply, overlaps stage's
-            compute.wait_event(arrived)
-            self._multiply_stage(tiles, stage, tile, out, tag, compute)
-            done = torch.cuda.Event()
-            done.record(compute)
-            slot_free[stage % 2] = done
-        # every broadcast has been waited on by the compute stream: later work is ordered after them
+            self.stages(tiles, local_rows, out, tag)
 
     # --- reports --------------------------------------------------------------------------------
     def memory_report(self) -> MemoryReport:
@@ -425,21 +345,22 @@ class MGGCN:
         self.forward_tiles = self.backward_tiles = None
         self._saved_out = [None] * self.layers
         self._saved_aggregate = [None] * self.layers
-        self._received = []
-        self.arena = None
+        self.arena = self.stages = None
         self.X = None
-        self.comm_stream = None
+        self.comm_stream = self.lanes = None
+        if self.transport is not None:
+            if self.device.type == "cuda":
+                self.torch.cuda.synchronize(self.device)   # no copy may read a region being freed
+            self.transport.close()
+            self.transport = None
 
 
 def relu_backward(grad, activation, out) -> None:
-    """out = grad * (activation > 0); in place when ``out`` is the activation's own buffer.
+    """out = grad where activation > 0, else 0; in place when ``out`` is the activation's own buffer.
 
-    ReLU outputs are >= 0, so sign() is exactly the 0/1 derivative: the in-place form needs no
-    temporary mask the size of the layer.
+    One pass (reads both, writes one: autograd's own ReLU backward kernel), no temporary mask the
+    size of the layer.
     """
-    if out.data_ptr() == activation.data_ptr():
-        out.sign_().mul_(grad)
-    else:
-        import torch
+    import torch
 
-        torch.mul(activation.sign(), grad, out=out)
+    torch.ops.aten.threshold_backward.grad_input(grad, activation, 0, grad_input=out)

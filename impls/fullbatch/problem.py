@@ -150,6 +150,66 @@ def random_permutation(num_nodes: int, seed: int) -> np.ndarray:
     return np.random.default_rng(np.random.SeedSequence([seed, 0x5E12])).permutation(num_nodes)
 
 
+# The vertex orders a share can be cut in:
+#   original      the input graph's ids;
+#   random        MG-GCN Sec. 5.2: a uniformly random relabelling, then the cut;
+#   random_parts  the same random relabelling decides which part each vertex lands in (so every
+#                 tile A^{ij} holds the nonzeros it holds under ``random``: the paper's balance),
+#                 but inside each part the vertices keep their input order, so the SpMM keeps the
+#                 locality the input order has (``random`` scatters every row's neighbours over the
+#                 whole of each H^j: one rank on products 3x256 ran 1.35x slower permuted).
+VERTEX_ORDERS = ("original", "random", "random_parts")
+# how the partition vector cuts the (relabelled) rows: MG-GCN's uniform rows (Eq. 13), or equal
+# nonzeros of F and B per part
+PARTITIONS = ("rows", "nnz")
+
+
+def nnz_partition(row_cost: np.ndarray, parts: int) -> np.ndarray:
+    """P+1 boundaries that give every part about the same total ``row_cost`` (nonzeros per row),
+    each part at least one row."""
+    n = len(row_cost)
+    if parts < 1 or parts > n:
+        raise ValueError(f"cannot cut {n} rows into {parts} parts")
+    prefix = np.concatenate([[0], np.cumsum(row_cost, dtype=np.float64)])   # cost of rows [0, i)
+    targets = prefix[-1] * np.arange(1, parts) / parts
+    cut = np.searchsorted(prefix, targets)                    # first i with prefix[i] >= target
+    below = np.maximum(cut - 1, 0)
+    closer = np.abs(prefix[below] - targets) <= np.abs(prefix[np.minimum(cut, n)] - targets)
+    cut = np.where(closer, below, cut)
+    bounds = np.concatenate([[0], cut, [n]]).astype(np.int64)
+    for k in range(1, parts):                                  # strictly rising, room for the rest
+        bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (parts - k))
+    return bounds
+
+
+def vertex_order(order: str, num_nodes: int, parts: int, seed: int, row_cost: np.ndarray | None = None,
+                 partition: str = "rows") -> tuple[np.ndarray, np.ndarray]:
+    """``(new_id[old_id], bounds)`` for ``order`` (VERTEX_ORDERS) cut by ``partition`` (PARTITIONS).
+
+    ``row_cost[old_id]``: the nonzeros a vertex's rows hold (needed for ``partition="nnz"``).
+    """
+    if order not in VERTEX_ORDERS:
+        raise ValueError(f"vertex order must be one of {VERTEX_ORDERS}, got '{order}'")
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}, got '{partition}'")
+    new_id = (np.arange(num_nodes, dtype=np.int64) if order == "original"
+              else random_permutation(num_nodes, seed).astype(np.int64))
+    if partition == "rows":
+        bounds = uniform_partition(num_nodes, parts)
+    else:
+        if row_cost is None:
+            raise ValueError("an nnz partition needs every vertex's row cost")
+        cost_by_new = np.empty(num_nodes, dtype=np.float64)
+        cost_by_new[new_id] = row_cost
+        bounds = nnz_partition(cost_by_new, parts)
+    if order == "random_parts":
+        part = np.searchsorted(bounds, new_id, side="right") - 1
+        grouped = np.argsort(part, kind="stable")         # old ids by part, ascending inside each
+        new_id = np.empty(num_nodes, dtype=np.int64)
+        new_id[grouped] = np.arange(num_nodes)
+    return new_id, bounds
+
+
 def check_partition(bounds: np.ndarray, num_nodes: int, parts: int) -> np.ndarray:
     bounds = np.asarray(bounds, dtype=np.int64)
     if bounds.shape != (parts + 1,) or bounds[0] != 0 or bounds[-1] != num_nodes \
@@ -164,8 +224,8 @@ def check_partition(bounds: np.ndarray, num_nodes: int, parts: int) -> np.ndarra
 class RankShare:
     """What rank ``rank`` of ``world`` holds: its rows of F and B as P column tiles, X, labels.
 
-    Row r of this rank is vertex ``new_ids = bounds[rank] + r`` in the (possibly permuted)
-    numbering; ``old_ids[r]`` is its id in the input graph.
+    Row r of this rank is vertex ``bounds[rank] + r`` in the (possibly relabelled) numbering;
+    ``old_ids[r]`` is its id in the input graph.
     """
 
     rank: int
@@ -179,7 +239,12 @@ class RankShare:
     train_rows: np.ndarray                # local row numbers of training vertices
     num_train_total: int
     num_classes: int
-    permuted: bool
+    order: str                            # VERTEX_ORDERS
+    partition: str = "rows"               # PARTITIONS
+
+    @property
+    def permuted(self) -> bool:
+        return self.order != "original"
 
     @property
     def rows(self) -> int:
@@ -233,19 +298,27 @@ def _row_block_tiles(rows: np.ndarray, cols: np.ndarray, bounds: np.ndarray, ran
     return tiles
 
 
-def rank_share(g: FullGraph, rank: int, world: int, *, permute: bool, seed: int = 0,
-               self_loops: bool = True, bounds: np.ndarray | None = None) -> RankShare:
+def rank_share(g: FullGraph, rank: int, world: int, *, order: str, seed: int = 0,
+               self_loops: bool = True, partition: str = "rows",
+               bounds: np.ndarray | None = None) -> RankShare:
     """Build rank ``rank``'s tiles of F and B and its rows of X (MG-GCN Sec. 4.1, 1D rows).
 
-    ``permute`` relabels the vertices with :func:`random_permutation` (same seed on every rank)
-    before the uniform cut; ``bounds`` replaces the uniform partition vector.
+    ``order`` (VERTEX_ORDERS) relabels the vertices (same seed on every rank) before the cut by
+    ``partition`` (PARTITIONS); ``bounds`` replaces the partition vector (input order only).
     """
     n = g.num_nodes
-    bounds = check_partition(uniform_partition(n, world) if bounds is None else bounds, n, world)
     src, dst = _edge_arrays(g, self_loops)
     inverse_indegree = in_degree_weights(dst, n)
-    if permute:
-        new_id = random_permutation(n, seed).astype(src.dtype)
+    if bounds is not None:
+        if order != "original":
+            raise ValueError("an explicit partition vector cuts the input order only")
+        new_id, bounds = np.arange(n, dtype=np.int64), check_partition(bounds, n, world)
+    else:
+        # a vertex's row of F holds its in-edges, its row of B its out-edges
+        cost = np.bincount(dst, minlength=n) + np.bincount(src, minlength=n) if partition == "nnz" else None
+        new_id, bounds = vertex_order(order, n, world, seed, cost, partition)
+    if order != "original":
+        new_id = new_id.astype(src.dtype)
         src, dst = new_id[src], new_id[dst]
         old_ids = np.empty(n, dtype=np.int64)
         old_ids[new_id] = np.arange(n)
@@ -262,16 +335,16 @@ def rank_share(g: FullGraph, rank: int, world: int, *, permute: bool, seed: int 
 
     local_old = old_ids[lo:hi]
     # gather this rank's feature rows in ascending old-id order (a memory map reads each page once)
-    order = np.argsort(local_old, kind="stable")
+    by_old_id = np.argsort(local_old, kind="stable")
     features = np.empty((len(local_old), g.feature_dim), dtype=np.float32)
-    features[order] = np.asarray(g.features[local_old[order]], dtype=np.float32)
+    features[by_old_id] = np.asarray(g.features[local_old[by_old_id]], dtype=np.float32)
     labels = np.asarray(g.labels[local_old], dtype=np.int64)
     is_train = np.zeros(n, dtype=bool)
     is_train[np.asarray(g.train_idx)] = True
     train_rows = np.flatnonzero(is_train[local_old] & (labels >= 0))
     total = int((is_train & (np.asarray(g.labels) >= 0)).sum())
     return RankShare(rank, world, bounds, local_old, forward, backward, features, labels,
-                     train_rows.astype(np.int64), total, g.num_classes, permute)
+                     train_rows.astype(np.int64), total, g.num_classes, order, partition)
 
 
 def nnz_imbalance(tile_nnz_by_rank: list[list[int]]) -> dict[str, float]:

@@ -40,7 +40,7 @@ class SingleDeviceGCN(AutogradTrainer):
 
         self.torch = torch
         self.device = torch.device(device)
-        share = rank_share(graph, 0, 1, permute=False, self_loops=self_loops)
+        share = rank_share(graph, 0, 1, order="original", self_loops=self_loops)
         self.share = share
         self.forward_op = csr_to_torch(share.forward_tiles[0], self.device)
         self.backward_op = csr_to_torch(share.backward_tiles[0], self.device)

@@ -11,5 +11,6 @@ gather can be checked locally. A ``Gatherer`` has:
 - ``close()`` (collective: every rank calls it).
 
 ``gather`` is collective for implementations that communicate (``nccl_alltoallv``,
-``wholegraph_lib`` distributed): every rank calls it the same number of times.
+``wholegraph_lib`` distributed, ``p2p_push``): every rank calls it the same number of times.
+``p2p_push`` returns a view of its output buffer (peers write into it): valid until its next call.
 """

@@ -1,7 +1,11 @@
-"""Link ceilings measured in the same run as the gathers: one-way peer copy, raw alltoall.
+"""Link ceilings measured in the same run as the gathers: one-way peer copy, raw alltoall, and the
+copy engines all-to-all.
 
 Registered under `gather` so the gather experiments can list them as points; they are
-reference measurements, not gathers.
+reference measurements, not gathers. ``ceiling_copy_all`` is what a gather moved by the copy
+engines could reach at best: every rank copies a buffer to (``push``) or from (``pull``) every peer
+at once, one cudaMemcpyAsync per peer on a stream of its own, so several copy engines run and
+every link carries traffic both ways, as in a gather (the one-way peer copy loads one direction).
 """
 
 from __future__ import annotations
@@ -63,6 +67,63 @@ def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
     return stats
 
 
+def copy_all(rank, nbytes_per_peer: int, direction: str, warmup: int, repeats: int,
+             link_counters: bool = False):
+    """Every rank moves ``nbytes_per_peer`` to (push) or from (pull) each peer at once through the
+    copy engines. Returns (Stats in seconds, NVLink traffic of this rank's device or None); the
+    bytes a rank receives per call are (world - 1) x ``nbytes_per_peer``."""
+    from impls.storage import GpuBuffers
+
+    if direction not in ("push", "pull"):
+        raise ValueError(f"direction must be push or pull, not {direction!r}")
+    device, me, world = rank.torch_device(), rank.rank, rank.world_size
+    nbytes = int(nbytes_per_peer)
+    # slot r of a rank's buffer: what rank r pushed here (push) or what this rank read from r (pull)
+    buffers = GpuBuffers(rank, world * nbytes, torch.uint8, shared=True)
+    buffers.local.random_(0, 255)
+    buffers.map_peers()
+    peers = [p for p in range(world) if p != me]
+    streams = [torch.cuda.Stream(device) for _ in peers]
+
+    def slot(t: torch.Tensor, r: int) -> torch.Tensor:
+        return t[r * nbytes:(r + 1) * nbytes]
+
+    def exchange():
+        main = torch.cuda.current_stream(device)
+        for stream, p in zip(streams, peers):
+            stream.wait_stream(main)
+            with torch.cuda.stream(stream):
+                if direction == "push":
+                    slot(buffers.views[p], me).copy_(slot(buffers.local, me), non_blocking=True)
+                else:
+                    slot(buffers.local, p).copy_(slot(buffers.views[p], me), non_blocking=True)
+        for stream in streams:
+            main.wait_stream(stream)
+
+    try:
+        stats, _ = measure_collective(exchange, timer=TorchCudaTimer(), warmup=warmup, repeats=repeats)
+        traffic = None
+        if link_counters:
+            from .link_counters import link_traffic
+
+            dist.barrier()
+            traffic = link_traffic(exchange, device, payload_bytes=(world - 1) * nbytes, per_call_s=stats.median)
+            dist.barrier()
+        exchange()
+        torch.cuda.synchronize(device)
+        dist.barrier()          # every peer's copies into this buffer are done before checking it
+        for p in peers:
+            got, sent = (slot(buffers.local, p), slot(buffers.views[p], p)) if direction == "push" else \
+                (slot(buffers.local, p), slot(buffers.views[p], me))
+            if not torch.equal(got[:4096], sent[:4096]):
+                raise RuntimeError(f"copy engines: the {direction} between ranks {me} and {p} did not copy")
+    finally:
+        torch.cuda.synchronize(device)
+        dist.barrier()          # nobody copies into or out of a buffer that is about to go
+        buffers.close()
+    return stats, traffic
+
+
 class _Reference:
     """Marker object: the experiment measures these with the functions above."""
 
@@ -74,6 +135,13 @@ class _Reference:
                summary="reference, not a gather: one-way GPU0->GPU1 peer copy bandwidth")
 def make_peer_copy(rank=None, spec=None, **_):
     return _Reference("peer_copy")
+
+
+@register_impl("gather", "ceiling_copy_all", needs=Needs(devices=("cuda",), min_gpus=2),
+               summary="reference, not a gather: the copy engines all-to-all, every rank copying to (push) "
+                       "or from (pull) every peer at once")
+def make_copy_all(rank=None, spec=None, **_):
+    return _Reference("copy_all")
 
 
 @register_impl("gather", "ceiling_alltoall", needs=Needs(devices=("cpu", "cuda")),

@@ -4,8 +4,12 @@ GPU ranks: a single launch of impls/core/kernels/gather.cu reads local and peer 
 ``chunked`` (default backend ``symm``, or ``ipc``/``vmm``): through a pointer per rank, the
 kernel picks the part from the global id. ``continuous`` (backend ``vmm``): every shard is
 mapped into one virtual range, so the kernel gets ONE part and global row i is read at
-``base + i * row_bytes``. CPU ranks: the same store in host shared memory, gathered with index
-operations on the mapped shards (chunked) or on the one shared table (continuous).
+``base + i * row_bytes``. ``load`` says how the kernel issues its reads (impls/core/row_gather.py:
+``plain`` 16-byte loads, ``l2_256`` with the L2::256B prefetch-size hint, ``bulk`` a whole row per
+bulk-copy instruction): a remote read costs a request packet on the links, and its share of the
+link's bytes falls as the requests grow. CPU ranks: the same store in host shared memory, gathered
+with index operations on the mapped shards (chunked) or on the one shared table (continuous); the
+load does not apply there.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from impls.storage import ShardedTable
 
 class SharedMemoryGather:
     def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None,
-                 launch: str | None = None):
+                 launch: str | None = None, load: str | None = None):
         if mode not in ("chunked", "continuous"):
             raise ValueError("p2p_shared reads through a mapping: mode chunked or continuous")
-        from impls.core.row_gather import parse_launch
+        from impls.core.row_gather import check_load, parse_launch
 
         self.launch = parse_launch(launch)          # GPU kernel geometry; checked on CPU ranks too
+        self.load = check_load(load)
         self.spec = spec
         self.store = ShardedTable(rank, spec, mode, backend)
         self.rows_per_rank = self.store.partition.rows_per_rank
@@ -42,16 +47,8 @@ class SharedMemoryGather:
         if self.device.type == "cuda":
             from impls.core.row_gather import gather_into
 
-            return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes, self.launch)
-        if self.store.whole is not None:
-            return torch.index_select(self.store.whole, 0, ids, out=out)
-        owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
-        for r, shard in enumerate(self.store.peers):
-            where = (owner == r).nonzero().squeeze(1)
-            if where.numel():
-                # index_copy_ moves whole rows; boolean/advanced assignment goes element-wise
-                out.index_copy_(0, where, shard.index_select(0, ids[where] - r * self.rows_per_rank))
-        return out
+            return gather_into(out, self.table, self.rows_per_part, ids, self.spec.row_bytes, self.launch, self.load)
+        return gather_mapped(self.store, ids, out)
 
     def describe(self) -> str:
         if self.device.type != "cuda":
@@ -61,17 +58,42 @@ class SharedMemoryGather:
         else:
             kernel = "one CuPy kernel over the pointer table"
         if self.device.type == "cuda":
+            from impls.core.row_gather import bulk_stages, effective_load
+
             b, t, u = self.launch
-            kernel += f" ({b} blocks per SM x {t} threads, {u} loads in flight per thread)"
+            load = effective_load(self.load, self.spec.row_bytes, self.device, self.launch)
+            if load == "bulk":
+                kernel += (f" ({b} blocks per SM x {t} threads, a row per bulk-copy load, "
+                           f"{bulk_stages(self.spec.row_bytes, t)} rows in flight per warp)")
+            else:
+                hint = ", L2::256B prefetch hint" if load == "l2_256" else ""
+                ran = f"; load {self.load} does not apply to these rows here" if load != self.load else ""
+                kernel += f" ({b} blocks per SM x {t} threads, {u} loads in flight per thread{hint}{ran})"
         return f"{self.store.describe()}; {kernel}"
 
     def close(self) -> None:
         self.store.close()
 
 
+def gather_mapped(store: ShardedTable, ids: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out[i] = row ids[i]`` read from a CPU rank's mapped store with index operations: the one
+    shared table (continuous) or every rank's mapped shard (chunked)."""
+    if store.whole is not None:
+        return torch.index_select(store.whole, 0, ids, out=out)
+    rows_per_rank = store.partition.rows_per_rank
+    owner = torch.div(ids, rows_per_rank, rounding_mode="floor")
+    for r, shard in enumerate(store.peers):
+        where = (owner == r).nonzero().squeeze(1)
+        if where.numel():
+            # index_copy_ moves whole rows; boolean/advanced assignment goes element-wise
+            out.index_copy_(0, where, shard.index_select(0, ids[where] - r * rows_per_rank))
+    return out
+
+
 @register_impl("gather", "p2p_shared",
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
                summary="one gather kernel per rank reading peer shards: a pointer per rank (symmetric "
                        "memory, CUDA IPC) or one CUDA VMM range (continuous)")
-def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, launch: str | None = None, **_):
-    return SharedMemoryGather(rank, spec, mode, backend, launch)
+def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, launch: str | None = None,
+         load: str | None = None, **_):
+    return SharedMemoryGather(rank, spec, mode, backend, launch, load)

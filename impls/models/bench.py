@@ -71,6 +71,48 @@ def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2
     return rows
 
 
+def layer_profile(model, blocks, x: torch.Tensor, *, timer, warmup: int = 2, repeats: int = 5) -> list[dict]:
+    """Each layer of ``model`` alone on one mini-batch (``blocks``, input features ``x``): forward +
+    backward milliseconds (median of ``repeats``), its block's edges and nodes and its widths; for
+    PyG's normalizing GCNConv also the normalization it computes inside the layer
+    (:func:`impls.models.pyg.gcn_normalization`) timed alone. A layer's input is what the layers
+    before it give (without gradient); layers after the first take the gradient of their input too,
+    as in training."""
+    from .nets import _ACTS
+
+    act = _ACTS[model.activation]
+    inputs, widths, h = [], [], x
+    with torch.no_grad():
+        for l, block in enumerate(blocks):
+            inputs.append(h)
+            h = model.layer(l, block, h)
+            widths.append(int(h.shape[1]))
+            if l < len(blocks) - 1 and act is not None:
+                h = act(h)
+    out = []
+    for l, (block, h_in, width) in enumerate(zip(blocks, inputs, widths)):
+        h = h_in.detach().requires_grad_(l > 0)
+
+        def step():
+            model.zero_grad(set_to_none=True)
+            h.grad = None
+            model.layer(l, block, h).sum().backward()
+
+        stats = measure(step, timer=timer, warmup=warmup, repeats=repeats)
+        row = {"layer": l, "ms": stats.median * 1e3, "p10_ms": stats.p10 * 1e3, "p90_ms": stats.p90 * 1e3,
+               "edges": int(block.num_edges), "num_src": int(block.num_src), "num_dst": int(block.num_dst),
+               "in_dim": int(h.shape[1]), "out_dim": width}
+        if getattr(model, "backend", "") == "pyg" and model.kind == "gcn":
+            from .pyg import gcn_normalization
+
+            with torch.no_grad():
+                norm = measure(lambda: gcn_normalization(model, l, block, h), timer=timer, warmup=warmup,
+                               repeats=repeats)
+            row["norm_ms"] = norm.median * 1e3
+        out.append(row)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

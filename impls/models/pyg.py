@@ -106,6 +106,20 @@ class PygBlockGNN(BlockGNN):
         return conv((h, h[:n_dst]), ei, size=(n_src, n_dst))
 
 
+def gcn_normalization(model: PygBlockGNN, l: int, block, h: torch.Tensor):
+    """What PyG's GCNConv of layer ``l`` computes of the block before its product, run alone: the
+    block's edges without sampled self loops, and ``gcn_norm`` on the block as a graph of num_src
+    nodes (a self loop added to every source node, degrees, one weight per edge). None where the
+    layer is not a normalizing GCNConv."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    conv = model.convs[l]
+    if model.kind != "gcn" or not getattr(conv, "normalize", False):
+        return None
+    ei, w = _gcn_edges(block, model.norm, h.dtype)
+    return gcn_norm(ei, w, h.size(0), conv.improved, conv.add_self_loops, conv.flow, h.dtype)
+
+
 def build_pyg(kind: str, in_dim: int, hidden: int, out_dim: int, num_layers: int, *,
               heads: int = 4, dropout: float = 0.0, norm: str = "sym", attn_dropout: float = 0.0,
               negative_slope: float = 0.2, head_dim: int | None = None,

@@ -289,6 +289,29 @@ def block_bytes(blocks: list[Block]) -> int:
     return sum(tensor_bytes(*_tensors(b)) for b in blocks)
 
 
+def device_used_parts(device: torch.device, used: int) -> dict:
+    """What the device's used memory (nvidia-smi's view) is made of, in bytes: torch's caching
+    allocator (``allocated`` now, ``reserved``: held from the driver, cached free blocks included,
+    and their peaks), this process's own use as NVML counts it (its CUDA context, NCCL's buffers,
+    CuPy's pool and the stores allocated outside torch's allocator besides torch's reserve), and the
+    other processes' use of this device (peer ranks' contexts on it, for one). ``own_bytes`` is None
+    where NVML does not list this process (another pid namespace): then the other processes are
+    all the listed ones but the largest."""
+    from impls.core.nvml import device_processes
+
+    parts = {"used": used, "allocated": int(torch.cuda.memory_allocated(device)),
+             "reserved": int(torch.cuda.memory_reserved(device)),
+             "max_allocated": int(torch.cuda.max_memory_allocated(device)),
+             "max_reserved": int(torch.cuda.max_memory_reserved(device))}
+    procs = device_processes(device)
+    if procs is not None:
+        own = [p["used_bytes"] for p in procs if p["own"]]
+        others = [p["used_bytes"] for p in procs if not p["own"]] if own else [p["used_bytes"] for p in procs[1:]]
+        parts.update(processes=len(procs), own_bytes=own[0] if own else None, others_bytes=sum(others),
+                     other_processes=len(others))
+    return parts
+
+
 class RankFailed(BaseException):
     """A training point failed on this rank: not an Exception, so the runner does not turn it into a
     row and go on to the next point's collectives while the other ranks are still in this one."""
@@ -648,6 +671,7 @@ class Pipeline:
             report["device_used_bytes"] = int(total - free)
             report["device_total_bytes"] = int(total)
             report["training_measure"] = "torch.cuda.max_memory_allocated during training - allocated before the model"
+            report["device_used_parts"] = device_used_parts(self.device, int(total - free))
         else:
             report["training_measure"] = "parameters + gradients + Adam state + largest mini-batch input (host)"
         return report

@@ -5,7 +5,12 @@
   otherwise). ``sample`` is one hop; ``sample_minibatch`` is PyG's multi-hop sample with its
   relabeling (sampling + unique). Outputs stay on the CPU, as PyG's loader produces them.
 - ``dgl``: ``dgl.sampling.sample_neighbors`` (+ ``dgl.to_block`` per hop for a mini-batch) on
-  the sampler's device; a clear skip where DGL does not import (no PyPI build for torch >= 2.4).
+  the sampler's device, with one DGL OpenMP thread as in a worker of DGL's DataLoader (see
+  :class:`DglSampler`); a clear skip where DGL does not import (no PyPI build for torch >= 2.4).
+
+Both baselines answer in the interface of ``impls/sampling/samplers.py``: ``fanout <= 0`` takes
+every neighbour (PyG and DGL spell it -1; their 0 takes none), and a repeated seed is sampled
+once per copy, its neighbours at its own position.
 - ``LibSamplerAdapter``: the real pylibwholegraph sampler (wholegraph_lib.py, library
   convention) returning our convention (int64 offsets and ids).
 """
@@ -77,7 +82,7 @@ class PygSampler:
     def _sampler(self, fanouts):
         from torch_geometric.sampler import NeighborSampler
 
-        key = tuple(int(f) for f in fanouts)
+        key = tuple(library_fanout(f) for f in fanouts)
         if key not in self._samplers:
             self._samplers[key] = NeighborSampler(self.data, num_neighbors=list(key), is_sorted=True)
         return self._samplers[key]
@@ -115,9 +120,24 @@ class PygSampler:
 
 
 class DglSampler:
+    """DGL's ``sample_neighbors`` in the sampler interface.
+
+    Threads: DGL's CPU sampler is an OpenMP loop over the seeds. Its DataLoader runs it in worker
+    processes with one OpenMP thread each (``dgl.dataloading.WorkerInitWrapper``); run in the
+    rank's process with the process's threads, it loses most of its time when another process
+    holds one of those cores: a thread of the loop waits for a descheduled sibling (2-core host
+    under a load of 2-3: one hop of 600 seeds x 10 on a products stand-in took 1.0-95 ms,
+    median 40 ms, with 2 threads and 0.9-17 ms, median 1.2 ms, with one). So each call runs with
+    one OpenMP thread, as a loader worker does (``threads`` changes it), and restores the
+    process's count after it, as the PyG adapter does for PyG's serial sampler.
+
+    Output: ``sample_neighbors`` returns a seed's edges at fanout -1 (0 returns none), takes a
+    short list whole in an order of its own, and returns a repeated seed's edges once per copy;
+    :func:`edges_by_seed` puts each copy's edges at its position, in CSR order."""
+
     name = "dgl"
 
-    def __init__(self, where, indptr, indices, **_):
+    def __init__(self, where, indptr, indices, threads: int = 1, **_):
         from harness.dgl_compat import import_dgl
 
         try:
@@ -125,6 +145,7 @@ class DglSampler:
         except ImportError as exc:
             raise SkipPoint(str(exc)) from None
         self.dgl = dgl
+        self.threads = int(threads)
         self.device, _ = where_of(where)
         if self.device.type == "cuda":
             from harness.dgl_compat import layers_unavailable
@@ -134,18 +155,29 @@ class DglSampler:
                 raise SkipPoint(problem)
         ip, ix = _csr_tensors(indptr, indices)
         self.num_nodes = ip.numel() - 1
+        self.degrees = (ip[1:] - ip[:-1]).to(self.device)
+        # edge ids are CSR positions: they give back the CSR order of a seed's neighbours
         g = dgl.graph(("csc", (ip, ix, torch.arange(ix.numel()))), num_nodes=self.num_nodes)
         self.g = g.to(self.device) if self.device.type == "cuda" else g
+
+    def _sample_neighbors(self, targets, fanout):
+        utils = self.dgl.utils
+        before = utils.get_num_threads()
+        utils.set_num_threads(self.threads)
+        try:
+            return self.dgl.sampling.sample_neighbors(self.g, targets, library_fanout(fanout), edge_dir="in",
+                                                      replace=False)
+        finally:
+            utils.set_num_threads(before)
 
     def sample(self, seeds, fanout, *, seed=None, generator=None, check=True):
         if seed is not None:
             self.dgl.seed(int(seed))
         seeds = torch.as_tensor(seeds).reshape(-1).to(self.device, torch.int64)
-        fr = self.dgl.sampling.sample_neighbors(self.g, seeds, int(fanout), edge_dir="in", replace=False)
+        fr = self._sample_neighbors(seeds, fanout)
         src, dst = fr.edges()
-        sorted_seeds, perm = torch.sort(seeds)
-        seed_index = perm[torch.searchsorted(sorted_seeds, dst)]
-        return _group_by_seed(seeds.numel(), src, seed_index)
+        counts = self.degrees[seeds] if int(fanout) <= 0 else self.degrees[seeds].clamp(max=int(fanout))
+        return edges_by_seed(seeds, counts, src, dst, fr.edata[self.dgl.EID])
 
     def sample_minibatch(self, seeds, fanouts, *, seed=None, generator=None) -> dict:
         if seed is not None:
@@ -153,17 +185,57 @@ class DglSampler:
         targets = torch.as_tensor(seeds).reshape(-1).to(self.device, torch.int64)
         edges = 0
         for fanout in fanouts:
-            fr = self.dgl.sampling.sample_neighbors(self.g, targets, int(fanout), edge_dir="in", replace=False)
+            fr = self._sample_neighbors(targets, fanout)
             block = self.dgl.to_block(fr, targets)
             edges += block.num_edges()
             targets = block.srcdata[self.dgl.NID]
         return {"nodes": int(targets.numel()), "edges": int(edges)}
 
     def describe(self) -> str:
-        return f"DGL {self.dgl.__version__} sample_neighbors + to_block on {self.device}"
+        return (f"DGL {self.dgl.__version__} sample_neighbors + to_block on {self.device}, {self.threads} OpenMP "
+                f"thread{'s' if self.threads != 1 else ''} (as in a DataLoader worker)")
 
     def close(self) -> None:
         self.g = None
+
+
+def library_fanout(fanout) -> int:
+    """A fanout as PyG and DGL take it: -1 for every neighbour (the interface's ``fanout <= 0``)."""
+    fanout = int(fanout)
+    return fanout if fanout > 0 else -1
+
+
+def edges_by_seed(seeds, counts, src, dst, eid):
+    """(offsets, neighbours) in the interface's convention from a library's sampled edges
+    ``src -> dst`` (``eid``: their CSR positions): the edges of each copy of a seed at that copy's
+    position (a library that returns a repeated seed's edges once per copy, in any order of the
+    copies' groups: the k-th group of a seed value goes to its k-th copy), each copy's edges in CSR
+    order. ``counts`` is what each position must get (min(degree, fanout)); HarnessError when the
+    edges do not add up to them or a copy gets an edge twice."""
+    n = seeds.numel()
+    counts = counts.to(torch.int64)
+    offsets = torch.zeros(n + 1, dtype=torch.int64, device=seeds.device)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    total = int(offsets[-1])
+    if total != dst.numel():
+        raise HarnessError(f"the sampler returned {dst.numel()} edges for {total} expected "
+                           "(min(degree, fanout) per seed copy)")
+    if total == 0:
+        return offsets, src.to(torch.int64)
+    # positions sorted by seed value and edges sorted by destination line up copy by copy
+    by_value = torch.sort(seeds, stable=True).indices
+    edge_order = torch.sort(dst, stable=True).indices
+    if not torch.equal(dst[edge_order], torch.repeat_interleave(seeds[by_value], counts[by_value])):
+        raise HarnessError("the sampler's edges do not match min(degree, fanout) per seed copy")
+    position = torch.empty(total, dtype=torch.int64, device=seeds.device)
+    position[edge_order] = torch.repeat_interleave(by_value, counts[by_value])
+    # each copy's edges together, in CSR order: sort by edge id, then (stable) by position
+    order = torch.sort(eid, stable=True).indices
+    order = order[torch.sort(position[order], stable=True).indices]
+    key_pos, key_eid = position[order], eid[order]
+    if bool(((key_pos[1:] == key_pos[:-1]) & (key_eid[1:] == key_eid[:-1])).any()):
+        raise HarnessError("the sampler gave a seed copy the same edge twice")
+    return offsets, src[order].to(torch.int64)
 
 
 class LibSamplerAdapter:

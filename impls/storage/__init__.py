@@ -22,10 +22,12 @@ counters, memory accounting; registered as ``storage.ggms``, ``storage.dgl_cache
 """
 
 # the storage API other interfaces use (the gathers read a ShardedTable or a HostTable; the
-# pipelines build the tiered stores and size their workspace)
+# pipelines build the tiered stores and size their workspace; MG-GCN's peer copies and the pushed
+# gather keep buffers every rank maps: GpuBuffers on GPUs, SharedHostArray on CPU ranks)
 from .budget import estimate_workspace  # noqa: E402,F401
 from .dgl_cache import build_dgl_cache  # noqa: E402,F401
 from .ggms import build_ggms  # noqa: E402,F401
 from .host_table import HostTable  # noqa: E402,F401
 from .quiver import build_quiver  # noqa: E402,F401
 from .shards import ShardedTable  # noqa: E402,F401
+from .tiered import GpuBuffers, SharedHostArray  # noqa: E402,F401

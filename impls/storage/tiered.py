@@ -164,6 +164,12 @@ class GpuBuffers:
     def nbytes(self) -> int:
         return max(self.numel, 1) * self._alloc.element_size()
 
+    def barrier(self, channel: int = 0) -> None:
+        """Device-side barrier of every rank's current stream (shared buffers, after map_peers):
+        work enqueued after it on a rank's stream starts once every rank's stream has reached it,
+        and no host waits."""
+        self._symm.barrier(channel=channel)
+
     def close(self) -> None:
         self.views = []
         self.local = None

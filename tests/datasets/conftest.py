@@ -23,8 +23,9 @@ def products_tiny():
 
 @pytest.fixture(autouse=True)
 def _isolated_data_root(monkeypatch, tmp_path):
-    # No test may touch ./data or a user's HARNESS_DATA_ROOT.
+    # No test may touch ./data, a user's HARNESS_DATA_ROOT or the harness's cache.
     monkeypatch.setenv("HARNESS_DATA_ROOT", str(tmp_path / "default-root"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def csr_edges(graph) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ pytest.importorskip("ogb")
 
 from harness import datasets  # noqa: E402
 from harness.config import RunConfig  # noqa: E402
+from harness.datasets.cache import real_dir  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
 
 N, E, DIM, CLASSES = 600, 4800, 16, 5
@@ -65,7 +66,8 @@ def test_datasetsaver_folder_loads_as_the_real_dataset(ogb_root):
     want = {(int(a), int(b)) for a, b in zip(saved["src"], saved["dst"]) if a != b}
     want |= {(b, a) for a, b in want}
     assert got == want
-    manifest = json.loads((Path(root) / "harness_cache" / "real" / "ogbn-products" / "manifest.json").read_text())
+    manifest = json.loads((real_dir(root, "ogbn-products") / "manifest.json").read_text())
+    assert not (Path(root) / "harness_cache").exists()          # nothing written into the user's data root
     assert manifest["is_standin"] is False and manifest["source"]["layout"] == "ogb"
 
 

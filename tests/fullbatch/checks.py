@@ -5,20 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from .reference import MODELS, NUM_NODES, DenseReference, assert_close_to_reference, make_test_graph
-from .targets import ADAM_STEPS
+from .targets import ADAM_STEPS, configurations
 
 
 def check_configurations(per_rank: list[dict], world: int, bitwise: bool = True) -> None:
     """``bitwise``: overlap and buffer reuse must not change a single bit (CPU kernels); on GPUs
-    cuSPARSE may pick its algorithm by pointer alignment, so there they must agree to 1e-6."""
+    cuSPARSE may pick its algorithm by pointer alignment, so there they must agree to 1e-6.
+    Schedules that add the blocks in another order (the paper's stage order, peer copies from
+    three ranks on) agree to 1e-6 everywhere."""
     g = make_test_graph(1)
     refs = {name: DenseReference(g, model).gradients() for name, model in MODELS.items()}
     rank0 = per_rank[0]
-    configs = [k for k in rank0 if isinstance(k, tuple)]
-    assert len(configs) == len(MODELS) * 8
+    configs = [k for k in rank0 if isinstance(k, tuple) and k[0] in MODELS]
+    assert len(configs) == len(MODELS) * len(configurations()) * 2
     for key in configs:
-        name, permute, overlap, reuse = key
-        label = f"P={world} {name} permute={permute} overlap={overlap} reuse={reuse}"
+        name, order, overlap, variant = key
+        label = f"P={world} {name} order={order} overlap={overlap} {variant}"
         # every rank holds the same loss and the same all-reduced gradient
         for other in per_rank[1:]:
             assert other[key][0] == rank0[key][0], label
@@ -34,14 +36,19 @@ def check_configurations(per_rank: list[dict], world: int, bitwise: bool = True)
         assert ("bwd0" in spmms) == (name != "spmm_first_layer0"), f"{label}: {spmms}"
         assert [s for s in spmms if s.startswith("fwd")] == [f"fwd{l}" for l in range(3)]
 
+    # the same multiplies in the same order: overlap and fresh buffers change nothing
     for name in MODELS:
-        for permute in (False, True):
-            for overlap in (False, True):
-                _same(rank0, (name, permute, overlap, True), (name, permute, overlap, False),
-                      f"P={world} {name}: buffer reuse changed the result", bitwise)
-            for reuse in (True, False):
-                _same(rank0, (name, permute, True, reuse), (name, permute, False, reuse),
-                      f"P={world} {name}: overlap changed the result", bitwise)
+        for order, variant in configurations():
+            _same(rank0, (name, order, True, variant), (name, order, False, variant),
+                  f"P={world} {name} {order} {variant}: overlap changed the result", bitwise)
+        for overlap in (False, True):
+            key = (name, "random_parts", overlap)
+            _same(rank0, (*key, "broadcast"), (*key, "fresh"),
+                  f"P={world} {name}: buffer reuse changed the result", bitwise)
+            for other in ("peer", "paper"):
+                # two blocks add up the same in either order; from three on the orders differ
+                _same(rank0, (*key, "broadcast"), (*key, other),
+                      f"P={world} {name}: {other} changed the result", bitwise and world <= 2)
 
     ref_losses, ref_weights = DenseReference(g, MODELS["spmm_first_middle"]).adam_losses(ADAM_STEPS)
     losses, weights = rank0["adam"]
@@ -52,16 +59,22 @@ def check_configurations(per_rank: list[dict], world: int, bitwise: bool = True)
     for other in per_rank[1:]:
         assert all(np.array_equal(a, b) for a, b in zip(other["adam"][1], weights)), "replicas diverged"
 
-    intervals, spmms, ops = rank0["timeline"]
-    for spmm in spmms:
-        mine = [i for i in intervals if i[0] == spmm]
-        computes = sorted(i[1] for i in mine if i[2] == "compute")
-        comms = sorted(i[1] for i in mine if i[2] == "comm")
-        assert computes == list(range(world)), f"{spmm}: multiplies at stages {computes}"
-        assert comms == (list(range(world)) if world > 1 else []), f"{spmm}: broadcasts at {comms}"
-        assert all(i[4] >= i[3] >= 0 for i in mine)
-    assert ops["spmm"] > 0 and ops["gemm"] > 0 and ops["adam"] > 0
-    assert (ops["allreduce"] > 0) == (world > 1)
+    for transport in ("peer", "broadcast"):
+        intervals, spmms, ops = rank0[("timeline", transport)]
+        for spmm in spmms:
+            mine = [i for i in intervals if i[0] == spmm]
+            computes = sorted(i[1] for i in mine if i[2] == "compute")
+            comms = sorted(i[1] for i in mine if i[2] == "comm")
+            assert computes == list(range(world)), f"{transport} {spmm}: multiplies of blocks {computes}"
+            # a broadcast turn for every rank (its own included); a copy of every other rank's block
+            moved = list(range(world)) if transport == "broadcast" else [j for j in range(world) if j != 0]
+            assert comms == (moved if world > 1 else []), f"{transport} {spmm}: transfers of {comms}"
+            assert all(i[4] >= i[3] >= 0 for i in mine)
+            # the local block is multiplied first
+            first = min((i for i in mine if i[2] == "compute"), key=lambda i: i[3])
+            assert first[1] == 0, f"{transport} {spmm}: rank 0 multiplied block {first[1]} first"
+        assert ops["spmm"] > 0 and ops["gemm"] > 0 and ops["adam"] > 0
+        assert (ops["allreduce"] > 0) == (world > 1)
 
 
 def _same(results: dict, a: tuple, b: tuple, message: str, bitwise: bool) -> None:
@@ -75,4 +88,3 @@ def _same(results: dict, a: tuple, b: tuple, message: str, bitwise: bool) -> Non
         np.testing.assert_allclose(ra[2], rb[2], rtol=1e-6, atol=1e-7, err_msg=message)
         for x, y in zip(ra[3], rb[3]):
             np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9 + 1e-6 * np.abs(y).max(), err_msg=message)
-

@@ -12,11 +12,12 @@ from harness.experiment import RunContext
 from harness.launcher import RankContext
 from harness.report import report_runs, write_artifact
 
-EXPERIMENTS = ("mggcn.table3", "mggcn.fig5", "mggcn.fig7", "mggcn.fig8", "mggcn.fig9", "mggcn.memory")
+EXPERIMENTS = ("mggcn.table3", "mggcn.fig5", "mggcn.fig6", "mggcn.fig7", "mggcn.fig8", "mggcn.fig9", "mggcn.memory")
 # small models and one small graph keep every artifact to a few seconds on one core
 TINY = {
     "mggcn.table3": {"datasets": "products", "models": "paper,2x16"},
     "mggcn.fig5": {"datasets": "products", "model": "2x16"},
+    "mggcn.fig6": {"model": "2x16"},
     "mggcn.fig7": {"datasets": "products", "model": "2x16"},
     "mggcn.fig8": {"model": "2x16"},
     "mggcn.fig9": {"factors": "1,2", "model": "2x16"},
@@ -49,6 +50,16 @@ def test_grids_on_two_cpu_ranks(data_root):
     assert {p.world_size for p in fig5} == {1}                             # the paper profiles one GPU
     assert {p.world_size for p in points["mggcn.fig8"]} == {2}
     assert {p.params["overlap"] for p in points["mggcn.fig8"]} == {False, True}
+    # Fig. 6: the paper's schedule in the input order, the paper's permutation and random parts
+    assert {p.params["order"] for p in points["mggcn.fig6"]} == {"original", "random", "random_parts"}
+    assert all(p.params["transport"] == "broadcast" and p.params["local_first"] is False
+               and p.params["overlap"] is False and p.world_size == 2 for p in points["mggcn.fig6"])
+    # an engine variant asked for is in the points' params; the defaults are not
+    assert all("transport" not in p.params and "order" not in p.params for p in table3)
+    variant = RunConfig(device="cpu", world_size=2, quick=True, data_root=data_root,
+                        params={"transport": "broadcast", "order": "random"})
+    assert all(p.params["transport"] == "broadcast" and p.params["order"] == "random"
+               for p in registry.get_experiment("mggcn.table3").points(variant) if p.impl == "mggcn")
     assert {p.params["permute"] for p in points["mggcn.fig7"]} == {False, True}
     assert [p.params["factor"] for p in points["mggcn.fig9"] if p.world_size == 1] == [1, 4, 16]
     memory = registry.get_experiment("mggcn.memory")
@@ -88,8 +99,8 @@ def test_reports_from_measured_rows(data_root, tmp_path):
     info = RunInfo("0001_cpu_test", "cpu", {"host": {"cpu_model": "test", "cpu_count": 2}})
     for exp_id in EXPERIMENTS:
         exp = registry.get_experiment(exp_id)
-        # fig8 and fig5 run the run's count alone: one rank here
-        cfg = _cfg(exp_id, data_root, world=1 if exp_id in ("mggcn.fig8", "mggcn.fig5") else 2)
+        # figs. 5, 6 and 8 run the run's count alone: one rank here
+        cfg = _cfg(exp_id, data_root, world=1 if exp_id in ("mggcn.fig8", "mggcn.fig5", "mggcn.fig6") else 2)
         rows = []
         for point in exp.points(cfg):
             reason = runner.impl_skip_reason(exp, point, cfg)

@@ -1,10 +1,12 @@
 """MG-GCN on 1-4 CPU ranks (gloo) equals a float64 dense single-device computation.
 
-Per world size, one launch runs every combination of: three models that put SpMM-first layers
-first, in the middle and last; original and permuted vertex order; broadcasts overlapped (gloo's
-asynchronous broadcast) or stage by stage; shared buffers or a fresh allocation per
-intermediate. Loss, logits and every weight gradient must match the reference; overlap and
-buffer reuse must not change a single bit; three Adam steps must track the reference.
+Per world size, one launch runs three models that put SpMM-first layers first, in the middle and
+last, each with transfers overlapped or stage by stage, in every vertex order (input, the paper's
+random permutation, random parts) with peer copies, and with random parts in every other
+schedule: the paper's broadcasts (local block first, or the paper's stage order), broadcasts into
+a fresh allocation per intermediate. Loss, logits and every weight gradient must match the
+reference; overlap and buffer reuse must not change a single bit; three Adam steps must track the
+reference.
 """
 
 from __future__ import annotations
@@ -28,15 +30,17 @@ def test_ranks_match_single_device(world):
     check_configurations(per_rank, world)
 
 
-def test_vertex_order_is_permuted_by_default_only_across_ranks():
-    """The permutation balances the ranks' loads (Sec. 5.2); with one rank there is nothing to balance
-    and it would only cost the SpMM its locality, so the factory leaves the order alone."""
+def test_vertex_order_is_balanced_by_default_only_across_ranks():
+    """Random parts balance the ranks' loads as the paper's permutation does (Sec. 5.2); with one rank
+    there is nothing to balance, so the factory leaves the order alone."""
     from harness import registry
+    from impls.fullbatch import default_order
     from impls.fullbatch.model import ModelConfig
 
     from .reference import make_test_graph
 
     make = registry.get_impl("fullbatch", "mggcn").factory
     graph = make_test_graph()
-    assert make(graph, ModelConfig(2, 8), world=1).share.permuted is False
-    assert make(graph, ModelConfig(2, 8), world=1, permute=True).share.permuted is True
+    assert make(graph, ModelConfig(2, 8), world=1).share.order == "original" == default_order(1)
+    assert make(graph, ModelConfig(2, 8), world=1, order="random").share.permuted is True
+    assert default_order(4) == "random_parts"

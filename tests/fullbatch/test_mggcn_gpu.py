@@ -23,12 +23,13 @@ def test_gpu_ranks_match_single_device(world):
         pytest.skip(f"needs {world} GPUs, {GPUS} visible")
     per_rank = launch(run_configurations, (), world_size=world, device="cuda", timeout_s=600)
     check_configurations(per_rank, world, bitwise=False)
-    has_comm_stream, distinct = per_rank[0]["streams"]
-    assert has_comm_stream == distinct == (world > 1)
+    for transport in ("peer", "broadcast"):
+        has_comm_stream, distinct = per_rank[0][("streams", transport)]
+        assert has_comm_stream == distinct == (world > 1)
 
 
-def overlap_probe(ctx, nodes: int, degree: int):
-    """One recorded epoch with overlap on a graph big enough that broadcasts and multiplies take time."""
+def overlap_probe(ctx, nodes: int, degree: int, transport: str):
+    """One recorded epoch with overlap on a graph big enough that transfers and multiplies take time."""
     import torch
 
     from impls.fullbatch.mggcn import MGGCN
@@ -36,34 +37,36 @@ def overlap_probe(ctx, nodes: int, degree: int):
     from impls.fullbatch.problem import random_graph, rank_share
 
     g = random_graph(nodes, degree, 256, 16, seed=0)
-    share = rank_share(g, ctx.rank, ctx.world_size, permute=True, seed=0)
+    share = rank_share(g, ctx.rank, ctx.world_size, order="random_parts", seed=0)
     engine = MGGCN(share, ModelConfig(2, 256), device=str(ctx.torch_device()), overlap=True,
-                   record_timeline=True)
+                   record_timeline=True, transport=transport)
     for _ in range(2):                      # warm-up: cuSPARSE handles, NCCL channels
         engine.train_epoch()
     engine.collect_timeline()
     engine.train_epoch()
     intervals = [(i.spmm, i.stage, i.kind, i.start_s, i.end_s) for i in engine.collect_timeline()]
     streams = (engine.comm_stream, torch.cuda.current_stream())
+    engine.close()
     return intervals, streams[0] is not None and streams[0] != streams[1]
 
 
+@pytest.mark.parametrize("transport", ["peer", "broadcast"])
 @pytest.mark.parametrize("world", [2, 4])
-def test_broadcasts_overlap_multiplies_on_two_streams(world):
+def test_transfers_overlap_multiplies_on_two_streams(world, transport):
     if world > GPUS:
         pytest.skip(f"needs {world} GPUs, {GPUS} visible")
-    per_rank = launch(overlap_probe, (400_000, 16), world_size=world, device="cuda", timeout_s=600)
+    per_rank = launch(overlap_probe, (400_000, 16, transport), world_size=world, device="cuda", timeout_s=600)
     for rank, (intervals, two_streams) in enumerate(per_rank):
-        assert two_streams, f"rank {rank}: broadcasts and multiplies share a stream"
+        assert two_streams, f"rank {rank}: transfers and multiplies share a stream"
         overlapped = 0
         for spmm in {i[0] for i in intervals}:
             comm = {i[1]: (i[3], i[4]) for i in intervals if i[0] == spmm and i[2] == "comm"}
             compute = {i[1]: (i[3], i[4]) for i in intervals if i[0] == spmm and i[2] == "compute"}
-            assert set(comm) == set(compute) == set(range(world))
-            for stage in range(world - 1):
-                # stage+1's broadcast runs while stage's multiply does
-                (c0, c1), (b0, b1) = compute[stage], comm[stage + 1]
-                if b0 < c1 and b1 > c0:
+            moved = set(range(world)) - ({rank} if transport == "peer" else set())
+            assert set(comm) == moved and set(compute) == set(range(world))
+            # a block arrives while another one is multiplied
+            for block, (b0, b1) in comm.items():
+                if block != rank and any(c0 < b1 and c1 > b0 for j, (c0, c1) in compute.items() if j != block):
                     overlapped += 1
             if spmm == "fwd0":      # 256 columns: long enough that launch gaps do not matter
                 # only concurrency lets the SpMM end before its broadcasts and multiplies would in a row
@@ -82,7 +85,7 @@ def test_peak_memory_within_the_buffer_bound():
     from impls.fullbatch.problem import random_graph, rank_share
 
     g = random_graph(200_000, 16, 100, 47, seed=0)
-    share = rank_share(g, 0, 1, permute=True, seed=0)
+    share = rank_share(g, 0, 1, order="random", seed=0)
     peaks = {}
     for reuse in (True, False):
         torch.cuda.synchronize()

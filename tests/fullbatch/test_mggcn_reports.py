@@ -181,3 +181,58 @@ def test_fig9_verdict_checks_super_linear_speedup_only_where_measured(four_at_64
     assert art.table.set_index("density").loc["128x", "paper: super-linear on"] == "2, 4, 8 GPUs"
     assert set(art.history["run"]) == {"0001", "0002"}
     assert _lint(art) == []
+
+
+def _orders(gpus, spmm_ms, heavy_ms):
+    """One SpMM of PRODUCTS on ``gpus`` ranks in the paper's schedule, per vertex order: its time and
+    its stages, where rank ``stage`` multiplies a tile ``heavy_ms[order]`` long and the others 1 ms."""
+    out = []
+    for order, spmm in spmm_ms.items():
+        where = {"dataset": "products", "model": "2x512", "scale": 1.0, "gpus": gpus, "order": order,
+                 "overlap": False, "transport": "broadcast", "local_first": False}
+        out.append(row("mggcn", spmm, experiment="mggcn.fig6", metric="spmm_time.fwd1", unit="ms", device="cuda",
+                       world_size=gpus, params=where, extra={"spmm": "fwd1"}))
+        for rank in range(gpus):
+            for stage in range(gpus):
+                compute = heavy_ms[order] if rank == stage else 1.0
+                for kind, length, start in (("comm", 0.5, 3.0 * stage), ("compute", compute, 3.0 * stage + 0.5)):
+                    extra = {"rank": rank, "spmm": "fwd1", "stage": stage, "kind": kind}
+                    for metric, value in (("stage_start", start), ("stage_duration", length)):
+                        out.append(row("mggcn", value, experiment="mggcn.fig6",
+                                       metric=f"{metric}.fwd1.rank{rank}.stage{stage}.{kind}", unit="ms",
+                                       device="cuda", world_size=gpus, params=where, extra=extra))
+    return out
+
+
+@pytest.mark.parametrize("permuted_ms, permuted_heavy, status", [
+    (8.0, 1.0, "reproduced"), (8.0, 2.5, "partly"), (12.0, 2.5, "not reproduced")])
+def test_fig6_verdict_is_that_permuting_shortens_the_spmm_and_evens_its_stages(permuted_ms, permuted_heavy, status):
+    run = _run("0001_h200x4", "4xH200")
+    art = _report("mggcn.fig6", [(run, _orders(4, {"original": 10.0, "random": permuted_ms, "random_parts": 7.0},
+                                               {"original": 2.0, "random": permuted_heavy, "random_parts": 1.0}))])
+    assert art.status == status
+    table = art.table.set_index(["Machine", "order"])
+    assert table.loc[("paper (4x V100)", "original"), "SpMM (ms)"] == 50.0
+    assert table.loc[("paper (4x V100)", "permuted (paper)"), "SpMM (ms)"] == 38.0
+    assert table.loc[("4xH200", "original"), "SpMM (ms)"] == 10.0
+    # stage imbalance: per stage the slowest GPU's multiply over the mean GPU's, summed over stages
+    assert table.loc[("4xH200", "original"), "stage imbalance"] == pytest.approx(2.0 / 1.25)
+    assert table.loc[("4xH200", "random parts"), "stage imbalance"] == pytest.approx(1.0)
+    assert "10 ms original -> " in art.headline and "paper 4x V100: 50 -> 38 ms" in art.headline
+    # one panel per order, a compute and a comm lane per GPU; the SpMM times beside them
+    panels = [ax for ax in art.figure.axes if ax.get_yticklabels() and "GPU" in ax.get_yticklabels()[0].get_text()]
+    assert len(panels) == 3
+    assert [t.get_text() for t in panels[0].get_yticklabels()][:2] == ["GPU 0: compute", "GPU 0: comm"]
+    assert _lint(art) == []
+
+
+def test_table3_shows_the_default_engine_and_keeps_its_variants_in_the_history():
+    run = _run("0001_h200x4", "4xH200")
+    art = _report("mggcn.table3", [(run, [
+        _epoch("mggcn", "products", "3x256", 1.0, 1, 0.1), _epoch("mggcn", "products", "3x256", 1.0, 4, 0.03),
+        _epoch("mggcn", "products", "3x256", 1.0, 4, 0.05, transport="broadcast", order="random")])])
+    assert art.table.set_index("#G").loc[4, "PRODUCTS 4xH200 (s)"] == 0.03
+    history = art.history.set_index("variant")
+    assert history.loc["order=random, transport=broadcast", "epoch (s)"] == 0.05
+    assert history.loc["order=random, transport=broadcast", "speedup"] == pytest.approx(2.0)   # over the default 1 GPU
+    assert history.loc["", "speedup"].tolist() == pytest.approx([1.0, 0.1 / 0.03])

@@ -104,7 +104,7 @@ def test_relu_backward_in_place_and_out_of_place():
 
 def test_first_layer_backward_spmm():
     g = make_test_graph()
-    share = rank_share(g, 0, 1, permute=False)
+    share = rank_share(g, 0, 1, order="original")
     # aggregating first: the SpMM only feeds dL/dX; skipped, gradients exact
     engine = MGGCN(share, MODELS["spmm_first_layer0"])
     loss, logits, grads = engine.compute_gradients()
@@ -126,7 +126,7 @@ def test_first_layer_backward_spmm():
 
 def test_engine_memory_report_counts_the_plan():
     g = make_test_graph()
-    share = rank_share(g, 0, 1, permute=True)
+    share = rank_share(g, 0, 1, order="random")
     reuse = MGGCN(share, MODELS["spmm_first_middle"])
     fresh = MGGCN(share, MODELS["spmm_first_middle"], reuse_buffers=False)
     reuse.train_epoch()
@@ -135,3 +135,29 @@ def test_engine_memory_report_counts_the_plan():
     assert a.buffer_count == 4 and a.engine_peak_bytes == a.planned_buffer_bytes == reuse.plan.total_bytes
     assert b.buffer_count == 0 and b.engine_peak_bytes > 2 * a.engine_peak_bytes
     assert a.static_bytes == b.static_bytes > g.features.nbytes
+
+
+def test_arena_layout_is_one_allocation_the_same_on_every_rank():
+    """The peer copies find a rank's block at the offset the reader's own view has: every rank lays
+    its buffers out from a plan with the largest part's rows, so every role sits at the same offset,
+    whatever its own rows."""
+    dims, world = (12, 4, 10, 9), 3
+    allocations = []
+
+    def allocate(numel):
+        allocations.append(torch.zeros(numel))
+        return allocations[-1]
+
+    arenas = [Arena(BufferPlan(dims, 7, 7, world), "cpu", allocate=allocate) for _ in range(world)]
+    assert all(a.flat is b for a, b in zip(arenas, allocations))
+    for role, layer, width in (("AHW", 1, 10), ("AH", 1, 4), ("HW", 0, 4), ("G_AH", 1, 4), ("BC2", -1, 9)):
+        offsets = {a.tensor(role, layer, rows, width).data_ptr() - a.flat.data_ptr()
+                   for a, rows in zip(arenas, (7, 6, 5))}
+        assert len(offsets) == 1, role
+    # buffers do not overlap and start on 256-byte boundaries
+    offsets, total = arenas[0].plan.layout()
+    spans = sorted((offsets[n], offsets[n] + size) for n, size in arenas[0].plan.sizes().items())
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    assert all(start % 64 == 0 for start, _ in spans) and spans[-1][1] <= total
+    with pytest.raises(ValueError):
+        Arena(BufferPlan(dims, 7, 7, world), "cpu", reuse=False, allocate=allocate)

@@ -6,7 +6,7 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
-from impls.core.layout import TableSpec, closed_form_rows
+from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 
 def check_gather(ctx, impl: str, mode: str | None, num_rows: int, row_elems: int, dtypes: list[str],
@@ -70,3 +70,82 @@ def alltoall_ceiling(ctx, nbytes: int) -> int:
     from impls.gather.ceiling import alltoall_seconds
 
     return alltoall_seconds(ctx, nbytes, warmup=0, repeats=2).repeats
+
+
+def check_adversarial(ctx, variants: list, num_rows: int, row_elems: int, dtypes: list[str], seed: int) -> dict:
+    """Every rank gathers, in step, id lists built to break a gather, each compared with the closed
+    form, for every (impl, options) of ``variants`` and every dtype: heavy duplicates; every id on
+    owner 0; every id its own; nothing on every rank, then on rank 0 only; descending over every
+    owner; the last row and every shard's first and last rows, reversed and repeated; more ids on
+    the last rank than ``options['capacity']`` (when given) while the others gather few. Returns, per
+    variant ("impl options"), the rows checked per case and the gatherer's description."""
+    device, world, me = ctx.torch_device(), ctx.world_size, ctx.rank
+    results = {}
+    for impl, options in variants:
+        name = f"{impl} {options}"
+        for dtype in dtypes:
+            spec = TableSpec(num_rows, row_elems, dtype)
+            gatherer = registry.get_impl("gather", impl).factory(ctx, spec, **options)
+            try:
+                rpp = getattr(gatherer, "rows_per_rank", RowPartition(num_rows, world).rows_per_rank)
+                gen = torch.Generator().manual_seed(seed + 101 * me)
+                mine = (min(me * rpp, num_rows), min((me + 1) * rpp, num_rows))
+                edges = sorted({num_rows - 1, 0} | {min(num_rows - 1, b) for r in range(world)
+                                                   for b in (r * rpp, (r + 1) * rpp - 1)})
+                capacity = options.get("capacity")
+                cases = {
+                    "duplicates": torch.cat([torch.full((300,), num_rows // 2),
+                                             torch.randint(0, 7, (200,), generator=gen)]),
+                    "one_owner": torch.randint(0, min(rpp, num_rows), (400,), generator=gen),
+                    "own_rows": torch.randint(*mine, (250,), generator=gen) if mine[1] > mine[0] else torch.empty(0),
+                    "empty": torch.empty(0),
+                    "empty_on_rank0": torch.empty(0) if me == 0 else torch.randint(0, num_rows, (300,), generator=gen),
+                    "descending": torch.randint(0, num_rows, (500,), generator=gen).sort(descending=True).values,
+                    "edges": torch.tensor(edges[::-1] * 4),
+                }
+                if capacity:
+                    many = me == world - 1
+                    cases["over_capacity"] = torch.randint(0, num_rows, (3 * capacity if many else 50,), generator=gen)
+                checked = {}
+                for case, ids in cases.items():
+                    ids = ids.to(torch.int64).to(device)
+                    rows = gatherer.gather(ids)
+                    expect = closed_form_rows(ids, row_elems, spec.torch_dtype)
+                    assert rows.dtype == spec.torch_dtype and rows.shape == (ids.numel(), row_elems), \
+                        f"{name} {dtype} {case}: {rows.dtype} {tuple(rows.shape)}"
+                    assert torch.equal(rows.cpu(), expect.cpu()), f"{name} {dtype} {case}: wrong rows on rank {me}"
+                    checked[case] = int(ids.numel())
+                results[name] = {"checked": checked, "describe": gatherer.describe()}
+            finally:
+                gatherer.close()
+    return results
+
+
+def copy_all_ceiling(ctx, nbytes: int, directions: tuple[str, ...]) -> list[int]:
+    from impls.gather.ceiling import copy_all
+
+    return [copy_all(ctx, nbytes, direction, warmup=0, repeats=2)[0].repeats for direction in directions]
+
+
+def device_memory_after_rounds(ctx, impl: str, options: dict, rounds: int) -> tuple[int, int]:
+    """(free device bytes before, after) ``rounds`` gatherers of a 1 GB table were built, used and
+    closed one after another, counted from after a first round (which also sets up the process
+    group's communicators and the kernels): what a close leaves allocated adds up over a run's points."""
+    device = ctx.torch_device()
+
+    def one_round(seed: int) -> None:
+        spec = TableSpec(2_000_000, 128)
+        gatherer = registry.get_impl("gather", impl).factory(ctx, spec, **options)
+        try:
+            ids = torch.randint(0, spec.num_rows, (100_000,), generator=torch.Generator().manual_seed(seed)).to(device)
+            assert torch.equal(gatherer.gather(ids), closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
+        finally:
+            gatherer.close()
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+
+    one_round(0)
+    before = torch.cuda.mem_get_info(device)[0]
+    for r in range(rounds):
+        one_round(r + 1)
+    return before, torch.cuda.mem_get_info(device)[0]

@@ -6,13 +6,13 @@ import pytest
 
 from harness.launcher import launch
 
-from .targets import alltoall_ceiling, check_gather, gather_against_the_table
+from .targets import alltoall_ceiling, check_adversarial, check_gather, gather_against_the_table
 
 DTYPES = ["float32", "bfloat16", "float16", "int64"]
 
 
 @pytest.mark.parametrize("impl,mode", [("nccl_alltoallv", None), ("p2p_shared", "chunked"),
-                                       ("p2p_shared", "continuous"), ("host_copy", None)])
+                                       ("p2p_shared", "continuous"), ("host_copy", None), ("p2p_push", "sm")])
 @pytest.mark.parametrize("world", [1, 3])
 def test_gather_matches_closed_form_on_cpu_ranks(impl, mode, world):
     # 1001 rows over 3 ranks leaves a short last shard; 37-element rows are not vector-sized
@@ -21,7 +21,8 @@ def test_gather_matches_closed_form_on_cpu_ranks(impl, mode, world):
     assert results == [{d: 500 for d in DTYPES}] * world
 
 
-VARIANTS = [("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("host_copy", None)]
+VARIANTS = [("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("host_copy", None),
+            ("p2p_push", "sm")]
 
 
 @pytest.mark.parametrize("num_rows,world", [(1000, 3), (2, 3), (7, 4)])
@@ -34,3 +35,24 @@ def test_gather_equals_features_at_ids_when_the_ranks_do_not_divide_the_rows(num
 
 def test_the_alltoall_ceiling_runs_on_byte_counts_the_ranks_do_not_divide():
     assert launch(alltoall_ceiling, (1000,), world_size=3, device="cpu", timeout_s=120) == [2, 2, 2]
+
+
+ADVERSARIAL = [("p2p_push", {"mode": "sm", "capacity": 600}), ("p2p_shared", {"mode": "chunked"}),
+               ("nccl_alltoallv", {})]
+
+
+@pytest.mark.parametrize("num_rows,world", [(1001, 3), (7, 4)])
+def test_adversarial_ids_on_cpu_ranks(num_rows, world):
+    # duplicates, one owner, nothing (everywhere, on rank 0 only), descending, the edges; 7 rows over
+    # 4 ranks leaves rank 3 one row; the push's last rank asks more than its capacity and pulls
+    results = launch(check_adversarial, (ADVERSARIAL, num_rows, 5, ["float32", "int64"], 9), world_size=world,
+                     device="cpu", timeout_s=300)
+    cases = {"duplicates", "one_owner", "own_rows", "empty", "empty_on_rank0", "descending", "edges"}
+    for rank_results in results:
+        assert len(rank_results) == len(ADVERSARIAL)
+        for name, result in rank_results.items():
+            assert set(result["checked"]) == cases | ({"over_capacity"} if name.startswith("p2p_push") else set())
+            assert result["checked"]["empty"] == 0 and result["checked"]["edges"] > 0
+    push = next(name for name in results[0] if name.startswith("p2p_push"))
+    assert "1 of 8 calls over capacity, pulled" in results[-1][push]["describe"]
+    assert "pulled" not in results[0][push]["describe"]

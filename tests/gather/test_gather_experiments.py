@@ -15,13 +15,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_gather_table_runs_on_cpu_ranks(tmp_path):
     cfg = RunConfig(device="cpu", world_size=2, quick=True, repeats=2, warmup=0,
-                    impl_patterns=("p2p_shared", "nccl_alltoallv", "host_copy", "ceiling_alltoall"),
+                    impl_patterns=("p2p_shared", "p2p_push", "nccl_alltoallv", "host_copy", "ceiling_alltoall"),
                     params={"row_bytes": "512"}, out_dir=tmp_path, timeout_s=300)
     outcome = run_experiments(["wholegraph.gather"], cfg, ["test"])
     assert outcome.errors == 0
     rows = load_run(outcome.store.path).rows
     ok = [r for r in rows if r["status"] == "ok" and r["metric"] == "algbw"]
-    assert {r["impl"] for r in ok} >= {"p2p_shared", "nccl_alltoallv", "host_copy", "ceiling_alltoall"}
+    assert {r["impl"] for r in ok} >= {"p2p_shared", "p2p_push", "nccl_alltoallv", "host_copy", "ceiling_alltoall"}
+    push = next(r for r in rows if r["impl"] == "p2p_push" and r["metric"] == "time")
+    assert push["params"]["capacity"] == push["params"]["ids_per_rank"] and "pulled" not in push["extra"]["placement"]
+    # the GPU-only variants (bulk-copy stores, the pull kernel's other loads) are not CPU points
+    assert all(r["params"].get("mode") != "tma" and "load" not in r["params"] for r in rows)
     assert all(r["value"] > 0 and r["world_size"] == 2 for r in ok)
     nccl = next(r for r in rows if r["impl"] == "nccl_alltoallv" and r["metric"] == "time")
     assert set(nccl["extra"]["steps_ms"]) == {"bucket", "exchange_counts", "exchange_ids", "local_gather",
@@ -159,3 +163,31 @@ def test_owner_stream_ids_read_every_owner_in_sequence_and_are_listed_apart(tmp_
     assert "p2p_shared (chunked) with ids in owner_streams order" in md and "uniformly random ids" in md
     with open(tmp_path / "rep" / "wholegraph" / "gather.csv", newline="") as fh:
         assert len([r for r in csv.DictReader(fh) if r["Implementation"] == "p2p_shared (chunked)"]) == 1
+
+
+def test_the_fastest_note_compares_within_one_run_and_the_copy_engine_note_scales_to_a_gather():
+    import pandas as pd
+
+    from experiments.wholegraph.gather import copy_all_notes, fastest_note
+
+    def row(run, impl, variant, value, **extra):
+        return {"run_id": run, "impl": impl, "variant": variant, "value": value, "metric": "algbw",
+                "p_row_bytes": 512, **extra}
+
+    frame = pd.DataFrame([row("a", "p2p_shared", "chunked", 400.0), row("a", "wholegraph_lib", "chunked", 380.0),
+                          row("a", "wholegraph_lib", "distributed", 100.0),
+                          row("b", "p2p_push", "sm", 470.0), row("b", "p2p_shared", "chunked", 410.0),
+                          row("b", "p2p_push", "sm", 999.0, p_launch="4x256u4")])
+    note = fastest_note("4xH200", frame, 512, ceiling=500.0)
+    # run b has no WholeGraph: the note stays in run a, and never takes the distributed mode or a sweep
+    assert "p2p_shared (chunked) 400 GB/s = 1.05x" in note and "wholegraph_lib (chunked), 380 GB/s" in note
+    assert note.endswith("80% of the ceiling")
+    frame = pd.concat([frame, pd.DataFrame([row("b", "wholegraph_lib", "continuous", 420.0)])])
+    assert "p2p_push (sm) 470 GB/s = 1.12x" in fastest_note("4xH200", frame, 512, ceiling=500.0)
+    assert fastest_note("4xH200", frame[frame["impl"] != "wholegraph_lib"], 512, None) is None
+
+    copies = pd.DataFrame([{"impl": "ceiling_copy_all", "metric": "copy_all_bw", "value": 360.0, "p_direction": d}
+                           for d in ("pull", "push")])
+    notes = copy_all_notes("4xH200", copies, world=4, ceiling=500.0)
+    assert notes[0].startswith("4xH200: copy engines all-to-all (push") and "480 GB/s per rank = 96%" in notes[0]
+    assert copy_all_notes("4xH200", copies.iloc[:0], world=4, ceiling=500.0) == []

@@ -128,3 +128,32 @@ def test_discovery_does_not_need_torch_geometric(py_env):
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "'gat_pyg'" in out.stdout
+
+
+class StepTimer:
+    """Runs the step, reports 2 ms (no clock), counts the calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def time(self, fn):
+        fn()
+        self.calls += 1
+        return 0.002
+
+
+def test_layer_profile_times_each_layer_alone_with_its_block():
+    """Each layer on its own block and input (the previous layers' output, activation applied),
+    forward and backward; sizes and widths of each block; no normalization part for native layers."""
+    from impls.models import bench
+
+    blocks = [bench.synthetic_block(40, 120, 5), bench.synthetic_block(10, 40, 4)]
+    model = models.build("gcn", 6, 16, 3, 2)
+    x = torch.randn(120, 6)
+    timer = StepTimer()
+    rows = bench.layer_profile(model, blocks, x, timer=timer, warmup=1, repeats=3)
+    assert timer.calls == 2 * 4 and [r["layer"] for r in rows] == [0, 1]
+    assert [(r["edges"], r["num_src"], r["num_dst"]) for r in rows] == [(200, 120, 40), (40, 40, 10)]
+    assert [(r["in_dim"], r["out_dim"]) for r in rows] == [(6, 16), (16, 3)]
+    assert all(r["ms"] == 2.0 and "norm_ms" not in r for r in rows)
+    assert all(p.grad is not None for p in model.convs[1].parameters())      # the step ran backward

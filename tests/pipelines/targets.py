@@ -45,12 +45,12 @@ _LIB = None
 
 def install_fake_pyg_sampler() -> None:
     """PyG's sampler needs pyg-lib or torch-sparse, which have no builds for the CPU image: register
-    the Python ``torch_sparse::neighbor_sample`` of tests/sampling/test_pyg_adapter.py (same
-    semantics) in this process, once."""
+    the Python ``torch_sparse::neighbor_sample`` of tests/sampling/conftest.py (same semantics) in
+    this process, once."""
     global _LIB
     import torch_geometric.typing as tgt
 
-    from tests.sampling import test_pyg_adapter as adapter
+    from tests.sampling import conftest as adapter
 
     if not tgt.WITH_TORCH_SPARSE and not tgt.WITH_PYG_LIB and _LIB is None and adapter._LIB is None:
         _LIB = torch.library.Library("torch_sparse", "DEF")
@@ -236,5 +236,21 @@ def capped_host_epochs(ctx, graph: Graph, workers: int, caps: list[int]) -> list
             st = pipe.train_epoch(e, max_batches=cap)
             out.append((st.batches, st.batches_full))
         return out
+    finally:
+        pipe.close()
+
+
+def profiled_layers(ctx, graph: Graph) -> list[dict]:
+    """The wholegraph pipeline trained one capped epoch, then each layer alone on one mini-batch
+    (experiments.wholegraph.training.profile_layers, what Fig. 11's points add to their rows)."""
+    from experiments.wholegraph.training import profile_layers
+    from harness import registry
+
+    config = PipelineConfig(graph=graph, seed=5, model="gcn", num_layers=2, hidden=16, fanouts=(4, 3), batch_size=32)
+    pipe = registry.get_impl("pipelines", "wholegraph").factory(ctx, config)
+    try:
+        pipe.setup()
+        pipe.train_epoch(0, max_batches=1)
+        return profile_layers(pipe)
     finally:
         pipe.close()

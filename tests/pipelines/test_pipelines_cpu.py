@@ -4,7 +4,7 @@ group, and PyG's NeighborLoader output becomes equivalent Blocks.
 
 PyG's sampler needs pyg-lib or torch-sparse, which have no builds for this CPU image; the tests of
 ``pyg_host`` register the Python ``torch_sparse::neighbor_sample`` of tests/sampling/
-test_pyg_adapter.py (same semantics) unless a real one is present, and a separate test runs the
+conftest.py (same semantics) unless a real one is present, and a separate test runs the
 conversion on the real sampler where it is installed (the GPU machine).
 """
 

@@ -3,7 +3,7 @@
 // Each kernel launch runs one OS thread per CUDA thread of a block; the threads walk the
 // grid's blocks one after another (a block barrier between blocks), so `__shared__`
 // (turned into function statics) is per block as on a GPU. __syncthreads is a block
-// barrier; warp intrinsics (__ballot_sync, __match_any_sync, __any_sync, __syncwarp) are
+// barrier; warp intrinsics (__ballot_sync, __match_any_sync, __any_sync, __shfl_sync, __syncwarp) are
 // an exchange through per-warp slots between two warp barriers, so they must be reached by
 // all 32 lanes, as the kernels' full masks promise. Atomics use std::atomic_ref.
 // It checks logic, not speed or the GPU memory model beyond these barriers.
@@ -21,6 +21,13 @@
 
 struct dim3 {
     unsigned x = 1, y = 1, z = 1;
+};
+// CUDA's vector types the gather kernels move rows in
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
 };
 
 namespace emu {
@@ -109,6 +116,19 @@ inline unsigned __match_any_sync(unsigned, unsigned long long v) {
         return m;
     });
 }
+// each lane reads the value lane `src` offers (src may differ per lane, as on the GPU)
+template <typename T>
+inline T __shfl_sync(unsigned, T v, int src) {
+    static_assert(sizeof(T) <= sizeof(unsigned long long), "emulated shuffles move up to 8 bytes");
+    unsigned long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    bits = emu::exchange(bits, [src](unsigned long long* s) { return s[src & 31]; });
+    T out;
+    std::memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }

@@ -61,9 +61,40 @@ def test_fig14_counts_remote_bytes(tmp_path):
     per_kernel = {r["params"]["variant"]: r["value"] for r in rows
                   if r["status"] == "ok" and r["metric"] == "remote_bytes_per_kernel"}
     assert 0 < per_kernel["batched"] < per_kernel["original"]
+    walk = {(r["params"]["variant"], r["metric"]): r["value"] for r in rows if r["status"] == "ok"}
+    for variant in ("original", "batched"):
+        assert walk[(variant, "row_positions_per_epoch")] >= walk[(variant, "sampled_positions_per_epoch")] > 0
+        assert walk[(variant, "longest_row_per_kernel")] > 0 and walk[(variant, "kernels_per_epoch")] > 0
     report_runs([outcome.store.path], tmp_path / "rep")
     md = (tmp_path / "rep" / "xgnn" / "fig14.md").read_text()
     assert "batched / original remote bytes" in md
+    assert "original KHop: its threads walk" in md and "ns per position of the kernels' longest rows" in md
+    assert "the longest rows (the stand-ins' hubs) set the original kernel's time" in md
+
+
+def test_row_walk_counts_the_rows_a_sampling_kernel_walks():
+    """Node 0's row has 5 positions, node 1's 2, node 2's none: seeds [0, 1, 2, 0] at fanout 3 walk
+    12 positions, keep 3 + 2 + 0 + 3, and the longest row is 5; a second call adds its own."""
+    import numpy as np
+    import torch
+
+    from experiments.xgnn.fig14 import RowWalk
+
+    calls = []
+
+    class Inner:
+        id_bound = 7
+
+        def sample(self, seeds, fanout, **kw):
+            calls.append((seeds.tolist(), fanout))
+            return "sampled"
+
+    walk = RowWalk(Inner(), np.array([0, 5, 7, 7]))
+    assert walk.sample(torch.tensor([0, 1, 2, 0]), 3, seed=1) == "sampled" and walk.id_bound == 7
+    assert (walk.positions, walk.sampled, walk.longest, walk.calls) == (12, 8, 5, 1)
+    walk.sample(torch.tensor([1]), 0)
+    assert (walk.positions, walk.sampled, walk.longest, walk.longest_max, walk.calls) == (14, 10, 7, 5, 2)
+    assert calls == [([0, 1, 2, 0], 3), ([1], 0)]
 
 
 def test_uniform_graph_spec_and_loader_points(tmp_path):

@@ -71,16 +71,9 @@ def _emu_gather():
     why = emu.available()
     if why:
         pytest.skip(why)
-    from impls.core.row_gather import source_text
+    from impls.core.row_gather import SOURCE
 
-    # NVRTC knows uint2/uint4; the emulator's g++ does not
-    folder = emu.CACHE / "gather-src"
-    folder.mkdir(parents=True, exist_ok=True)
-    src = folder / "gather_emu.cu"
-    text = "struct uint4 { unsigned x, y, z, w; };\nstruct uint2 { unsigned x, y; };\n" + source_text()
-    if not src.exists() or src.read_text() != text:
-        src.write_text(text)
-    return lambda name: emu.kernel(src, name)
+    return lambda name: emu.kernel(SOURCE, name)
 
 
 def _range_buffer(num_rows, world, row_elems, rows_per_rank, seg_bytes):
