@@ -36,7 +36,7 @@ import numpy as np
 
 from harness.argtypes import BadValue, choice, or_word, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
-from harness.errors import SkipPoint
+from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.reportkit import Report, figure
 from harness.worlds import Worlds
@@ -170,6 +170,7 @@ class Objective:
         return "micro-F1" if self.multilabel else "accuracy"
 
 
+METHODS = ("our", "our+las", "pg")   # Our placement, with LAS, PaGraph (where the paper trains it)
 TRAINED_SHARE = 0.7        # a final loss above this share of chance: the model did not learn, nothing to compare
 
 
@@ -237,6 +238,8 @@ class LossExperiment(Experiment):
     def parameters(self):
         return {
             "topologies": Param(self.topologies, str_list, "ICS'22 configurations (LAS was used on these)"),
+            "methods": Param(METHODS, str_list, "curves to train: " + ", ".join(METHODS)
+                             + " (one per process lets a machine train the curves in parallel)"),
             "epochs": Param(30, positive_int, "epochs (paper: 30)"),
             "buffer_fraction": Param(0.1, positive_float, "feature buffer per GPU as a fraction of N"),
             "las_scale": Param(LAS_MAXS, las_scale_param, "s for LAS: a number, or 'adaptive' (Algorithm 2)"),
@@ -259,12 +262,18 @@ class LossExperiment(Experiment):
 
     def points(self, cfg):
         scale = self.scale(cfg)
+        methods = self.param(cfg, "methods")
+        unknown = sorted(set(methods) - set(METHODS))
+        if unknown:
+            raise HarnessError(f"unknown method {', '.join(unknown)} (known: {', '.join(METHODS)})")
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,
                     "buffer_fraction": self.param(cfg, "buffer_fraction")}
-            yield Point("clique_opt", {**base, "las": False})
-            yield Point("clique_opt", {**base, "las": True})
-            if self.pagraph:
+            if "our" in methods:
+                yield Point("clique_opt", {**base, "las": False})
+            if "our+las" in methods:
+                yield Point("clique_opt", {**base, "las": True})
+            if self.pagraph and "pg" in methods:
                 yield Point("pagraph", {**base, "las": False})
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
