@@ -216,10 +216,10 @@ class LossExperiment(Experiment):
 
     @property
     def differs_from_paper(self) -> str:
-        return (f"A small GraphSAGE-mean (64 hidden units, not the paper's 512) trained on the CPU over a "
-                f"{self.dataset} stand-in a fraction of the real size, with the GPUs simulated (data-parallel loss "
-                "averaging, Eq. 3 for loading), not on the paper's 8x V100; PaGraph's local shuffling is "
-                "re-implemented.")
+        return (f"A small GraphSAGE-mean (64 hidden units, not the paper's 512) trained in one process (on the GPU "
+                f"with --device cuda, else the CPU) over a {self.dataset} stand-in a fraction of the real size, with "
+                "the GPUs simulated (data-parallel loss averaging, Eq. 3 for loading), not on the paper's 8x V100; "
+                "neighbour means by the ratio form of Eq. 1; PaGraph's local shuffling is re-implemented.")
 
     @property
     def figure(self) -> str:
