@@ -75,22 +75,22 @@ class GraphData:
         return (self.name, self.scale, self.seed)
 
 
-def load_graph(ctx, name: str, scale: float) -> GraphData:
+def load_graph(ctx, name: str, scale: float, **overrides) -> GraphData:
     """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1),
-    kept in the run's cache."""
+    kept in the run's cache; ``overrides``: the stand-in's (harness.datasets.load)."""
     from harness import datasets
 
     cfg = ctx.cfg
     data_root = str(cfg.data_root) if cfg.data_root else None
 
     def load() -> GraphData:
-        g = datasets.load(name, scale=scale, seed=cfg.seed, data_root=data_root)
+        g = datasets.load(name, scale=scale, seed=cfg.seed, data_root=data_root, **overrides)
         return GraphData(name, scale, cfg.seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
                          np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
                          np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
                          g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
 
-    return ctx.cached(("placement-graph", name, scale, cfg.seed, data_root), load)
+    return ctx.cached(("placement-graph", name, scale, cfg.seed, data_root, tuple(sorted(overrides.items()))), load)
 
 
 # --- cached placements -------------------------------------------------------------------------

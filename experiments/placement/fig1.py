@@ -77,7 +77,8 @@ class Fig1(BreakdownExperiment):
 
         rows = super().run_measured(point, ctx)
         work = prepare_on_rank0(ctx.rank, lambda: self.train_work(point, ctx))
-        mine = measure_train_step(ctx.rank, work, repeats=2 if ctx.cfg.quick else 5)
+        quick = ctx.cfg.quick
+        mine = measure_train_step(ctx.rank, work, repeats=1 if quick else 5, warmup=1 if quick else 2)
         train_ms = reduce_across_ranks(mine).max * 1e3
         loading = next(m for m in rows if m.metric == "loading_time").value
         return rows + [Measurement("train_time", "ms/batch", value=train_ms,
@@ -92,7 +93,8 @@ class Fig1(BreakdownExperiment):
 
         setup = self.setup(point, ctx)
         rng = np.random.default_rng(ctx.cfg.seed)
-        seeds = gpu_batches(setup.graph.train_idx, setup.placement, setup.batch, rng)[0][:TRAIN_BATCHES]
+        seeds = gpu_batches(setup.graph.train_idx, setup.placement, setup.batch, rng)[0][:1 if ctx.cfg.quick
+                                                                                          else TRAIN_BATCHES]
         sampler = setup.sampler_for(0)
         samples = []
         for batch in seeds:
@@ -158,11 +160,7 @@ def measure_train_step(rank, work: dict, repeats: int, warmup: int = 2) -> float
     for sample in work["samples"]:
         x = torch.randn(len(sample.input_nodes), work["in_dim"], generator=gen).to(device)
         y = torch.randint(0, work["classes"], (len(sample.seeds),), generator=gen).to(device)
-        matrices = []
-        h_rows = x
-        for block in reversed(sample.blocks):
-            matrices.append(block_matrix(block, h_rows))
-        steps.append((x, y, sample.blocks, matrices))
+        steps.append((x, y, sample.blocks, [block_matrix(block, x) for block in reversed(sample.blocks)]))
 
     def step(item):
         x, y, blocks, matrices = item

@@ -172,6 +172,7 @@ class Objective:
 
 METHODS = ("our", "our+las", "pg")   # Our placement, with LAS, PaGraph (where the paper trains it)
 TRAINED_SHARE = 0.7        # a final loss above this share of chance: the model did not learn, nothing to compare
+PAPER_SCORE_SHARE = 0.5    # a test score under this share of the paper's: not the paper's regime (it memorized)
 
 
 def chance_of(row, dataset: str) -> float | None:
@@ -204,7 +205,8 @@ class LossExperiment(Experiment):
     paper_accuracy: tuple[str, float, float] = ("", 0.0, 0.0)    # (section, test accuracy, its +/-) of LAS
     # what a run must leave at its default to be at the paper's settings (experiments/placement/shown.py)
     method_params = ("epochs", "buffer_fraction", "las_scale", "hidden", "lr_per_gpu", "batch_size", "estimator",
-                     "max_steps")
+                     "max_steps", "feature_signal")
+    feature_signal: float | None = None      # None: the catalog's planted signal
     quick_epochs = 5
     pagraph = True            # the paper trains PaGraph too (Figs. 7-9; not on MAG240M, which it cannot partition)
 
@@ -220,6 +222,11 @@ class LossExperiment(Experiment):
                 f"with --device cuda, else the CPU) over a {self.dataset} stand-in a fraction of the real size, with "
                 "the GPUs simulated (data-parallel loss averaging, Eq. 3 for loading), not on the paper's 8x V100; "
                 "neighbour means by the ratio form of Eq. 1; PaGraph's local shuffling is re-implemented.")
+
+    @property
+    def paper_score(self) -> float | None:
+        """The paper's test accuracy of the LAS-trained model (its regime), or None."""
+        return self.paper_accuracy[1] if self.paper_accuracy[0] else None
 
     @property
     def figure(self) -> str:
@@ -248,6 +255,9 @@ class LossExperiment(Experiment):
                                 "(paper: 0.01 n with batches of 512-2048 and 512 hidden units; the toy "
                                 "model's scaled-down batches diverge at 0.01)"),
             "batch_size": Param(None, positive_int, "training nodes per GPU and step (default: paper's, scaled)"),
+            "feature_signal": Param(self.feature_signal, positive_float,
+                                    "the stand-in's planted class-centroid norm (default: the dataset catalog's, "
+                                    "unless the figure needs features a sampled model can learn from; see Fig. 12)"),
             "estimator": Param("ratio", choice("ratio", "unbiased"),
                                "neighbour-mean estimate the model trains on: 'ratio' (Eq. 1's weights over their sum "
                                "per target; impls/placement/sampling.py ratio_weights) or 'unbiased' (Eq. 1 as "
@@ -296,6 +306,7 @@ class LossExperiment(Experiment):
                                    "steps_per_full_epoch": max(st.batches_full for st in trained.stats),
                                    "lr": self.param(cfg, "lr_per_gpu") * trainer.n, "gpus": trainer.n,
                                    "estimator": self.param(cfg, "estimator"), "objective": trainer.objective.metric,
+                                   "feature_signal": self.param(cfg, "feature_signal"),
                                    "trained_on": str(trainer.device)}),
                 Measurement("host_fraction", "fraction", value=float(np.mean(history["host_fraction"]))),
                 Measurement("loading_time", "s/epoch", value=float(np.mean(history["loading_s"]))),
@@ -305,7 +316,7 @@ class LossExperiment(Experiment):
         rep = Report(self, rows, runs)
         shown = shown_rows(rep, ["impl", "p_topology", "p_las"])
         ok = shown.rows[shown.rows["status"] == "ok"] if not shown.rows.empty else shown.rows
-        records = _loss_records(ok, shown.kind, "Machine", self.dataset)
+        records = _loss_records(ok, shown.kind, "Machine", self.dataset, self.paper_score)
         paper = {pv.impl: pv for pv in self.paper_values if pv.metric == "test_accuracy"}
         for rec in records:
             pv = paper.get("clique_opt") if rec["Method"] == "Our+LAS" else None
@@ -313,7 +324,7 @@ class LossExperiment(Experiment):
         table = rep.table([{k: v for k, v in rec.items() if k != "_trained"} for rec in records], empty="no rows",
                           single=("Machine",), drop_empty=False)
         history = rep.table([{k: v for k, v in rec.items() if k != "_trained"}
-                             for rec in _loss_records(rep.ok, rep.label, "Run", self.dataset)],
+                             for rec in _loss_records(rep.ok, rep.label, "Run", self.dataset, self.paper_score)],
                             empty="no rows", single=(), drop_empty=False)
         changes = _las_changes(records)
         for kind, top, las, base, las_host, base_host, trained in changes:
@@ -321,11 +332,15 @@ class LossExperiment(Experiment):
                 rep.notes.append(f"[{kind}] {top}: final loss with LAS {las['Final loss']:.4f} vs {base['Final loss']:.4f} "
                                  f"without ({las['Final loss'] / base['Final loss'] - 1:+.1%}; "
                                  f"{las['Final / chance']:.2f} and {base['Final / chance']:.2f} of chance); host reads "
-                                 f"{las_host:.0f}% vs {base_host:.0f}%. Paper: 'the two lines almost overlap' / "
-                                 "'almost the same convergence speed'")
+                                 f"{las_host:.0f}% vs {base_host:.0f}%; test score {_score(las)} vs {_score(base)}"
+                                 + (ACCURACY_NOTE if _apart(las, base) else "")
+                                 + ". Paper: 'the two lines almost overlap' / 'almost the same convergence speed'")
             else:
-                rep.notes.append(f"[{kind}] {top}: not trained (final loss {_share(base)} and {_share(las)} of chance, "
-                                 f"above {TRAINED_SHARE:g}): LAS vs no-LAS is not compared on untrained models")
+                rep.notes.append(f"[{kind}] {top}: not in the paper's regime (final loss {_share(base)} and {_share(las)} "
+                                 f"of chance, test score {_score(base)} and {_score(las)}; needed: under "
+                                 f"{TRAINED_SHARE:g} of chance" + (f" and at least {PAPER_SCORE_SHARE:g} x the paper's "
+                                                                   f"{self.paper_score:g}" if self.paper_score else "")
+                                 + "): LAS vs no-LAS is not compared on untrained models")
         rep.notes += _pagraph_notes(records)
         rep.notes += [f"{pv.source}: test accuracy with LAS {pv.value:g} {pv.note} on the real dataset (a stand-in's "
                       "accuracy is not comparable)" for pv in self.paper_values]
@@ -341,12 +356,20 @@ class LossExperiment(Experiment):
             + f"; {self.dataset} stand-in at scale {', '.join(f'{s:g}' for s in scales)}. "
             + _regime_text(ok) + " Host reads and modeled loading time (Eq. 3) show what LAS buys. "
             f"Dotted grey: chance, the loss of predicting the training labels' frequencies (ln C for C balanced "
-            f"classes); LAS is compared only where both curves end below {TRAINED_SHARE:g} of it. Shown: the newest "
+            f"classes); LAS is compared only where both curves end below {TRAINED_SHARE:g} of it and both models score "
+            f"at least {PAPER_SCORE_SHARE:g} x the paper's test accuracy (a model that memorized its training nodes "
+            "is not in the paper's regime). " + self._features_text(cfg_signal(shown)) + "Shown: the newest "
             f"run per machine kind at the paper's settings; every run is in {self.artifact}.history.md."
             + (f" Note: {SMOKE_NOTE}." if shown.smoke else "")
             + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs))
         fig = self._figure(shown, records) if records else None
         return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history)
+
+    def _features_text(self, signals) -> str:
+        if not signals:
+            return ""
+        return (f"Features: the stand-in's planted class signal at centroid norm {'/'.join(f'{v:g}' for v in signals)} "
+                f"(the catalog's: {_catalog_signal(self.dataset):g}). ")
 
     def _headline(self, shown, changes) -> str:
         if not changes:
@@ -358,7 +381,8 @@ class LossExperiment(Experiment):
         trained = [c for c in mine if c[6]]
         if not trained:
             worst = max(max(c[2]["Final / chance"], c[3]["Final / chance"]) for c in mine)
-            return where + f"not trained (final loss up to {worst:.2f} of chance): no LAS comparison"
+            return where + (f"not in the paper's regime (final loss up to {worst:.2f} of chance, or test score under "
+                            f"{PAPER_SCORE_SHARE:g} x the paper's): no LAS comparison")
         return where + "final loss with LAS vs without: " + ", ".join(
             f"{las['Final loss'] / base['Final loss'] - 1:+.1%} on {top} ({base['Final / chance']:.2f} of chance; "
             f"host reads {b:.0f}% -> {h:.0f}%)" for _, top, las, base, h, b, _ in trained) \
@@ -412,7 +436,7 @@ class LossExperiment(Experiment):
             "stand-in graph"
         untrained = [r for r in records if not r["_trained"]]
         if untrained:
-            note += f"; {len(untrained)} of {len(records)} curves end above {TRAINED_SHARE:g} x chance: not trained"
+            note += f"; {len(untrained)} of {len(records)} curves not in the paper's regime"
         fig.suptitle(f"ICS'22 {self.artifact.replace('fig', 'Fig. ')}: training loss on {self.dataset} with and "
                      f"without LAS\n({note})", fontsize=11)
         height = fig.get_size_inches()[1]
@@ -425,6 +449,35 @@ def method_name(impl: str, las: bool) -> str:
 
 
 LOSS_STYLES = {"Our": "-", "Our+LAS": "--", "PG (re-impl.)": ":"}
+
+
+ACCURACY_NOTE = (" (the ratio estimate averages the neighbours a target drew: one that drew few, most of them "
+                 "boosted by LAS, leans toward the GPU-resident ones; Eq. 1's unbiased form does not train here)")
+
+
+def _score(record) -> str:
+    value = record.get("Test acc")
+    return "?" if value is None or value != value else f"{value:.3f}"
+
+
+def _apart(a, b) -> bool:
+    """Test scores more than 2 points apart."""
+    x, y = a.get("Test acc"), b.get("Test acc")
+    return x is not None and y is not None and x == x and y == y and abs(x - y) > 0.02
+
+
+def cfg_signal(shown) -> list[float]:
+    """The feature signals the shown curves were trained on where a run set one."""
+    rows = shown.rows
+    if rows.empty or "p_feature_signal" not in rows:
+        return []
+    return sorted({float(v) for v in rows["p_feature_signal"].dropna()})
+
+
+def _catalog_signal(dataset: str) -> float:
+    from harness import datasets
+
+    return datasets.get(dataset).standin.feature_signal
 
 
 def _share(record) -> str:
@@ -455,9 +508,10 @@ def _regime_text(ok) -> str:
             "test nodes.")
 
 
-def _loss_records(ok, label, column: str, dataset: str) -> list[dict]:
+def _loss_records(ok, label, column: str, dataset: str, paper_score: float | None = None) -> list[dict]:
     """One table row per training point of ``ok`` (rows with their parameters expanded), named by
-    ``label(run_id)`` in ``column``; ``_trained``: its final loss is under TRAINED_SHARE of chance."""
+    ``label(run_id)`` in ``column``; ``_trained``: its final loss is under TRAINED_SHARE of chance
+    and its test score at least PAPER_SCORE_SHARE of the paper's (where the paper gives one)."""
     records = []
     if ok.empty:
         return records
@@ -471,6 +525,8 @@ def _loss_records(ok, label, column: str, dataset: str) -> list[dict]:
         final = losses[-1] if losses else value("train_loss")
         chance = chance_of(by_metric.loc["train_loss"], dataset) if "train_loss" in by_metric.index else None
         share = final / chance if chance and final is not None else None
+        score = float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None
+        learned = paper_score is None or (score is not None and score >= PAPER_SCORE_SHARE * paper_score)
         records.append({column: label(run_id), "Topology": topology, "Method": method_name(impl, bool(las)),
                         "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
                         "Final loss": final, "Chance": chance, "Final / chance": share,
@@ -478,8 +534,8 @@ def _loss_records(ok, label, column: str, dataset: str) -> list[dict]:
                         else None,
                         "Modeled load s/epoch": float(value("loading_time")) if "loading_time" in by_metric.index
                         else None,
-                        "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None,
-                        "_trained": share is not None and share <= TRAINED_SHARE})
+                        "Test acc": score,
+                        "_trained": share is not None and share <= TRAINED_SHARE and learned})
     return records
 
 
@@ -526,7 +582,9 @@ class LossTrainer:
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
 
         exp, prm, cfg, bench = self.exp, self.point.params, self.ctx.cfg, workbench(self.ctx)
-        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"])
+        signal = exp.param(cfg, "feature_signal")
+        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"],
+                                        **({"feature_signal": signal} if signal else {}))
         if graph.features is None or graph.labels is None:
             raise SkipPoint(f"{exp.dataset}: needs node features and labels")
         topology = by_name(prm["topology"])

@@ -91,7 +91,7 @@ def test_ratio_weights_sum_to_one_per_target_and_still_undo_the_las_boost():
         assert np.allclose(w[mine] / w[mine].sum(), block.weight[mine] / block.weight[mine].sum())
 
 
-def _training_rows(run_id, topology, finals, chance=4.6):
+def _training_rows(run_id, topology, finals, chance=4.6, accuracy=0.5):
     rows = []
     for (impl, las), final in finals.items():
         params = {"dataset": "yelp", "scale": 0.05, "topology": topology, "buffer_fraction": 0.1, "las": las}
@@ -105,7 +105,7 @@ def _training_rows(run_id, topology, finals, chance=4.6):
         rows += [{"run_id": run_id, "experiment": "placement.fig8", "impl": impl, "metric": metric, "value": value,
                   "status": "ok", "params": params}
                  for metric, value in (("host_fraction", 0.4 if las else 0.6), ("loading_time", 0.1),
-                                       ("test_accuracy", 0.5))]
+                                       ("test_accuracy", accuracy))]
     return rows
 
 
@@ -113,12 +113,16 @@ def test_the_report_compares_las_only_on_trained_models_and_draws_chance():
     exp = registry.get_experiment("placement.fig8")
     trained = {("clique_opt", False): 1.5, ("clique_opt", True): 1.6, ("pagraph", False): 1.8}
     untrained = {("clique_opt", False): 4.5, ("clique_opt", True): 4.6}
-    rows = _training_rows("0001_a", "2GPU", trained) + _training_rows("0001_a", "(2+2)GPU", untrained)
+    memorized = {("clique_opt", False): 0.3, ("clique_opt", True): 0.3}       # low loss, test score 0.05
+    rows = (_training_rows("0001_a", "2GPU", trained) + _training_rows("0001_a", "(2+2)GPU", untrained)
+            + _training_rows("0001_a", "4GPU", memorized, accuracy=0.05))
     runs = [RunInfo("0001_a", "cpu", {"config": {"quick": False, "params": {}}})]
     artifact = exp.report(pd.DataFrame(rows), runs)
     notes = "\n".join(artifact.notes)
     assert "2GPU: final loss with LAS 1.6000 vs 1.5000 without (+6.7%" in notes
-    assert "(2+2)GPU: not trained" in notes and "not compared" in notes
+    assert "(2+2)GPU: not in the paper's regime (final loss 0.98 and 1.00 of chance" in notes
+    assert "4GPU: not in the paper's regime (final loss 0.07 and 0.07 of chance, test score 0.050" in notes
+    assert notes.count("not compared") == 2
     assert "PaGraph's final loss 1.8000 vs Our 1.5000" in notes
     assert "+6.7% on 2GPU" in artifact.headline and "(2+2)GPU" not in artifact.headline
     assert "Regime: 3 epochs of 132 steps (whole epochs), batch 102 seeds per GPU" in artifact.caption
@@ -128,8 +132,19 @@ def test_the_report_compares_las_only_on_trained_models_and_draws_chance():
     assert figlint.figure_problems(fig) == []
     for ax in fig.axes:                                         # a chance line in every panel
         assert any(list(line.get_ydata()) == [4.6, 4.6] for line in ax.get_lines())
-    assert "1 of" not in fig._suptitle.get_text() and "2 of 5 curves end above" in fig._suptitle.get_text()
+    assert "4 of 7 curves" in fig._suptitle.get_text()
     # nothing trained: the headline says so instead of comparing
     artifact = exp.report(pd.DataFrame(_training_rows("0001_a", "2GPU", untrained)), runs)
-    assert "not trained" in artifact.headline and "no LAS comparison" in artifact.headline
+    assert "not in the paper's regime" in artifact.headline and "no LAS comparison" in artifact.headline
     assert TRAINED_SHARE == 0.7
+
+
+def test_a_stronger_planted_feature_signal_is_its_own_stand_in():
+    from harness.datasets.generators import plan_for
+
+    default, strong = plan_for("mag240m", 0.0005), plan_for("mag240m", 0.0005, feature_signal=16.0)
+    assert default.feature_signal == 2.0 and strong.feature_signal == 16.0
+    assert default.key_digest() != strong.key_digest()                    # another cache entry
+    assert np.allclose(np.linalg.norm(strong.centroids, axis=1), 8 * np.linalg.norm(default.centroids, axis=1))
+    assert registry.get_experiment("placement.fig12").parameters["feature_signal"].default == 16.0
+    assert registry.get_experiment("placement.fig8").parameters["feature_signal"].default is None

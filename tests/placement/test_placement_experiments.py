@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from harness import runner
+from harness import figlint, runner
 from harness.config import RunConfig
 from harness.report import report_runs
 from harness.store import load_run
@@ -129,3 +129,9 @@ def test_fig1_puts_measured_loading_beside_a_training_step(data_root, tmp_path):
         assert any(r["impl"] == "metis" and "pymetis" in r["reason"] for r in rows if r["status"] == "skipped")
     text = (tmp_path / "reports" / "placement" / "fig1.md").read_text()
     assert "Loading share" in text and "more than 40% with two GPUs" in text
+    built: dict = {}
+    report_runs([outcome.store.path], tmp_path / "again", only=["placement.fig1"], artifacts=built)
+    artifact = built["placement.fig1"][0]
+    assert figlint.figure_problems(artifact.figure) == [] and figlint.table_problems(artifact.table) == []
+    labels = [t.get_text() for legend in artifact.figure.legends for t in legend.get_texts()]
+    assert any(label.startswith("paper (8x V100)") for label in labels)
