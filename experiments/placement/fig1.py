@@ -134,8 +134,8 @@ class Fig1(BreakdownExperiment):
                    "per GPU. Loading: the replayed batches gathered for real as in Figs. 4-6 (warm, L2 flushed before "
                    "each pass, launches of a paper mini-batch's rows, the median of the slowest GPU over the passes, "
                    "the launch floor beside it); training: features already on the GPU, the sampled blocks built "
-                   f"before timing, {TRAIN_BATCHES} batches in turn on every rank at once, CUDA events (perf_counter on CPU ranks), the slowest "
-                   "rank's mean after warm-up. Sampling runs on the host, overlapped (Sec. 2). "
+                   f"before timing, {TRAIN_BATCHES} batches in turn on every rank at once, CUDA events (perf_counter "
+                   "on CPU ranks), the slowest rank's mean after warm-up. Sampling runs on the host, overlapped (Sec. 2). "
                    + _regime(shown) + " Shown: the newest run per machine kind at the paper's settings; every run "
                    f"is in {self.artifact}.history.md." + (f" Note: {SMOKE_NOTE}." if shown.smoke else "")
                    + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs))
@@ -204,7 +204,8 @@ def _records(exp, shown) -> list[dict]:
                          for m in ("local_fraction", "peer_fraction", "host_fraction"))
         paper = [pv for pv in exp.paper_values if pv.impl == impl and pv.params.get("topology") == topology]
         floor, bound = load.get("p_launch_floor_ms"), load.get("p_overhead_bound")
-        out.append({"Machine": shown.kind(run_id), "GPUs": int(topology.rstrip("GPU")), "System": SYSTEMS.get(impl, impl),
+        out.append({"Machine": shown.kind(run_id), "GPUs": int(topology.rstrip("GPU")),
+                    "System": SYSTEMS.get(impl, impl),
                     "Reads local/peer/host %": reads, "Loading ms/batch": float(load["value"]),
                     "Loading p10-p90": f"{stats['p10']:.3g}-{stats['p90']:.3g}" if stats.get("p10") is not None
                     else None,

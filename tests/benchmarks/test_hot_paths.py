@@ -115,6 +115,16 @@ def test_placement_algorithm1(benchmark, small_graph):
     assert all(len(b) <= problem.buffer_size for b in placement.buffers)
 
 
+def test_xgnn_solver_8g(benchmark):
+    """XGNN Sec. 6.6: the placement search on its 8-GPU topology takes under 15 ms."""
+    from impls.core import topology
+    from impls.placement import solve
+
+    benchmark.group = GROUP
+    plan = benchmark(solve, topology.xgnn_topology("8G"))
+    assert plan.extra_partitions == [1] * 8
+
+
 def test_fullbatch_gcn_epoch(benchmark):
     from harness import registry
     from impls.fullbatch.model import ModelConfig
