@@ -15,7 +15,7 @@
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT"
 MEASURED='2GPU,(2+2)GPU,4GPU'
-timeout --signal=INT 75 .ci/device.sh --tests --pytest tests/gpu/test_placement_measure_gpu.py --pytest -k --pytest 128-3
+timeout --signal=INT 75 .ci/device.sh --tests --pytest tests/gpu/test_placement_measure_gpu.py --pytest -k --pytest several_batches
 .ci/device.sh --limit 95 -- placement.fig4 --device cuda --param topologies="$MEASURED" --param max_batches=32 \
   --param pagraph_cap_s=40 --timeout 60 --label x4_placement.fig4-issue34
 .ci/device.sh --limit 95 -- placement.fig5 --device cuda --param topologies="$MEASURED" --param max_batches=32 \

@@ -512,7 +512,8 @@ def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
              "flush_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3),
              "measured_repeats": repeats, "batches_per_region": results[0]["batches_per_region"],
              "rows_per_region": round(max(r["rows_per_region"] for r in results), 1),
-             "launch_floor_ms": floor_ms, "overhead_bound": bool(bound), "overhead_factor": OVERHEAD_FACTOR}
+             "launch_floor_ms": floor_ms, "overhead_bound": bool(bound), "overhead_factor": OVERHEAD_FACTOR,
+             "per_pass_ms": [round(v, 6) for v in slowest]}
     frac = modeled.fractions
     return [
         Measurement("loading_time", "ms/batch", stats=Stats.from_samples(slowest), value=measured_ms, extra=extra),

@@ -13,11 +13,25 @@ pytest.importorskip("cupy")
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
-@pytest.mark.parametrize("gather", ["fused", "split"])
-@pytest.mark.parametrize("row_elems, per_region", [(3, 1), (128, 1), (128, 3)])
-def test_measured_gather_on_gpu_ranks(gather, row_elems, per_region):
+GATHERS, ROW_ELEMS = ["fused", "split"], [3, 128]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """Every gather setting and row size in one launch, and launches of 3 batches of 128-float rows."""
     world = 4 if GPUS >= 4 else 2
-    paths = check_measured_policies("cuda", world, gather, row_elems=row_elems, nodes=3000,
-                                    batches_per_region=per_region)
-    assert set(paths) == {gather}
+    variants = [(g, e) for g in GATHERS for e in ROW_ELEMS] + [(g, 128, 3) for g in GATHERS]
+    return check_measured_policies("cuda", world, variants, nodes=3000)
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("gather", GATHERS)
+@pytest.mark.parametrize("row_elems", ROW_ELEMS)
+def test_measured_gather_on_gpu_ranks(measured, gather, row_elems):
+    assert set(measured[(gather, row_elems)]) == {gather}
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("gather", GATHERS)
+def test_measured_launches_of_several_batches_on_gpu_ranks(measured, gather):
+    assert set(measured[(gather, 128, 3)]) == {gather}

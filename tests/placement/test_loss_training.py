@@ -123,6 +123,8 @@ def test_the_report_compares_las_only_on_trained_models_and_draws_chance():
     assert "(2+2)GPU: not in the paper's regime (final loss 0.98 and 1.00 of chance" in notes
     assert "4GPU: not in the paper's regime (final loss 0.07 and 0.07 of chance, test score 0.050" in notes
     assert notes.count("not compared") == 2
+    judged = [line for line in artifact.notes if "final loss with LAS / without" in line]
+    assert len(judged) == 3 and sum("no verdict" in line and "not in the paper's regime" in line for line in judged) == 2
     assert "PaGraph's final loss 1.8000 vs Our 1.5000" in notes
     assert "+6.7% on 2GPU" in artifact.headline and "(2+2)GPU" not in artifact.headline
     assert "Regime: 3 epochs of 132 steps (whole epochs), batch 102 seeds per GPU" in artifact.caption

@@ -135,3 +135,5 @@ def test_fig1_puts_measured_loading_beside_a_training_step(data_root, tmp_path):
     assert figlint.figure_problems(artifact.figure) == [] and figlint.table_problems(artifact.table) == []
     labels = [t.get_text() for legend in artifact.figure.legends for t in legend.get_texts()]
     assert any(label.startswith("paper (8x V100)") for label in labels)
+    judged = [line for line in artifact.notes if "loading share of the epoch" in line]
+    assert judged and all("no verdict" in line for line in judged)              # a smoke run is not judged

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -102,7 +101,7 @@ def test_solver_ranks_complete_plans_by_balance_before_bandwidth():
 
 def test_solver_8g_stores_one_extra_partition_per_gpu():
     """XGNN Sec. 4.2: 'GGMS stores one extra partition in each GPU and makes all NVLinks be used
-    evenly'. (Its search time, under 15 ms in Sec. 6.6, is a benchmark: tests/benchmarks.)"""
+    evenly'. The search's speed (Sec. 6.6: under 15 ms) is benchmarked in tests/benchmarks."""
     t = topo.xgnn_topology("8G")
     plan = solve(t)
     assert plan.extra_partitions == [1] * 8
