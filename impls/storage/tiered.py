@@ -724,6 +724,7 @@ class TieredStore:
     def __init__(self, rank, name: str, indptr, indices, features, reordering: Reordering,
                  graph_layout: TierLayout | None, feat_layout: TierLayout | None, *, fit=None,
                  counters: bool = True, sampler_variant: str = "batched"):
+        rank.require_one_node(f"the tiered store {name}")
         self.rank, self.name, self.reordering = rank, name, reordering
         self.graph_layout, self.feat_layout, self.fit = graph_layout, feat_layout, fit
         self.device = rank.torch_device()
