@@ -87,6 +87,8 @@ class Topology:
     def label(self, unit: str = "GPUs") -> str:
         """'1 node x 4 GPUs', '2 nodes x 2 GPUs, emulated nodes (one host)'."""
         per = self.per_node
+        if per == 1:
+            unit = unit.removesuffix("s")
         ranks = f"{per} {unit}" if per is not None else "/".join(str(len(self.ranks_of(n))) for n in range(self.nodes))
         text = f"{self.nodes} node{'s' if self.nodes > 1 else ''} x {ranks}"
         return f"{text}, {EMULATED}" if self.emulated else text

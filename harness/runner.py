@@ -146,6 +146,8 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job],
     index, seconds) of every point finished, for the run's time-left estimate."""
     exp = registry.get_experiment(exp_id)
     store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
+    if store and _under_torchrun():
+        store.update_manifest(topology=ctx.topology_record())      # torchrun's nodes, emulated or not
     progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=ctx.is_main) if ctx.is_main else None
     finished = []
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
@@ -448,9 +450,15 @@ def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore,
                 for chunk in ([[j] for j in group] if cfg.launch_per_point else [group])]
     for world, group in launches:
         before = len(load_run(store.path).rows)
+
+        def overdue(exc: LaunchError, group=group, before=before) -> None:
+            # under torchrun this rank ends at once (harness/launcher.py): its rows say why first
+            _record_failed_launch(exp, group, cfg, store, before, exc)
+            store.update_manifest(end=envinfo.now_iso(), status="failed", counts=_status_counts(store))
+
         try:
             results = launch(_rank_entry, (exp.id, cfg, group, str(store.path), eta), world_size=world,
-                             device=cfg.device, timeout_s=cfg.timeout_s)
+                             device=cfg.device, timeout_s=cfg.timeout_s, on_overdue=overdue)
             for index, seconds in (results or [None])[0] or ():
                 eta.finish(index, seconds)
         except LaunchError as exc:

@@ -97,7 +97,8 @@ class WholeGraphPipeline(Pipeline):
                "gather": self.gatherer.describe()}
         if self.rank.nodes > 1:
             out["nodes"] = (f"{self.rank.topology_label()}: a replica of the graph and the features per node over "
-                            "its own ranks; only the gradient all-reduce crosses nodes (NCCL)")
+                            "its own ranks; only the gradient all-reduce crosses nodes "
+                            f"({'NCCL' if self.device.type == 'cuda' else 'gloo'})")
         return out
 
     def close(self):
