@@ -19,10 +19,13 @@ and the shared-memory files of a launch are removed however it ends (``harness.s
 
 Under torchrun (``torchrun --nnodes N --nproc-per-node G``, c10d rendezvous) this process is one
 rank: the group is formed from torchrun's environment, and the same rules hold with the agent of
-this node as the launcher. The rank dies with its agent; a rank still in one activity after
-``timeout_s`` says so on stderr (its activity and where its main thread is: every rank watches
-itself, there being no board shared between hosts), lets the caller record it (``on_overdue``:
-rank 0 stores the point's error row) and ends, which ends the job. The ranks learn their
+this node as the launcher. The rank dies with its agent. The board is kept in the job's c10d store
+(:class:`StoreBoard`), so that rank 0 sees every rank, whichever host it runs on: where a rank has
+stayed in one activity longer than ``timeout_s``, rank 0 says so on stderr with the same error the
+harness's launcher raises (the rank, its activity, where its main thread is; the others waiting),
+lets the caller record it (``on_overdue``: the point's error row) and ends, which ends the job;
+every other rank ends itself ``BACKSTOP_S`` after its own timeout, in case rank 0 cannot. The ranks
+learn their
 :class:`Topology` (which node each rank runs on, torchrun's ``GROUP_RANK``, and on which host): a
 store that maps peers' memory maps only its own node's (``RankContext.node_view``: the ranks of this
 node as a group of their own), and the ranks of a node share host shared-memory files under a
@@ -32,6 +35,7 @@ Under the harness's own launcher every rank is on one node.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import queue
@@ -233,7 +237,7 @@ class ActivityBoard:
     def read(self) -> dict[int, str]:
         return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
 
-    def states(self) -> dict[int, "RankState"]:
+    def states(self, now: float | None = None) -> dict[int, "RankState"]:
         return {r: RankState(self._get(self.array, r) or None, self.times[2 * r] or None,
                              self._get(self.wheres, r) or None, self.times[2 * r + 1] or None)
                 for r in range(self.world_size)}
@@ -370,9 +374,69 @@ def _die_with_parent(parent_pid: int, shm_prefix: str, beat: Callable[[str], Non
     threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
 
 
+class StoreBoard:
+    """The activity board of a torchrun launch, over the job's c10d store (torchrun's rendezvous
+    store at MASTER_ADDR:MASTER_PORT): every rank writes its own slot (activity, where its main
+    thread is) and rank 0 reads every slot, whichever host it runs on. Ages travel, not times: the
+    hosts' clocks differ. A store that fails (its host gone) leaves the slots as they were: the
+    launch is ending anyway."""
+
+    def __init__(self, store, prefix: str, world_size: int):
+        self.store, self.prefix, self.world_size = store, prefix, world_size
+        self.mine: dict[int, list] = {}        # rank -> [activity, since, where, seen] on this process's clock
+
+    def _put(self, rank: int, now: float) -> None:
+        import json
+
+        activity, since, where, seen = self.mine[rank]
+        try:
+            self.store.set(f"{self.prefix}/{rank}", json.dumps([activity, now - since, where, now - seen]))
+        except Exception:                     # noqa: BLE001 - module doc
+            pass
+
+    def write(self, rank: int, text: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        slot = self.mine.setdefault(rank, ["", now, "", now])
+        slot[0], slot[1] = text, now
+        self._put(rank, now)
+
+    def beat(self, rank: int, where: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        slot = self.mine.setdefault(rank, ["", now, "", now])
+        slot[2], slot[3] = where, now
+        self._put(rank, now)
+
+    def states(self, now: float | None = None) -> dict[int, RankState]:
+        """Every rank's slot that has been written, on this process's clock."""
+        import json
+
+        now = time.monotonic() if now is None else now
+        out = {}
+        for r in range(self.world_size):
+            key = f"{self.prefix}/{r}"
+            try:
+                if not self.store.check([key]):
+                    continue
+                activity, age, where, stale = json.loads(self.store.get(key))
+            except Exception:                 # noqa: BLE001 - module doc
+                continue
+            out[r] = RankState(activity or None, now - age, where or None, now - stale)
+        return out
+
+    def read(self) -> dict[int, str]:
+        return {r: s.activity for r, s in self.states().items() if s.activity}
+
+
+DONE = "done with the launch"
+BACKSTOP_S = 30.0       # a torchrun rank other than 0 ends itself this long after its own --timeout
+
+
 class _SelfWatch:
-    """A torchrun rank watching itself (module doc): the heartbeat of the launch in progress on its
-    own board, and the end of a launch it stays in one activity longer than its timeout."""
+    """A torchrun rank's watch of its launch (module doc): its heartbeat on the launch's board, and
+    the end of a point that overstays ``timeout_s``. Rank 0 judges every rank by the shared board
+    (:class:`StoreBoard`) as the harness's launcher would, records the point (``on_overdue``) and
+    ends, which ends the job; every rank also ends itself ``BACKSTOP_S`` after its own timeout, in
+    case rank 0 cannot."""
 
     def __init__(self, shm_prefix: str):
         self.shm_prefix = shm_prefix
@@ -385,12 +449,19 @@ class _SelfWatch:
         board, rank, timeout_s, started, on_overdue = launch
         now = time.monotonic() if now is None else now
         board.beat(rank, where, now)
-        late = overdue(board.states(), [rank], now, timeout_s, started)
+        states = board.states(now)
+        late = None
+        if rank == 0 and isinstance(board, StoreBoard):
+            running = [r for r, state in states.items() if state.activity != DONE]
+            late = overdue(states, running, now, timeout_s, started)
+        if late is None and rank in states:
+            late = overdue(states, [rank], now, timeout_s + (BACKSTOP_S if rank else 0.0), started)
         if late is not None:
             self.end(late, on_overdue)
         return late
 
     def end(self, late: LaunchError, on_overdue) -> None:
+        self.launch = None
         print(f"error: {late} (under torchrun this rank ends, and with it the job)", file=sys.stderr, flush=True)
         if on_overdue is not None:
             try:
@@ -631,25 +702,55 @@ def _launch_in_place(fn, args, device, timeout_s, on_overdue=None):
     os.environ.setdefault(shm.PREFIX_ENV, shm.node_prefix())
     shm.remove_orphans()
     watch = _self_watch(os.environ[shm.PREFIX_ENV])
-    board = ActivityBoard(multiprocessing.get_context("spawn"), world)      # this rank's slot alone is written
+    # until the group (and its store) forms, this rank watches its own startup on a board of its own
+    board = ActivityBoard(multiprocessing.get_context("spawn"), world)
     board.write(rank, STARTUP)
+    started = time.monotonic()
+    watch.launch = (board, rank, timeout_s, started, on_overdue)
     ctx = RankContext(rank, world, local, device, backend, board)
-    watch.launch = (board, rank, timeout_s, time.monotonic(), on_overdue)
     created = not dist.is_initialized()
+    shared = None
     try:
         if created:
-            # this rank's own watch ends an overdue point first; the group's timeout is a backstop
+            # the watch ends an overdue point first; the group's timeout is a backstop
             _init_group(ctx, None, timeout_s + GROUP_TIMEOUT_MARGIN_S)
+        shared = _store_board(world)
+        if shared is not None:
+            shared.write(rank, "")       # started: no activity named yet (still the startup allowance)
+            ctx = dataclasses.replace(ctx, board=shared)
+            watch.launch = (shared, rank, timeout_s, started, on_overdue)
         ctx = with_topology(ctx, gather_topology(ctx))
-        board.write(rank, "")            # started: no activity named yet (still the startup allowance)
+        board.write(rank, "")
         value = fn(ctx, *args)
     finally:
         watch.launch = None
+        if shared is not None:
+            shared.write(rank, DONE)
         if created and dist.is_initialized():
             dist.destroy_process_group()
     out = [None] * world
     out[rank] = value
     return out
+
+
+_LAUNCHES = [0]          # launches of ranks in this process: every rank counts the same
+
+
+def _store_board(world: int) -> StoreBoard | None:
+    """A :class:`StoreBoard` over the job's store (a client of its own: the main thread's collectives
+    never wait on it), or None where there is none to reach."""
+    import datetime as dt
+
+    import torch.distributed as dist
+
+    _LAUNCHES[0] += 1
+    try:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                              timeout=dt.timedelta(seconds=30))
+    except Exception:                         # noqa: BLE001 - each rank then watches itself alone
+        return None
+    run = os.environ.get("TORCHELASTIC_RUN_ID", "job")
+    return StoreBoard(store, f"harness-board/{run}/{_LAUNCHES[0]}", world)
 
 
 def gather_topology(ctx: RankContext) -> Topology:
@@ -668,8 +769,6 @@ def gather_topology(ctx: RankContext) -> Topology:
 def with_topology(ctx: RankContext, topology: Topology) -> RankContext:
     """``ctx`` knowing the nodes of its ranks, with a process group per node where there are
     several (collective: every rank makes every node's group, in the same order)."""
-    import dataclasses
-
     import torch.distributed as dist
 
     if len(topology.node_of) != ctx.world_size:

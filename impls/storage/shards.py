@@ -110,7 +110,11 @@ class ShardedTable:
         if rank.device == "cuda":
             self._build_device()
         else:
-            self._build_host()
+            try:
+                self._build_host()
+            except BaseException:
+                self._run_closers()             # this rank's own file goes (every rank fails here alike)
+                raise
         barrier(self.rank)
 
     def _mapping(self, node_aware: bool):
@@ -300,6 +304,9 @@ class ShardedTable:
         self._closers.append(lambda: path.unlink(missing_ok=True))
 
     def _map(self, path: Path, rows: int) -> torch.Tensor:
+        if not path.exists():       # torch.from_file(shared=True) would create it: an empty shard, never a peer's
+            raise FileNotFoundError(f"no shared-memory shard {path} (a rank of another node, or of another "
+                                    "launch, made it under its own prefix)")
         nbytes = max(rows * self.spec.row_bytes, 1)
         flat = torch.from_file(str(path), shared=True, size=nbytes, dtype=torch.uint8)
         return flat[: rows * self.spec.row_bytes].view(self.spec.torch_dtype).view(rows, self.spec.row_elems)
@@ -322,6 +329,14 @@ class ShardedTable:
                      f"; {self.rank.topology_label()}, every rank's shard mapped (not node aware)")
         return text
 
+    def _run_closers(self) -> None:
+        for close in reversed(self._closers):
+            try:
+                close()
+            except Exception:
+                pass
+        self._closers.clear()
+
     def close(self) -> None:
         """Collective: peers unmap before owners free."""
         if self.rank.device == "cuda":
@@ -329,12 +344,7 @@ class ShardedTable:
         barrier(self.rank)
         self.peers.clear()
         self.whole = None
-        for close in reversed(self._closers):
-            try:
-                close()
-            except Exception:
-                pass
-        self._closers.clear()
+        self._run_closers()
         barrier(self.rank)
         self._mem = None
         self._symm = None

@@ -161,6 +161,7 @@ def reads_across_nodes(ctx, node_of: list[int] | None, node_aware: list[bool], n
     served per owner rank, the rows this rank asked of each owner and the owners on other nodes whose
     rows came through a mapping (what must stay empty), or the error that building it raised."""
     from harness.launcher import Topology, with_topology
+    from impls.gather.p2p_shared import SharedMemoryGather      # alone: the registry imports every impl
 
     if node_of is not None:
         ctx = with_topology(ctx, Topology(tuple(node_of), ("one-host",) * (max(node_of) + 1)))
@@ -171,8 +172,7 @@ def reads_across_nodes(ctx, node_of: list[int] | None, node_aware: list[bool], n
     out = {"node": ctx.node, "nodes": ctx.nodes, "asked": asked, "topology": ctx.topology_record()}
     for aware in node_aware:
         try:
-            gatherer = registry.get_impl("gather", "p2p_shared").factory(ctx, spec, mode="chunked", node_aware=aware,
-                                                                        count_reads=True)
+            gatherer = SharedMemoryGather(ctx, spec, "chunked", node_aware=aware, count_reads=True)
         except Exception as exc:  # noqa: BLE001 - what the test looks at (every rank fails alike)
             out[aware] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
