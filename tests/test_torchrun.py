@@ -128,3 +128,30 @@ def test_under_torchrun_the_ranks_die_with_their_agent(tmp_path):
         time.sleep(0.2)
     assert not any(pid_alive(pid) for pid in ranks), "a rank outlived its torchrun agent"
     assert not any((tmp_path / "shm").iterdir())
+
+
+def test_fig13_trains_on_two_torchrun_nodes_and_says_they_are_emulated(tmp_path):
+    """wholegraph.fig13 on 2 nodes x 1 CPU rank (two node processes on localhost): a replica per node,
+    DDP over both ranks; its row and the run's manifest say the nodes were emulated on one host."""
+    from harness.launcher import free_port
+
+    env = _env(tmp_path)
+    endpoint = f"127.0.0.1:{free_port()}"
+    cmd = _torchrun("--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+                    "--rdzv-id", "fig13-test", "--max-restarts", "0", "-m", "harness", "run", "wholegraph.fig13",
+                    "--device", "cpu", "--quick", "--param", "datasets=ogbn-papers100M", "--param", "models=sage",
+                    "--param", "max_edges=2e5", "--param", "max_batches=2", "--param", "eval_nodes=64",
+                    "--param", "warmup_batches=0", "--out", str(tmp_path / "out"), "--no-report")
+    nodes = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    logs = [p.communicate(timeout=600)[0] for p in nodes]
+    assert [p.returncode for p in nodes] == [0, 0], "\n".join(log[-2000:] for log in logs)
+    (run,) = [p for p in (tmp_path / "out").iterdir() if (p / "rows.jsonl").exists()]
+    stored = load_run(run)
+    (epoch,) = [r for r in stored.rows if r["metric"] == "epoch_time"]
+    assert epoch["status"] == "ok" and epoch["world_size"] == 2
+    assert (epoch["params"]["nodes"], epoch["params"]["ranks_per_node"]) == (2, 1)
+    label = "2 nodes x 1 CPU rank, emulated nodes (one host)"
+    assert epoch["extra"]["topology"]["label"] == label and stored.manifest["topology"]["label"] == label
+    assert epoch["extra"]["components"]["nodes"].startswith(f"{label}: a replica of the graph and the features per node")
+    assert "1 ranks x" in epoch["extra"]["components"]["gather"]          # each node's store: its one rank
