@@ -238,9 +238,11 @@ class ActivityBoard:
         return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
 
     def states(self, now: float | None = None) -> dict[int, "RankState"]:
-        return {r: RankState(self._get(self.array, r) or None, self.times[2 * r] or None,
-                             self._get(self.wheres, r) or None, self.times[2 * r + 1] or None)
-                for r in range(self.world_size)}
+        return {r: self.state_of(r) for r in range(self.world_size)}
+
+    def state_of(self, rank: int, now: float | None = None) -> "RankState":
+        return RankState(self._get(self.array, rank) or None, self.times[2 * rank] or None,
+                         self._get(self.wheres, rank) or None, self.times[2 * rank + 1] or None)
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,7 @@ HEARTBEAT_S = 0.5
 
 
 def overdue(states: dict[int, RankState], running: list[int], now: float, timeout_s: float,
-            started: float) -> LaunchError | None:
+            started: float, why: str = "--timeout") -> LaunchError | None:
     """The error that ends a launch where a running rank has been in one activity longer than
     ``timeout_s`` (before its first activity: at least ``STARTUP_ALLOWANCE_S``), else None.
 
@@ -299,7 +301,7 @@ def overdue(states: dict[int, RankState], running: list[int], now: float, timeou
         return f" ({state.where}{stale})"
 
     first = named[0]
-    culprit = f"rank {first} was still {doing(first)} after {timeout_s:.0f} s (--timeout){where(first)}"
+    culprit = f"rank {first} was still {doing(first)} after {timeout_s:.0f} s ({why}){where(first)}"
     parts = [f"rank {r} {doing(r)}{where(r)}" for r in named[1:] + waiting]
     message = culprit + ("; " + "; ".join(parts) if parts else "")
     states_text = {r: s.activity for r, s in states.items() if s.activity}
@@ -426,6 +428,11 @@ class StoreBoard:
     def read(self) -> dict[int, str]:
         return {r: s.activity for r, s in self.states().items() if s.activity}
 
+    def state_of(self, rank: int, now: float | None = None) -> RankState | None:
+        """This process's own slot, read without the store."""
+        slot = self.mine.get(rank)
+        return None if slot is None else RankState(slot[0] or None, slot[1], slot[2] or None, slot[3])
+
 
 DONE = "done with the launch"
 BACKSTOP_S = 30.0       # a torchrun rank other than 0 ends itself this long after its own --timeout
@@ -449,13 +456,17 @@ class _SelfWatch:
         board, rank, timeout_s, started, on_overdue = launch
         now = time.monotonic() if now is None else now
         board.beat(rank, where, now)
-        states = board.states(now)
         late = None
         if rank == 0 and isinstance(board, StoreBoard):
+            states = board.states(now)
             running = [r for r, state in states.items() if state.activity != DONE]
             late = overdue(states, running, now, timeout_s, started)
-        if late is None and rank in states:
-            late = overdue(states, [rank], now, timeout_s + (BACKSTOP_S if rank else 0.0), started)
+        mine = board.state_of(rank, now)
+        if late is None and mine is not None:
+            backstop = BACKSTOP_S if rank else 0.0
+            late = overdue({rank: mine}, [rank], now, timeout_s + backstop, started,
+                           f"--timeout {timeout_s:.0f} s, then {backstop:.0f} s for rank 0 to end the job"
+                           if backstop else "--timeout")
         if late is not None:
             self.end(late, on_overdue)
         return late

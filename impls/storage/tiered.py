@@ -83,6 +83,7 @@ class SharedHostArray:
     """A flat host array every rank maps (/dev/shm); page-locked and mapped on CUDA ranks."""
 
     def __init__(self, rank, tag: str, name: str, numel: int, dtype: torch.dtype, register: bool):
+        rank.require_one_node("a host array every rank maps")
         self.rank = rank
         elem = torch.empty(0, dtype=dtype).element_size()
         self.nbytes = max(int(numel) * elem, 1)
@@ -124,6 +125,8 @@ class GpuBuffers:
     that every rank maps (peer views and pointers), else a plain allocation read by its owner."""
 
     def __init__(self, rank, numel: int, dtype: torch.dtype, shared: bool):
+        if shared:
+            rank.require_one_node("GPU buffers every rank maps")
         self.rank, self.numel, self.dtype, self.shared = rank, int(numel), dtype, shared
         device = rank.torch_device()
         self._symm = None
