@@ -148,6 +148,11 @@ class RankContext:
             return tuple(range(self.world_size))
         return self.topology.ranks_of(self.node)
 
+    @property
+    def local_world_size(self) -> int:
+        """Ranks on this rank's node (torchrun's LOCAL_WORLD_SIZE; the whole group on one node)."""
+        return len(self.node_ranks)
+
     def global_rank(self, r: int) -> int:
         """Rank ``r`` of this group in the default group (the same, except in a node view)."""
         return self.members[r] if self.members else r

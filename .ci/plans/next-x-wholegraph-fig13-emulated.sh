@@ -23,7 +23,7 @@
 # checked), its bandwidth between nccl_alltoallv's and the one-node p2p_shared (half its rows come
 # through NCCL). Limits add up to 500 s.
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT/results"
+OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT/results" "$OUT/logs"      # 8 files come back: logs/ is packed
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH="$PWD" OMP_NUM_THREADS=4
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -49,13 +49,13 @@ two_nodes() {  # two_nodes LIMIT LABEL ARGS...: 2 torchrun node processes of 2 G
     CUDA_VISIBLE_DEVICES=$((2 * n)),$((2 * n + 1)) NCCL_HOSTID="fig13-node$n" NCCL_DEBUG=INFO \
       NCCL_DEBUG_SUBSYS=INIT,NET timeout --signal=INT --kill-after=20 "$limit" "${TR[@]}" --nnodes 2 \
       --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "$label" \
-      "${RUN[@]}" "$@" --timeout $((limit - 20)) --label "$label" > "$OUT/$label-node$n.log" 2>&1 &
+      "${RUN[@]}" "$@" --timeout $((limit - 20)) --label "$label" > "$OUT/logs/$label-node$n.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
   echo "rc ${rcs[*]}" | tee -a "$OUT/run.log"
-  grep -v "NCCL INFO" "$OUT/$label-node0.log" >> "$OUT/run.log"
-  grep -h "NCCL INFO.*NET/\|NCCL INFO.*via NET\|NCCL INFO.*Using network" "$OUT/$label"-node*.log \
+  grep -v "NCCL INFO" "$OUT/logs/$label-node0.log" >> "$OUT/run.log"
+  grep -h "NCCL INFO.*NET/\|NCCL INFO.*via NET\|NCCL INFO.*Using network" "$OUT/logs/$label"-node*.log \
     | sed 's/^.*NCCL INFO //' | sort | uniq -c | head -12 >> "$OUT/nccl-net.txt"
 }
 
@@ -102,3 +102,4 @@ PY
 timeout 60 python3 -m harness report $(ls -d "$OUT"/results/*_x4_fig13-*) --out "$OUT/report" > /dev/null 2>&1 \
   && cp "$OUT"/report/wholegraph/fig13.md "$OUT"/report/wholegraph/fig13.png "$OUT"/ 2>/dev/null
 tar czf "$OUT/results.tgz" -C "$OUT" results report 2>/dev/null && rm -rf "$OUT/results" "$OUT/report"
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"

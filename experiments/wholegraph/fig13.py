@@ -72,6 +72,14 @@ class Fig13(TrainingExperiment):
         for point in super().points(cfg):
             yield Point(point.impl, {**point.params, "nodes": nodes, "ranks_per_node": per_node}, point.world_size)
 
+    def memory_need(self, point, cfg):
+        """Each node holds a replica of graph and features over its own GPUs."""
+        need = super().memory_need(point, cfg)
+        per_node = point.params.get("ranks_per_node")
+        if need and "gpu" in need and per_node:
+            need = {**need, "gpu": need["gpu"] * point.world_size / per_node}
+        return need
+
     def run_point(self, point, ctx):
         out = super().run_point(point, ctx)
         for m in out:

@@ -169,7 +169,8 @@ def reads_across_nodes(ctx, node_of: list[int] | None, node_aware: list[bool], n
     gen = torch.Generator().manual_seed(seed + ctx.rank)
     ids = torch.cat([torch.randint(0, num_rows, (n_ids,), generator=gen), torch.tensor([num_rows - 1])])
     asked = torch.bincount(RowPartition(num_rows, ctx.world_size).owner(ids), minlength=ctx.world_size).tolist()
-    out = {"node": ctx.node, "nodes": ctx.nodes, "asked": asked, "topology": ctx.topology_record()}
+    out = {"node": ctx.node, "nodes": ctx.nodes, "local_world_size": ctx.local_world_size, "asked": asked,
+           "topology": ctx.topology_record()}
     for aware in node_aware:
         try:
             gatherer = SharedMemoryGather(ctx, spec, "chunked", node_aware=aware, count_reads=True)

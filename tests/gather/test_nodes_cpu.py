@@ -15,7 +15,7 @@ def test_other_nodes_rows_come_through_nccl_and_a_store_without_node_awareness_i
     results = launch(reads_across_nodes, (NODES, [True, False], 1001, 7, 400, 5), world_size=3, device="cpu",
                      timeout_s=120)
     for rank, r in enumerate(results):
-        assert r["nodes"] == 2 and r["node"] == NODES[rank]
+        assert r["nodes"] == 2 and r["node"] == NODES[rank] and r["local_world_size"] == NODES.count(NODES[rank])
         same = [o for o in range(3) if NODES[o] == NODES[rank]]
         other = [o for o in range(3) if NODES[o] != NODES[rank]]
         aware = r[True]
