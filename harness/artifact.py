@@ -48,9 +48,10 @@ class RunInfo:
         if sw.get("nccl"):
             parts.append(f"NCCL {sw['nccl']}")
         git = m.get("git", {})
-        commit = (git.get("commit") or "unknown")[:10]
+        commits = git.get("commits") or [git.get("commit") or "unknown"]
         dirty = " (dirty)" if git.get("dirty") else ""
-        text = f"{self.run_id}: " + ", ".join(parts) + f"; commit {commit}{dirty}"
+        text = (f"{self.run_id}: " + ", ".join(parts)
+                + f"; commit{'s' if len(commits) > 1 else ''} {', '.join(c[:10] for c in commits)}{dirty}")
         if self.status == "abandoned":
             text += f"; {ABANDONED_NOTE}"
         return text
@@ -68,7 +69,7 @@ class ReportArtifact:
     notes: list[str] = field(default_factory=list)
     figure: "object | None" = None   # matplotlib Figure
     headline: str = ""        # one line for the reports index: paper vs measured
-    status: str = ""          # reproduced | partly | not reproduced | measured (default)
+    status: str = ""          # the verdict of harness/verdicts.py over its claims, or measured (default)
     # every run's rows, where the headline table shows fewer (newest per machine kind): written
     # apart as <name>.history.csv and .md
     history: "object | None" = None

@@ -5,8 +5,13 @@ point present in both sets, the change is oriented so that > 1 means worse (a lo
 time or a lower bandwidth). It is a regression when it exceeds the threshold AND the
 two runs' p10-p90 ranges do not overlap, so noise within the repeats never fails a
 comparison. A point measured in A (status ok) that B skipped, failed or lacks is lost: a
-failure of its own, since a candidate that measures nothing must not pass. Points only B
-has, and points A did not measure either, are listed apart.
+failure of its own, since a candidate that measures nothing must not pass. A measured time
+(or rate) of 0 or below on either side is invalid, a failure too: no time is free. Points only
+B has, and points A did not measure either, are listed apart.
+
+A baseline must be one: ``check_baseline`` refuses an A that measured nothing, that did not
+complete, or whose settings (hardware, experiments, implementations, parameters, scale, world
+size, quick) differ from B's, naming each difference; ``find_reference`` picks only such runs.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import HarnessError
-from .store import load_run
+from .store import StoredRun, load_run, run_status
 
 NO_REFERENCE_EXIT = 4
 
@@ -37,8 +42,8 @@ def point_key(row: dict) -> tuple:
             row["metric"], row.get("world_size"), row.get("device"))
 
 
-def load_result_set(path: str | Path) -> dict[tuple, dict]:
-    """Rows of a run directory, or of every run directory below ``path`` (later runs win)."""
+def load_runs(path: str | Path) -> list[StoredRun]:
+    """A run directory, or every run directory below ``path`` in order."""
     path = Path(path)
     if (path / "rows.jsonl").exists():
         dirs = [path]
@@ -48,34 +53,107 @@ def load_result_set(path: str | Path) -> dict[tuple, dict]:
         dirs = []
     if not dirs:
         raise HarnessError(f"no run directory at {path}")
+    return [load_run(d) for d in dirs]
+
+
+def rows_by_point(runs: list[StoredRun]) -> dict[tuple, dict]:
+    """Rows of the runs keyed by point (later runs win)."""
     rows: dict[tuple, dict] = {}
-    for d in dirs:
-        for row in load_run(d).rows:
+    for run in runs:
+        for row in run.rows:
             rows[point_key(row)] = row
     return rows
 
 
+def load_result_set(path: str | Path) -> dict[tuple, dict]:
+    """Rows of a run directory, or of every run directory below ``path`` (later runs win)."""
+    return rows_by_point(load_runs(path))
+
+
+# What must be equal for two runs to measure the same thing, as a reader names it.
+SETTINGS = ("hardware", "experiments", "implementations", "parameters", "scale", "world size", "quick")
+
+
+def run_settings(manifest: dict) -> dict:
+    config = manifest.get("config", {})
+    return {"hardware": manifest.get("hardware"), "experiments": sorted(manifest.get("experiments", [])),
+            "implementations": sorted(config.get("impls") or []), "parameters": config.get("params") or {},
+            "scale": config.get("scale"), "world size": config.get("world_size"),
+            "quick": bool(config.get("quick"))}
+
+
+def _show(value) -> str:
+    if value is None:
+        return "default"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True) if value else ("none" if isinstance(value, dict) else "all")
+    return str(value)
+
+
+def settings_differences(a: list[dict], b: list[dict]) -> list[str]:
+    """``name: A x, B y`` for every setting whose values differ between the two sets of runs
+    (each side given as its runs' manifests)."""
+    differences = []
+    for name in SETTINGS:
+        values_a = sorted({_show(run_settings(m)[name]) for m in a})
+        values_b = sorted({_show(run_settings(m)[name]) for m in b})
+        if values_a != values_b:
+            differences.append(f"{name}: A {' | '.join(values_a)}, B {' | '.join(values_b)}")
+    return differences
+
+
+def baseline_problems(runs: list[StoredRun]) -> list[str]:
+    """Why these runs cannot serve as a baseline: not complete, or nothing measured."""
+    problems = [f"{run.path.name} is {status}, not complete"
+                for run in runs if (status := run_status(run.manifest)) != "complete"]
+    measured = sum(row["status"] == "ok" for run in runs for row in run.rows)
+    if not measured:
+        total = sum(len(run.rows) for run in runs)
+        problems.append(f"it measured nothing ({total} rows, none ok)")
+    return problems
+
+
+def check_baseline(a_runs: list[StoredRun], b_runs: list[StoredRun], allow_mismatch: bool = False) -> list[str]:
+    """Refuse (HarnessError) an A that is no baseline for B; returns the setting differences
+    that ``allow_mismatch`` let through, for the output to say."""
+    problems = baseline_problems(a_runs)
+    if problems:
+        raise HarnessError(f"A ({', '.join(r.path.name for r in a_runs)}) is no baseline: {'; '.join(problems)}")
+    differences = settings_differences([r.manifest for r in a_runs], [r.manifest for r in b_runs])
+    if differences and not allow_mismatch:
+        raise HarnessError("A and B were measured with different settings, so their points differ: "
+                           + "; ".join(differences) + " (--allow-mismatch compares them anyway)")
+    return differences
+
+
 def find_reference(root: str | Path, candidate: str | Path) -> Path:
-    """The newest run under ``root`` measured on the same hardware, with the same experiments
-    and the same quick flag as ``candidate``, and not withdrawn: the baseline a GPU runner
-    compares against."""
+    """The newest run under ``root`` that can be ``candidate``'s baseline: complete, with measured
+    rows, not withdrawn, and measured with the same settings (hardware, experiments,
+    implementations, parameters, scale, world size, quick). The baseline a GPU runner compares
+    against."""
     from .store import _RUN_DIR, withdrawn_reason
 
     cand = load_run(candidate if (Path(candidate) / "rows.jsonl").exists() else _only_run(candidate))
-    want = (cand.manifest.get("hardware"), sorted(cand.manifest.get("experiments", [])),
-            bool(cand.manifest.get("config", {}).get("quick")))
-    matches = []
-    for path in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
+    want = run_settings(cand.manifest)
+    passed_over = []
+    for path in reversed(sorted(Path(root).iterdir()) if Path(root).is_dir() else []):
         if not (_RUN_DIR.match(path.name) and (path / "manifest.json").exists()) or withdrawn_reason(path):
             continue
-        m = json.loads((path / "manifest.json").read_text())
-        if (m.get("hardware"), sorted(m.get("experiments", [])), bool(m.get("config", {}).get("quick"))) == want:
-            matches.append(path)
-    if not matches:
-        raise NoReference(f"no reference run under {root} for hardware {want[0]} (experiments "
-                          f"{', '.join(want[1])}, quick={want[2]}): nothing to compare with; commit a "
-                          f"run of this hardware as the reference")
-    return matches[-1]
+        manifest = json.loads((path / "manifest.json").read_text())
+        if run_settings(manifest)["hardware"] != want["hardware"]:
+            continue
+        why = settings_differences([manifest], [cand.manifest])
+        if not why:
+            run = load_run(path)
+            why = baseline_problems([run])
+            if not why:
+                return path
+        passed_over.append(f"{path.name} ({'; '.join(why)})")
+    nearest = f"; passed over: {', '.join(passed_over[:3])}" if passed_over else ""
+    raise NoReference(f"no reference run under {root} for hardware {want['hardware']} (experiments "
+                      f"{', '.join(want['experiments'])}, quick={want['quick']}) that is complete and has the "
+                      f"candidate's settings: nothing to compare with; commit a run of this hardware as the "
+                      f"reference{nearest}")
 
 
 def _only_run(path: str | Path) -> Path:
@@ -108,6 +186,32 @@ class Comparison:
     only_a: list[tuple] = field(default_factory=list)
     only_b: list[tuple] = field(default_factory=list)
     not_comparable: list[tuple[tuple, str]] = field(default_factory=list)
+    invalid: list[tuple[tuple, str]] = field(default_factory=list)   # an ok time (or rate) <= 0
+
+    @property
+    def failed(self) -> bool:
+        """A regression or an invalid value; lost points are judged by the caller (--allow-missing)."""
+        return bool(self.regressions or self.invalid)
+
+
+# Units of a time, and a rate is something per time ("GB/s"): neither can be 0 or negative.
+_TIME_UNITS = {"ns", "us", "µs", "ms", "s", "min", "h"}
+
+
+def is_time_or_rate(unit: str | None) -> bool:
+    head, _, per = str(unit or "").partition("/")
+    return head.strip() in _TIME_UNITS or per.strip() in _TIME_UNITS
+
+
+def _invalid_value(row: dict) -> str | None:
+    """Why an ok row's value cannot be a measurement, or None."""
+    if not is_time_or_rate(row.get("unit")):
+        return None
+    try:
+        value = float(row["value"])
+    except (TypeError, ValueError):
+        return f"value {row.get('value')!r} is not a number"
+    return None if value > 0 else f"{value:g} {row['unit']} (a time or rate must be > 0)"
 
 
 def _worse_factor(a: dict, b: dict) -> float:
@@ -147,6 +251,10 @@ def compare_sets(a_rows: dict[tuple, dict], b_rows: dict[tuple, dict], threshold
             why = f"A {a['status']}, B {b['status']}"
             result.not_comparable.append((key, why))
             continue
+        bad = [f"{side} {why}" for side, r in (("A", a), ("B", b)) if (why := _invalid_value(r))]
+        if bad:
+            result.invalid.append((key, "; ".join(bad)))
+            continue
         try:
             factor = _worse_factor(a, b)
         except (ValueError, TypeError):
@@ -176,6 +284,9 @@ def format_comparison(c: Comparison) -> str:
                          + ("" if ch.significant else "  (within noise)"))
 
     block("REGRESSIONS", c.regressions)
+    if c.invalid:
+        lines.append(f"\nINVALID: an ok time or rate of 0 or below ({len(c.invalid)}):")
+        lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.invalid]
     if c.lost:
         lines.append(f"\nLOST: measured in A, skipped, failed or missing in B ({len(c.lost)}):")
         lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.lost]
@@ -190,6 +301,7 @@ def format_comparison(c: Comparison) -> str:
     if c.not_comparable:
         lines.append(f"\nnot comparable ({len(c.not_comparable)}):")
         lines += [f"  {k[0]} {k[1]} {k[2]} {k[3]}: {why}" for k, why in c.not_comparable]
-    lines.append(f"\n{len(c.regressions)} regressions, {len(c.lost)} lost, {len(c.improvements)} improvements, "
+    lines.append(f"\n{len(c.regressions)} regressions, {len(c.lost)} lost, {len(c.invalid)} invalid, "
+                 f"{len(c.improvements)} improvements, "
                  f"{len(c.unchanged)} unchanged, {len(c.only_a)} only in A, {len(c.only_b)} only in B")
     return "\n".join(lines)

@@ -10,3 +10,6 @@ QUIVER = ("torch-quiver 0.1.1, PyPI's only release, is source only: it builds it
 DGL_C = ("DGL+C is XGNN's configuration of DGL: GPU sampling and a per-GPU feature cache, which DGL's PyPI builds "
          "(CPU builds) cannot run")
 PAGRAPH = "PaGraph's code is not a package on PyPI"
+CAGNET = ("CAGNET's code is not a package on PyPI: its GCN scripts need a CUDA extension (sparse_coo_tensor_cpp) "
+          "built with nvcc against one torch, and its current 1D path exchanges only the rows each tile needs "
+          "(all-to-all), not the broadcasts of the published 1D algorithm MG-GCN compared against")

@@ -35,6 +35,9 @@ CPU_MANIFEST = {
 }
 
 
+CLEAN_CPU_MANIFEST = {**CPU_MANIFEST, "git": {"commit": "fedcba9876543210", "dirty": False}}
+
+
 def stats_for(median: float, spread: float = 0.0, repeats: int = 5) -> dict:
     return {"repeats": repeats, "median": median, "min": median - spread, "max": median + spread,
             "p10": median - spread, "p90": median + spread, "mean": median, "std": spread / 2}
@@ -101,3 +104,46 @@ def pid_alive(pid: int) -> bool:
             return "zombie" not in fh.read()
     except FileNotFoundError:
         return False
+
+
+class SharedLaunch:
+    """The rank-side checks of a test module in one launch per world size.
+
+    ``calls``: ``{world_size: {name: (fn, args)}}``, every ``fn(ctx, *args)`` a module-level rank
+    function. The first test that asks for a world size launches all of that size's calls
+    (tests.launch_targets.run_calls); each test then takes its call's per-rank results by name, or
+    the launch's error; a call its ranks skipped together (SkipPoint) skips its test. Keep it in a
+    module-scoped fixture, and run xdist with ``--dist loadfile`` so that a module's tests share
+    one worker and so one launch."""
+
+    def __init__(self, calls: dict[int, dict[str, tuple]], *, device: str = "cpu", timeout_s: float = 600):
+        self.calls = {world: dict(named) for world, named in calls.items()}
+        self.device, self.timeout_s = device, timeout_s
+        self.launches = 0
+        self._done: dict[int, object] = {}
+
+    def __call__(self, world: int, name: str) -> list:
+        from harness.launcher import launch
+
+        from .launch_targets import SKIPPED, run_calls
+
+        named = self.calls.get(world, {})
+        if name not in named:
+            raise KeyError(f"{name!r} on {world} ranks is not among the shared calls ({sorted(named)}); add it")
+        if world not in self._done:
+            self.launches += 1
+            try:
+                self._done[world] = launch(run_calls, (list(named.values()),), world_size=world,
+                                           device=self.device, timeout_s=self.timeout_s)
+            except Exception as exc:            # every test of this launch reports the same failure
+                self._done[world] = exc
+        done = self._done[world]
+        if isinstance(done, Exception):
+            raise done
+        mine = [per_rank[list(named).index(name)] for per_rank in done]
+        skipped = {r[SKIPPED] for r in mine if isinstance(r, dict) and SKIPPED in r}
+        if skipped:
+            import pytest
+
+            pytest.skip(" | ".join(sorted(skipped)))
+        return mine

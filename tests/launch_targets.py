@@ -32,6 +32,8 @@ def raise_on_rank(ctx, bad_rank, pid_dir=None):
     if ctx.rank == bad_rank:
         raise ValueError(f"deliberate failure on rank {ctx.rank}")
     time.sleep(120)
+    if pid_dir:                                   # reached only by a rank nobody stopped
+        open(os.path.join(pid_dir, f"rank{ctx.rank}.woke"), "w").close()
     return ctx.rank
 
 
@@ -172,13 +174,45 @@ class SequenceTimer:
         return float(self.seconds.pop(0))
 
 
-def collective_timing_with_an_outlier(ctx):
-    """Rank 0's fifth iteration takes 100 s, every other iteration 1 s."""
+# Iteration times whose min, median and mean differ on every rank, so a figure taken from the
+# wrong one of them is told apart: rank 0 min 1, median 3, mean 4; rank 1 min 2, median 6, mean 8.
+DISTINCT_SECONDS = ([3, 1, 2, 10, 4], [5, 6, 2, 7, 20])
+
+
+def collective_timing_of_distinct_iterations(ctx):
+    """Each rank's times from DISTINCT_SECONDS; what measure_collective makes of them."""
     from harness.timing import measure_collective
 
-    seconds = [1, 1, 1, 1, 100] if ctx.rank == 0 else [1, 1, 1, 1, 1]
-    stats, spread = measure_collective(lambda: None, timer=SequenceTimer(seconds), warmup=0, repeats=5)
-    return {"median": stats.median, "max": stats.max, "spread": (spread.min, spread.avg, spread.max)}
+    stats, spread = measure_collective(lambda: None, timer=SequenceTimer(DISTINCT_SECONDS[ctx.rank]),
+                                       warmup=0, repeats=5)
+    return {"median": stats.median, "min": stats.min, "max": stats.max, "mean": stats.mean,
+            "samples": stats.samples, "spread": (spread.min, spread.avg, spread.max)}
+
+
+def timing_cases(ctx):
+    """Every cross-rank timing case of tests/test_timing.py in one launch."""
+    return {"fixed": collective_timing(ctx), "distinct": collective_timing_of_distinct_iterations(ctx)}
+
+
+SKIPPED = "__skipped__"
+
+
+def run_calls(ctx, calls):
+    """``fn(ctx, *args)`` for every ``(fn, args)`` of ``calls``, in order, in one launch (see
+    tests.helpers.SharedLaunch). A SkipPoint (which ranks raise together) is kept as that call's
+    result and the next call runs; any other failure names its call and ends the launch, as it
+    must: the other ranks may be waiting for this one in a collective."""
+    from harness.errors import SkipPoint
+
+    out = []
+    for fn, args in calls:
+        try:
+            out.append(fn(ctx, *args))
+        except SkipPoint as exc:
+            out.append({SKIPPED: str(exc)})
+        except Exception as exc:
+            raise RuntimeError(f"{fn.__name__}{tuple(args)!r}: {type(exc).__name__}: {exc}") from exc
+    return out
 
 
 def block_in_a_collective(ctx, pid_dir):

@@ -149,8 +149,9 @@ def test_a_candidate_that_skipped_or_failed_every_point_fails(tmp_path, capsys):
 
 def test_a_point_a_did_not_measure_is_not_lost(tmp_path):
     a_rows = [row("um", None, params=P(8), status="skipped", reason="needs CUDA"),
-              row("p2p", None, params=P(8), status="error", reason="boom")]
-    a, b = _runs(tmp_path, a_rows, [row("p2p", None, params=P(8), status="skipped", reason="x")])
+              row("p2p", None, params=P(8), status="error", reason="boom"), row("local", 1.0, params=P(8))]
+    a, b = _runs(tmp_path, a_rows, [row("p2p", None, params=P(8), status="skipped", reason="x"),
+                                    row("local", 1.0, params=P(8))])
     c = _compare(a, b)
     assert not c.lost and [k[1] for k in c.only_a] == ["um"]
     assert cli.main(["compare", str(a), str(b)]) == 0
@@ -179,7 +180,7 @@ def test_compare_help_documents_the_exit_codes(capsys):
     with pytest.raises(SystemExit):
         cli.main(["compare", "--help"])
     out = capsys.readouterr().out
-    for code in ("0  no regression", "1  a regression", "2  bad input", "4  --reference found no run"):
+    for code in ("0  no regression", "1  a regression", "2  bad input", "4  --reference found no complete run"):
         assert code in out
 
 
@@ -211,3 +212,131 @@ def test_negative_threshold_is_an_error(tmp_path, capsys):
     code = cli.main(["compare", str(a), str(b), "--threshold", "-1"])
     _, err = capsys.readouterr()
     assert code != 0 and err.startswith("error: ") and "threshold" in err
+
+
+# --- what a baseline must be ------------------------------------------------------------------
+
+SETTINGS = {"hardware": "2xH200", "experiments": ["wholegraph.gather"],
+            "config": {"impls": [], "params": {}, "scale": {"wholegraph.gather": 1.0}, "world_size": None,
+                       "quick": False, "device": "cuda"}}
+
+
+def _manifest(status="complete", **config):
+    return {**CPU_MANIFEST, **SETTINGS, "status": status, "config": {**SETTINGS["config"], **config}}
+
+
+def _refusal(capsys, a, b, *more) -> str:
+    assert cli.main(["compare", str(a), str(b), *more]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and err.count("\n") == 1 and "REGRESSIONS" not in out
+    return err
+
+
+def test_a_baseline_that_measured_nothing_is_refused(tmp_path, capsys):
+    """An empty run (crashed before its first point) would let any candidate pass."""
+    a = write_run(tmp_path, "0001_empty", _manifest(), [])
+    b = write_run(tmp_path, "0002_b", _manifest(), [row("local", 2.0, params=P(8))])
+    assert "0001_empty) is no baseline: it measured nothing (0 rows, none ok)" in _refusal(capsys, a, b)
+    skipped = write_run(tmp_path, "0003_skipped", _manifest(), [row("um", None, params=P(8), status="skipped",
+                                                                     reason="needs CUDA")])
+    assert "it measured nothing (1 rows, none ok)" in _refusal(capsys, skipped, b)
+
+
+@pytest.mark.parametrize("status", ["failed", "interrupted", "running"])
+def test_a_baseline_that_did_not_complete_is_refused(tmp_path, capsys, status):
+    a = write_run(tmp_path, "0001_a", _manifest(status=status), baseline_rows())
+    b = write_run(tmp_path, "0002_b", _manifest(), baseline_rows())
+    want = "abandoned" if status == "running" else status      # a running run whose process is gone
+    assert f"0001_a is {want}, not complete" in _refusal(capsys, a, b)
+
+
+@pytest.mark.parametrize("field,change,named", [
+    ("hardware", {"hardware": "cpu"}, "hardware: A 2xH200, B cpu"),
+    ("experiments", {"experiments": ["wholegraph.gather", "wholegraph.fig8"]},
+     "experiments: A [\"wholegraph.gather\"], B [\"wholegraph.fig8\", \"wholegraph.gather\"]"),
+    ("impls", {"impls": ["p2p*"]}, "implementations: A all, B [\"p2p*\"]"),
+    ("params", {"params": {"row_bytes": 512}}, "parameters: A none, B {\"row_bytes\": 512}"),
+    ("scale", {"scale": {"wholegraph.gather": 0.5}},
+     "scale: A {\"wholegraph.gather\": 1.0}, B {\"wholegraph.gather\": 0.5}"),
+    ("world_size", {"world_size": 4}, "world size: A default, B 4"),
+    ("quick", {"quick": True}, "quick: A False, B True"),
+])
+def test_a_baseline_of_other_settings_is_refused_naming_what_differs(tmp_path, capsys, field, change, named):
+    top = {k: v for k, v in change.items() if k in ("hardware", "experiments")}
+    b_manifest = {**_manifest(**{k: v for k, v in change.items() if k not in top}), **top}
+    a = write_run(tmp_path, "0001_a", _manifest(), baseline_rows())
+    b = write_run(tmp_path, "0002_b", b_manifest, baseline_rows())
+    err = _refusal(capsys, a, b)
+    assert named in err and "different settings" in err
+    assert err.count(", B ") == 1                                  # only what differs is named
+    assert cli.main(["compare", str(a), str(b), "--allow-mismatch"]) == 0
+    assert f"settings differ (--allow-mismatch): {named}" in capsys.readouterr().out
+
+
+def test_every_difference_is_named_at_once(tmp_path, capsys):
+    a = write_run(tmp_path, "0001_a", _manifest(), baseline_rows())
+    b = write_run(tmp_path, "0002_b", {**_manifest(quick=True, world_size=2), "hardware": "4xH200"}, baseline_rows())
+    err = _refusal(capsys, a, b)
+    assert "hardware: A 2xH200, B 4xH200" in err and "world size: A default, B 2" in err and "quick: A False" in err
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0])
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_a_time_or_rate_of_zero_or_below_is_an_error(tmp_path, capsys, value, side):
+    """18 rows set to 0 used to pass as 'not comparable'."""
+    bad = baseline_rows()
+    bad[0] = row("local", value, params=P(8), spread=0.0)                                 # a latency in us
+    bad[2] = row("gather", value, params=P(8), metric="bandwidth", unit="GB/s", better="higher")
+    a, b = _runs(tmp_path, bad if side == "A" else baseline_rows(), bad if side == "B" else baseline_rows())
+    c = _compare(a, b)
+    assert sorted(k[1] for k, _ in c.invalid) == ["gather", "local"] and c.failed
+    assert all(why.startswith(f"{side} {value:g} ") and "must be > 0" in why for _, why in c.invalid)
+    if side == "B":                                    # a baseline with a bad row is still a baseline
+        assert cli.main(["compare", str(a), str(b)]) == 1
+        out = capsys.readouterr().out
+        assert "INVALID: an ok time or rate of 0 or below (2):" in out and "0 regressions, 0 lost, 2 invalid" in out
+
+
+def test_a_zero_that_is_not_a_time_stays_not_comparable(tmp_path):
+    a, b = _runs(tmp_path, [row("local", 0.0, params=P(8), metric="loss", unit="", better="lower"),
+                            row("local", 1.0, params=P(16))],
+                 [row("local", 0.0, params=P(8), metric="loss", unit="", better="lower"),
+                  row("local", 1.0, params=P(16))])
+    c = _compare(a, b)
+    assert not c.invalid and [k[3] for k, _ in c.not_comparable] == ["loss"] and not c.failed
+
+
+def _ref(root, name, manifest, rows):
+    return write_run(root, name, manifest, rows)
+
+
+def test_reference_is_the_newest_complete_run_of_the_same_settings(tmp_path, capsys):
+    """The newest run of the hardware used to be chosen whatever its status, rows and settings."""
+    root = tmp_path / "results"
+    good = _ref(root, "0006_gather", _manifest(), baseline_rows())
+    _ref(root, "0007_crashed", _manifest(status="failed"), [])                      # empty and failed
+    _ref(root, "0008_empty", _manifest(), [row("um", None, params=P(8), status="skipped", reason="x")])
+    _ref(root, "0089_other", _manifest(params={"row_bytes": 512}), baseline_rows())  # other settings
+    _ref(root, "0090_quick", _manifest(quick=True), baseline_rows())
+    slow = baseline_rows()
+    slow[1] = row("local", 4.0, params=P(16), spread=0.05)                          # 2x slower
+    cand = write_run(tmp_path / "ci", "0001_ci", _manifest(), slow)
+    from harness.compare import find_reference
+
+    assert find_reference(root, cand) == good
+    assert cli.main(["compare", "--reference", str(root), str(cand)]) == 1         # the 2x regression is seen
+    out = capsys.readouterr().out
+    assert f"reference: {good}" in out and "REGRESSIONS (1)" in out
+    copy = write_run(tmp_path / "copy", "0001_copy", _manifest(), baseline_rows())   # an identical copy passes
+    assert cli.main(["compare", "--reference", str(root), str(copy)]) == 0
+
+
+def test_no_complete_reference_of_the_settings_says_which_runs_were_passed_over(tmp_path, capsys):
+    root = tmp_path / "results"
+    _ref(root, "0007_crashed", _manifest(status="failed"), [])
+    _ref(root, "0089_other", _manifest(params={"row_bytes": 512}), baseline_rows())
+    cand = write_run(tmp_path / "ci", "0001_ci", _manifest(), baseline_rows())
+    assert cli.main(["compare", "--reference", str(root), str(cand)]) == 4
+    err = capsys.readouterr().err
+    assert "passed over: 0089_other (parameters: A {\"row_bytes\": 512}, B none)" in err
+    assert "0007_crashed (0007_crashed is failed, not complete; it measured nothing (0 rows, none ok))" in err

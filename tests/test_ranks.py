@@ -29,3 +29,28 @@ def test_one_process_alone_needs_no_group():
     assert load_on_ranks(None, lambda: "graph") == "graph"
     with pytest.raises(SkipPoint, match="too big"):
         prepare_on_rank0(None, lambda: (_ for _ in ()).throw(HarnessError("too big")))
+
+
+def skip_together(ctx):
+    from harness.errors import SkipPoint
+
+    raise SkipPoint("every rank refuses")
+
+
+def test_a_shared_launch_runs_every_call_once_and_hands_each_test_its_own():
+    """tests.helpers.SharedLaunch: one launch for all calls of a size; a joint SkipPoint skips only
+    its own call; a failing call fails every test of that launch, naming the call."""
+    from .helpers import SharedLaunch
+
+    shared = SharedLaunch({1: {"ten": (launch_targets.all_reduce_sum, (10,)), "skip": (skip_together, ()),
+                               "twenty": (launch_targets.all_reduce_sum, (20,))},
+                           2: {"boom": (launch_targets.raise_on_rank, (1,))}}, timeout_s=120)
+    assert [r["sum"] for r in shared(1, "twenty")] == [21.0] and [r["sum"] for r in shared(1, "ten")] == [11.0]
+    with pytest.raises(pytest.skip.Exception, match="every rank refuses"):
+        shared(1, "skip")
+    with pytest.raises(KeyError, match="not among the shared calls"):
+        shared(1, "nope")
+    for _ in range(2):
+        with pytest.raises(Exception, match=r"raise_on_rank\(1,\): ValueError: deliberate failure on rank 1"):
+            shared(2, "boom")
+    assert shared.launches == 2

@@ -118,12 +118,27 @@ def test_measure_without_warmup_or_hooks():
     assert len(calls) == 4 and stats.repeats == 4
 
 
-def test_measure_uses_the_real_clock_by_default():
-    import time
+def test_measure_reads_the_performance_counter_by_default(monkeypatch):
+    """The default timer is the CPU's performance counter, read right before and after fn."""
+    import types
 
-    stats = measure(lambda: time.sleep(0.002), warmup=0, repeats=3)
-    assert stats.repeats == 3 and stats.min >= 0.002 and stats.max < 1.0
-    assert CpuTimer().time(lambda: None) >= 0.0
+    from harness import timing
+
+    ticks = iter([10.0, 10.5, 20.0, 20.25, 30.0, 31.0])
+    log = []
+
+    def clock():
+        log.append("clock")
+        return next(ticks)
+
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
+    stats = measure(lambda: log.append("fn"), warmup=0, repeats=3)
+    assert list(stats.samples) == [0.5, 0.25, 1.0]
+    assert log == ["clock", "fn", "clock"] * 3
+    synced = []
+    ticks = iter([1.0, 3.0])
+    assert CpuTimer(sync=lambda: synced.append(len(log))).time(lambda: log.append("fn")) == 2.0
+    assert len(synced) == 2                                           # before and after fn
 
 
 @pytest.mark.parametrize("budget_s, repeats, max_repeats, expected", [
@@ -160,11 +175,16 @@ def test_outside_a_process_group_the_reduction_is_the_identity():
     assert spread == RankSpread(0.5, 0.5, 0.5)
 
 
-def test_collective_timing_across_two_gloo_ranks():
+@pytest.fixture(scope="module")
+def two_rank_timing():
+    """tests/launch_targets.timing_cases on two gloo ranks: one launch for every case."""
+    return launch(launch_targets.timing_cases, (), world_size=2, device="cpu", timeout_s=120)
+
+
+def test_collective_timing_across_two_gloo_ranks(two_rank_timing):
     """Rank r reports r + 1: min 1, avg 1.5, max 2; each iteration counts as its slowest rank."""
-    results = launch(launch_targets.collective_timing, (), world_size=2, device="cpu", timeout_s=120)
-    assert len(results) == 2
-    for res in results:
+    assert len(two_rank_timing) == 2
+    for res in (r["fixed"] for r in two_rank_timing):
         assert res["spread"] == (1.0, 1.5, 2.0)
         assert res["per_rank"] == (1.0, 1.5, 2.0)
         assert res["stats"] == (5, 2.0, 2.0, 2.0)  # repeats; every iteration's max is rank 1's 2 s
@@ -196,20 +216,24 @@ def test_cache_flush_on_the_cpu_overwrites_the_last_level_cache():
                              "flush_mib": round(flush.cache_bytes / (1 << 20), 3)}
 
 
-def test_one_slow_iteration_does_not_move_the_collective_median():
-    """1, 1, 1, 1 and 100 s: the median is 1 s, for the iterations and for each rank's own times."""
-    stats, spread = measure_collective(lambda: None, timer=launch_targets.SequenceTimer([1, 1, 1, 1, 100]),
+def test_one_rank_figure_is_the_median_of_its_iterations_not_their_min_or_mean():
+    """3, 1, 2, 10, 4 s: min 1, median 3, mean 4; only the median is the rank's figure."""
+    seconds = launch_targets.DISTINCT_SECONDS[0]
+    stats, spread = measure_collective(lambda: None, timer=launch_targets.SequenceTimer(seconds),
                                        warmup=0, repeats=5)
-    assert stats.median == 1.0 and stats.max == 100.0
-    assert spread == RankSpread(1.0, 1.0, 1.0)
+    assert (stats.min, stats.median, stats.mean, stats.max) == (1.0, 3.0, 4.0, 10.0)
+    assert spread == RankSpread(3.0, 3.0, 3.0)
+    assert list(stats.samples) == [float(x) for x in seconds]
 
 
-def test_one_slow_iteration_on_one_rank_does_not_move_the_cross_rank_median():
-    results = launch(launch_targets.collective_timing_with_an_outlier, (), world_size=2, device="cpu",
-                     timeout_s=120)
-    for res in results:
-        assert res["median"] == 1.0 and res["max"] == 100.0     # the outlier is kept, not the median
-        assert res["spread"] == (1.0, 1.0, 1.0)                 # each rank's median is 1 s
+def test_the_cross_rank_figures_are_each_ranks_median_and_each_iterations_slowest_rank(two_rank_timing):
+    """Rank 0: 3, 1, 2, 10, 4 s (median 3); rank 1: 5, 6, 2, 7, 20 s (median 6). A rank figure
+    from its fastest iteration would give (1, 1.5, 2), from its mean (4, 6, 8)."""
+    for res in (r["distinct"] for r in two_rank_timing):
+        assert res["spread"] == (3.0, 4.5, 6.0)
+        assert list(res["samples"]) == [5.0, 6.0, 2.0, 10.0, 20.0]     # iteration by iteration, the slower rank
+        assert (res["min"], res["median"], res["max"]) == (2.0, 6.0, 20.0)
+        assert res["mean"] == pytest.approx(8.6)
 
 
 @pytest.mark.parametrize("engine", ["measure", "measure_collective"])

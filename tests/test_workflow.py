@@ -87,6 +87,46 @@ def test_the_job_runs_ci_the_gpu_tests_and_the_reference_compare():
     assert any(argv[2:5] == ["harness", "compare", "--reference"] for argv in commands)
 
 
+def test_the_gpu_gate_measures_base_and_candidate_on_this_runner_at_10_percent():
+    """The GPU gate is bench check on the GPU hot paths (base and candidate interleaved in this job),
+    not a comparison with a run stored from another machine."""
+    from harness import bench
+
+    (checkout,) = [s for s in _steps() if s.get("uses", "").startswith("actions/checkout")]
+    assert checkout["with"]["fetch-depth"] == 0                   # the merge base must be reachable
+    gates = [argv for _, argv in _commands() if argv[2:5] == ["harness", "bench", "check"]]
+    assert len(gates) == 1
+    args = build_parser().parse_args(gates[0][3:])
+    assert args.device == "cuda" and args.base is None and args.base_tree is None
+    threshold = args.threshold or bench.GATES[args.device][1]
+    assert threshold <= 1.10 and (args.rounds or bench.DEFAULT_ROUNDS) >= 5
+    assert "--allow-mismatch" not in " ".join(line for _, line in _run_lines())
+    names = [s.get("name", "") for s in _steps()]
+    gpu_tests = next(i for i, s in enumerate(_steps()) if "-m gpu" in s.get("run", ""))
+    gate = next(i for i, n in enumerate(names) if n.startswith("GPU regression check"))
+    assert gpu_tests < gate                                        # correct first, then fast
+
+
+def test_the_gpu_gate_covers_the_gpu_hot_paths():
+    """Each hot path has a gpu-marked benchmark, which is what `bench check --device cuda` selects."""
+    import ast
+
+    suite = REPO / "tests" / "benchmarks"
+    gpu = {}
+    for path in suite.glob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        marked = any(isinstance(n, ast.Assign) and ast.unparse(n).startswith("pytestmark = pytest.mark.gpu")
+                     for n in tree.body)
+        if marked:
+            gpu |= {n.name: ast.unparse(n) for n in tree.body if isinstance(n, ast.FunctionDef)
+                    and n.name.startswith("test_")}
+    calls = {name: body for name, body in gpu.items()}
+    assert any("row_gather.gather_into" in b for b in calls.values())               # the one-kernel gather
+    assert any("'sampling'" in b or '"sampling"' in b for b in calls.values())      # a sampler
+    assert any("append_unique" in b for b in calls.values())
+    assert any("train_epoch" in b for b in calls.values())                          # a training step
+
+
 @pytest.mark.parametrize("name,argv", list(_commands()), ids=lambda x: x if isinstance(x, str) else None)
 def test_every_workflow_command_exists(name, argv):
     module, args = argv[2], argv[3:]

@@ -1,4 +1,4 @@
-"""MG-GCN artifacts: Table 3 and Figs. 5-9, and the per-GPU peak-memory comparison.
+"""MG-GCN artifacts: Tables 1-3, Figs. 5-13 and the per-GPU peak-memory comparison.
 
 MG-GCN measured on two machines (Sec. 6.1): Table 3 and Figs. 12-13 on the DGX-A100, Figs. 6-8
 and 10-11 on the DGX-1 (V100); Figs. 5 and 9 do not say which.

@@ -283,12 +283,27 @@ def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
     return tiles + share.features.nbytes + plan.total_bytes * (1 if reuse else 4) + loss + weights
 
 
-def build_trainer(exp, point, graph, ctx, **options):
+def estimate_cagnet_bytes(share, dims: list[int]) -> int:
+    """Device bytes CAGNET 1D will hold on this rank at its peak: tiles, X, what autograd keeps of
+    every layer (its input, (F H) W and the activation), the backward's B G and dH, a receive
+    buffer, the weights with their gradients and Adam state."""
+    from impls.fullbatch.mggcn import tile_bytes
+
+    tiles = sum(tile_bytes(t) for t in share.forward_tiles + share.backward_tiles)
+    widest = max(dims)
+    kept = share.rows * sum(2 * d for d in dims[1:]) * 4
+    transient = (3 * share.rows + max(share.part_rows)) * widest * 4
+    weights = sum(a * b for a, b in zip(dims[:-1], dims[1:])) * 4 * 4
+    return tiles + share.features.nbytes + kept + transient + weights
+
+
+def build_trainer(exp, point, graph, ctx, device: str | None = None, **options):
     """Build ``point.impl`` for this point on this rank; SkipPoint on every rank if any runs out of memory.
 
     The point's params name the model, and for mggcn the engine variant (:func:`engine_options`:
     vertex order, partition, transport, stage order, first-layer backward); ``options`` go to
-    mggcn only (overlap, buffers, profiling) and win over the params.
+    mggcn only (overlap, buffers, profiling) and win over the params. ``device``: another device
+    than the rank's (a library without a CUDA build, on the host).
     """
     import torch
 
@@ -308,19 +323,24 @@ def build_trainer(exp, point, graph, ctx, **options):
         options = {}
     model = ModelConfig.parse(model_text, lr=lr)
     factory = registry.get_impl("fullbatch", impl).factory
-    device = str(rank.torch_device())
+    device = device or str(rank.torch_device())
     kwargs = dict(device=device, seed=cfg.seed, rank=rank.rank, world=rank.world_size)
-    if impl == "mggcn":
-        share = rank_share(graph, ctx, options.pop("order"), options.pop("partition"), cfg.seed)
+    if impl in ("mggcn", "cagnet_1d"):
+        if impl == "mggcn":
+            share = rank_share(graph, ctx, options.pop("order"), options.pop("partition"), cfg.seed)
+        else:                        # CAGNET's 1D rows: the input order, cut uniformly
+            share = rank_share(graph, ctx, "original", "rows", cfg.seed)
         kwargs["share"] = share
         if rank.device == "cuda":
-            need = estimate_mggcn_bytes(share, model.dims(graph.feature_dim, graph.num_classes),
-                                        reuse=options.get("reuse_buffers", True))
+            dims = model.dims(graph.feature_dim, graph.num_classes)
+            need = (estimate_mggcn_bytes(share, dims, reuse=options.get("reuse_buffers", True)) if impl == "mggcn"
+                    else estimate_cagnet_bytes(share, dims))
             free = torch.cuda.mem_get_info(rank.local_rank)[0]
             # decided before anything is allocated, by every rank together: a rank that ran out
             # of memory in the middle of a collective would leave the others waiting
             if not agree(rank, need < 0.95 * free):
-                raise SkipPoint(f"out of memory: MG-GCN needs about {need / GiB:.1f} GiB per GPU "
+                name = "MG-GCN" if impl == "mggcn" else "CAGNET 1D"
+                raise SkipPoint(f"out of memory: {name} needs about {need / GiB:.1f} GiB per GPU "
                                 f"here, {free / GiB:.1f} GiB free")
     trainer = skip = failure = None
     try:
@@ -360,13 +380,15 @@ def epoch_counts(cfg) -> tuple[int, int]:
     return cfg.warmup_or(1, 1), cfg.repeats_or(5, 3)
 
 
-def time_epochs(trainer, ctx):
-    """Epoch times (the slowest rank's, per epoch) after warm-up, barriers around each epoch."""
+def time_epochs(trainer, ctx, device: str | None = None, counts: tuple[int, int] | None = None):
+    """Epoch times (the slowest rank's, per epoch) after warm-up, barriers around each epoch.
+    ``device``: where the trainer runs, if not on the rank's device; ``counts``: (warm-up, timed)
+    epochs other than :func:`epoch_counts`."""
     from harness.timing import measure_collective, timer_for
 
-    warmup, repeats = epoch_counts(ctx.cfg)
+    warmup, repeats = counts or epoch_counts(ctx.cfg)
     try:
-        stats, _ = measure_collective(trainer.train_epoch, timer=timer_for(ctx.rank.device),
+        stats, _ = measure_collective(trainer.train_epoch, timer=timer_for(device or ctx.rank.device),
                                       warmup=warmup, repeats=repeats)
     except Exception as exc:
         if ctx.rank.world_size == 1 and "out of memory" in str(exc).lower():
@@ -377,17 +399,19 @@ def time_epochs(trainer, ctx):
     return stats
 
 
-def measure_epoch_time(exp, point, graph, ctx) -> list:
-    """The epoch-time measurement of one point (Table 3 and Fig. 9 share it)."""
+def measure_epoch_time(exp, point, graph, ctx, device: str | None = None, counts: tuple[int, int] | None = None,
+                       extra: dict | None = None) -> list:
+    """The epoch-time measurement of one point (Table 3, Figs. 9-13 share it); ``device`` and
+    ``counts`` as :func:`time_epochs`, ``extra`` recorded with the row."""
     from harness.experiment import Measurement
 
-    trainer = build_trainer(exp, point, graph, ctx)
+    trainer = build_trainer(exp, point, graph, ctx, device=device)
     try:
-        stats = time_epochs(trainer, ctx)
+        stats = time_epochs(trainer, ctx, device=device, counts=counts)
         engine = engine_extra(trainer) if point.impl == "mggcn" else {}
     finally:
         release(trainer)
-    return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **engine})]
+    return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **engine, **(extra or {})})]
 
 
 def graph_params(graph) -> dict:
@@ -452,6 +476,19 @@ def gpu_colours(counts) -> dict:
 
     shade, counts = mpl.colormaps["viridis"], sorted(set(counts))
     return {g: shade(0.78 - 0.68 * i / max(1, len(counts) - 1)) for i, g in enumerate(counts)}
+
+
+def plain_log_y(ax) -> None:
+    """A log value axis labelled in plain numbers (0.02, not 2x10^-2), its major lines as the grid."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    subs = (1.0, 2.0, 5.0) if high / low > 30 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, which="major", alpha=0.3)
 
 
 def run_number(run_id: str) -> str:

@@ -15,9 +15,10 @@ from harness.registry import register_experiment
 from harness.reportkit import Report, colour, lines
 
 from . import PAPER_HARDWARE_A100
+from .comparison import SPEEDUP_VS_DGL_A100, SPEEDUP_VS_DGL_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params,
-                     model_list, newest, run_number, scale_suffix, variant_label)
+                     model_list, newest, plain_log_y, run_number, scale_suffix, variant_label)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -26,10 +27,6 @@ TABLE3 = {
     "products": {1: 0.355, 2: 0.202, 4: 0.110, 8: 0.067},
     "proteins": {1: 4.221, 2: 2.272, 4: 1.191, 8: 0.641},
 }
-# Sec. 6.6, MG-GCN's speedup over DGL with the 2 x 512 model
-SPEEDUP_VS_DGL_A100 = {("cora", 1): 2.2, ("arxiv", 1): 1.8, ("products", 1): 1.5, ("reddit", 1): 1.5,
-                       ("products", 8): 8.5, ("reddit", 8): 8.3}
-SPEEDUP_VS_DGL_V100 = {("reddit", 1): 2.72, ("products", 1): 1.42, ("arxiv", 1): 1.76, ("cora", 1): 3.1}
 BASELINES = ("single_gpu", "pyg", "dgl")
 
 
@@ -304,16 +301,8 @@ def epoch_figure(shown, machines):
 
 def log_axes(ax) -> None:
     """GPUs 1-8 on a base-2 axis, seconds on a log axis labelled in plain numbers (0.02, not 2x10^-2)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
     ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
     ax.set_xticks([], minor=True)
     ax.set_xlim(0.8, 10)
-    low, high = ax.get_ylim()
-    subs = (1.0, 2.0, 5.0) if high / low > 30 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.grid(True, which="major", alpha=0.3)
+    plain_log_y(ax)

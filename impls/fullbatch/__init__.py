@@ -4,8 +4,8 @@ Every implementation is built by its factory as ``factory(graph, model, device=.
 rank=..., world=..., **options)`` from a :class:`problem.FullGraph` and a
 :class:`model.ModelConfig`, and offers ``train_epoch()``, ``compute_gradients() -> (loss,
 logits, dW)``, ``loss_value()`` and ``close()``.  All train the same model (model.py) from the
-same initial weights, so their losses and gradients agree.  Only ``mggcn`` spans several ranks;
-it must be built on every rank of an initialized process group.
+same initial weights, so their losses and gradients agree.  ``mggcn`` and ``cagnet_1d``
+span several ranks; they must be built on every rank of an initialized process group.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from harness.errors import SkipPoint
 from harness.needs import Needs
 from harness.registry import register_impl
+from impls import reimplemented
 
 from .model import ModelConfig, layer_order  # noqa: F401  (re-exported for experiments/tests)
 
@@ -43,6 +44,20 @@ def default_order(world: int) -> str:
     """MG-GCN's vertex order by default: random parts across ranks; with one rank nothing to
     balance, and the input order."""
     return "random_parts" if world > 1 else "original"
+
+
+@register_impl("fullbatch", "cagnet_1d", needs=Needs(devices=("cpu", "cuda")), reimplements="CAGNET",
+               real_package=reimplemented.CAGNET,
+               summary="CAGNET's published 1D algorithm: uniform rows in the input order, every SpMM by broadcasting "
+                       "each rank's block in turn (no overlap), aggregate first in every layer, autograd")
+def make_cagnet_1d(graph, model, *, device="cpu", seed=0, rank=0, world=1, self_loops=True, share=None, **_):
+    """``share``: this rank's 1D share (input order, uniform rows), built here where not given."""
+    from .cagnet import Cagnet1D
+    from .problem import rank_share
+
+    if share is None:
+        share = rank_share(graph, rank, world, order="original", seed=seed, self_loops=self_loops)
+    return Cagnet1D(share, model, device=device, seed=seed)
 
 
 @register_impl("fullbatch", "single_gpu", needs=Needs(devices=("cpu", "cuda")),

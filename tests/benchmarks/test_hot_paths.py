@@ -53,7 +53,10 @@ def test_standin_generation(benchmark, tmp_path):
     graph = benchmark.pedantic(datasets.generate, args=("ogbn-products",),
                                kwargs={"scale": 0.002, "seed": 1}, rounds=5, iterations=1,
                                warmup_rounds=1)
-    assert graph.num_nodes > 0
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    assert graph.num_nodes == round(2_449_029 * 0.002) and len(indptr) == graph.num_nodes + 1   # products' nodes
+    assert indptr[-1] == len(indices) == graph.num_edges and np.all(np.diff(indptr) >= 0)
+    assert 0 <= indices.min() and indices.max() < graph.num_nodes
 
 
 def test_timing_stats(benchmark):
@@ -115,6 +118,17 @@ def test_placement_algorithm1(benchmark, small_graph):
     assert all(len(b) <= problem.buffer_size for b in placement.buffers)
 
 
+def test_xgnn_placement_search_8g(benchmark):
+    """XGNN's GGMS search on its 8-GPU topology (the paper: under 15 ms, Sec. 6.6)."""
+    from impls.core import topology
+    from impls.placement.xgnn_solver import solve
+
+    t = topology.xgnn_topology("8G")
+    benchmark.group = GROUP
+    plan = benchmark(solve, t)
+    assert plan.extra_partitions == [1] * 8 and set(plan.source[4].tolist()) == {2, 4, 5, 6, 7}
+
+
 def test_fullbatch_gcn_epoch(benchmark):
     from harness import registry
     from impls.fullbatch.model import ModelConfig
@@ -123,5 +137,14 @@ def test_fullbatch_gcn_epoch(benchmark):
     graph = random_graph(20_000, 10, 64, 8, seed=5)
     trainer = registry.get_impl("fullbatch", "single_gpu").factory(graph, ModelConfig.parse("2x64", lr=0.01))
     trainer.train_epoch()
+    first_loss = trainer.loss_value()
+    before = [w.detach().clone() for w in trainer.weights]
+
+    def epoch():
+        trainer.train_epoch()
+        return trainer.loss_value()
+
     benchmark.group = GROUP
-    benchmark(trainer.train_epoch)
+    loss = benchmark(epoch)
+    assert loss < first_loss                      # Adam on planted labels: every epoch learns
+    assert all(not torch.equal(b, w) for b, w in zip(before, trainer.weights))

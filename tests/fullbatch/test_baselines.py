@@ -55,5 +55,6 @@ def test_dgl_is_a_clear_skip_without_dgl():
 
 def test_registry_lists_the_fullbatch_implementations():
     names = {s.name for s in registry.impl_specs("fullbatch")}
-    assert names == {"mggcn", "single_gpu", "pyg", "dgl"}
+    assert names == {"mggcn", "cagnet_1d", "single_gpu", "pyg", "dgl"}
+    assert registry.get_impl("fullbatch", "cagnet_1d").reimplements == "CAGNET"
     assert registry.get_impl("fullbatch", "pyg").needs.packages == ("torch_geometric",)

@@ -1,5 +1,6 @@
 """MG-GCN on 1-4 GPU ranks (NCCL): the same equalities as on CPU ranks, overlap on two streams,
-and peak memory within the L+3 buffer bound.  Skipped without CUDA.
+and peak memory within the L+3 buffer bound.  Skipped without CUDA. One launch per world size
+serves both the equalities and the overlap probe (tests.helpers.SharedLaunch).
 """
 
 from __future__ import annotations
@@ -8,20 +9,31 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.launcher import launch  # noqa: E402
+from tests.helpers import SharedLaunch  # noqa: E402
 
 from .checks import check_configurations  # noqa: E402
 from .targets import run_configurations  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
+OVERLAP = (400_000, 16)
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    calls = {world: {"configurations": (run_configurations, ())} for world in (1, 2, 3, 4) if world <= GPUS}
+    for world in (2, 4):
+        for transport in ("peer", "broadcast"):
+            if world in calls:
+                calls[world][f"overlap {transport}"] = (overlap_probe, (*OVERLAP, transport))
+    return SharedLaunch(calls, device="cuda", timeout_s=900)
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4])
-def test_gpu_ranks_match_single_device(world):
+def test_gpu_ranks_match_single_device(ranks, world):
     if world > GPUS:
         pytest.skip(f"needs {world} GPUs, {GPUS} visible")
-    per_rank = launch(run_configurations, (), world_size=world, device="cuda", timeout_s=600)
+    per_rank = ranks(world, "configurations")
     check_configurations(per_rank, world, bitwise=False)
     for transport in ("peer", "broadcast"):
         has_comm_stream, distinct = per_rank[0][("streams", transport)]
@@ -52,10 +64,10 @@ def overlap_probe(ctx, nodes: int, degree: int, transport: str):
 
 @pytest.mark.parametrize("transport", ["peer", "broadcast"])
 @pytest.mark.parametrize("world", [2, 4])
-def test_transfers_overlap_multiplies_on_two_streams(world, transport):
+def test_transfers_overlap_multiplies_on_two_streams(ranks, world, transport):
     if world > GPUS:
         pytest.skip(f"needs {world} GPUs, {GPUS} visible")
-    per_rank = launch(overlap_probe, (400_000, 16, transport), world_size=world, device="cuda", timeout_s=600)
+    per_rank = ranks(world, f"overlap {transport}")
     for rank, (intervals, two_streams) in enumerate(per_rank):
         assert two_streams, f"rank {rank}: transfers and multiplies share a stream"
         overlapped = 0

@@ -1,4 +1,8 @@
-"""Gather implementations on GPU ranks (NCCL, CUDA IPC, pinned host, pushed by the owners) against the closed form."""
+"""Gather implementations on GPU ranks (NCCL, CUDA IPC, pinned host, pushed by the owners) against the closed form.
+
+The checks of this module run in one launch per world size (tests.helpers.SharedLaunch): a launch of
+GPU ranks costs about 10 s, more than most checks. The memory-release checks keep launches of their
+own, so that nothing an earlier check left cached can hide a leak."""
 
 from __future__ import annotations
 
@@ -7,31 +11,15 @@ import torch
 
 from harness.launcher import launch
 from tests.gather.targets import check_adversarial, check_gather, copy_all_ceiling, device_memory_after_rounds
+from tests.helpers import SharedLaunch
 
 pytestmark = pytest.mark.gpu
 pytest.importorskip("cupy")
 
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
 DTYPES = ["float32", "bfloat16", "float16", "int64"]
-
-
-@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
-@pytest.mark.parametrize("impl,mode", [("p2p_shared", "chunked"), ("nccl_alltoallv", None),
-                                       ("host_copy", None), ("host_uva", None)])
-@pytest.mark.parametrize("row_elems", [1, 37, 128])
-def test_gather_matches_closed_form_on_gpu_ranks(impl, mode, row_elems):
-    results = launch(check_gather, (impl, mode, 100_003, row_elems, DTYPES, 50_000, 5),
-                     world_size=GPUS, device="cuda", timeout_s=300)
-    assert results == [{d: 50_000 for d in DTYPES}] * GPUS
-
-
-@pytest.mark.skipif(GPUS < 1, reason="needs a GPU")
-def test_gather_single_rank_gpu():
-    results = launch(check_gather, ("p2p_shared", "chunked", 5000, 128, ["float32"], 4000, 1),
-                     world_size=1, device="cuda", timeout_s=120)
-    assert results == [{"float32": 4000}]
-
-
+IMPLS = [("p2p_shared", "chunked"), ("nccl_alltoallv", None), ("host_copy", None), ("host_uva", None)]
+ROW_ELEMS = [1, 37, 128]
 # every way this repository gathers across GPUs: the pull kernel's three loads, the push's two kernels
 ADVERSARIAL = [("p2p_shared", {"mode": "chunked"}), ("p2p_shared", {"mode": "chunked", "load": "l2_256"}),
                ("p2p_shared", {"mode": "chunked", "load": "bulk"}), ("p2p_shared", {"mode": "continuous"}),
@@ -39,14 +27,37 @@ ADVERSARIAL = [("p2p_shared", {"mode": "chunked"}), ("p2p_shared", {"mode": "chu
                ("nccl_alltoallv", {})]
 
 
+@pytest.fixture(scope="module")
+def ranks():
+    calls = {1: {"single": (check_gather, ("p2p_shared", "chunked", 5000, 128, ["float32"], 4000, 1))}}
+    if GPUS >= 2:
+        calls[GPUS] = {f"{impl} {mode} {e}": (check_gather, (impl, mode, 100_003, e, DTYPES, 50_000, 5))
+                       for impl, mode in IMPLS for e in ROW_ELEMS}
+        calls[GPUS].update({f"adversarial {e}": (check_adversarial, (ADVERSARIAL, 100_003, e, DTYPES, 7))
+                            for e in ROW_ELEMS})
+        calls[GPUS]["copy engine"] = (copy_all_ceiling, (1 << 20, ("push", "pull")))
+    return SharedLaunch(calls, device="cuda", timeout_s=900)
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("impl,mode", IMPLS)
+@pytest.mark.parametrize("row_elems", ROW_ELEMS)
+def test_gather_matches_closed_form_on_gpu_ranks(ranks, impl, mode, row_elems):
+    assert ranks(GPUS, f"{impl} {mode} {row_elems}") == [{d: 50_000 for d in DTYPES}] * GPUS
+
+
+@pytest.mark.skipif(GPUS < 1, reason="needs a GPU")
+def test_gather_single_rank_gpu(ranks):
+    assert ranks(1, "single") == [{"float32": 4000}]
+
+
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
 @pytest.mark.parametrize("row_elems", [128, 37, 1])
-def test_adversarial_ids_on_gpu_ranks(row_elems):
+def test_adversarial_ids_on_gpu_ranks(ranks, row_elems):
     # 512-byte rows take the bulk-copy and 16-byte paths; 148-byte rows 4-byte vectors; one-element
     # rows of every dtype 2- to 8-byte vectors; 100,003 rows leave a short last shard; the push's
     # last rank asks 3x its capacity and pulls
-    results = launch(check_adversarial, (ADVERSARIAL, 100_003, row_elems, DTYPES, 7), world_size=GPUS,
-                     device="cuda", timeout_s=400)
+    results = ranks(GPUS, f"adversarial {row_elems}")
     hopper = torch.cuda.get_device_capability(0)[0] >= 9
     for (impl, options), name in zip(ADVERSARIAL, results[0]):
         assert all(name in mine for mine in results)
@@ -63,9 +74,8 @@ def test_adversarial_ids_on_gpu_ranks(row_elems):
 
 
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
-def test_the_copy_engine_all_to_all_copies_both_ways():
-    assert launch(copy_all_ceiling, (1 << 20, ("push", "pull")), world_size=GPUS, device="cuda",
-                  timeout_s=120) == [[2, 2]] * GPUS
+def test_the_copy_engine_all_to_all_copies_both_ways(ranks):
+    assert ranks(GPUS, "copy engine") == [[2, 2]] * GPUS
 
 
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")

@@ -13,10 +13,18 @@ pytest.importorskip("cupy")
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
-@pytest.mark.parametrize("gather", ["fused", "split"])
-@pytest.mark.parametrize("row_elems", [3, 128])
-def test_measured_gather_on_gpu_ranks(gather, row_elems):
+GATHERS, ROW_ELEMS = ["fused", "split"], [3, 128]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """Every gather setting and row size in one launch."""
     world = 4 if GPUS >= 4 else 2
-    paths = check_measured_policies("cuda", world, gather, row_elems=row_elems, nodes=3000)
-    assert set(paths) == {gather}
+    return check_measured_policies("cuda", world, [(g, e) for g in GATHERS for e in ROW_ELEMS], nodes=3000)
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("gather", GATHERS)
+@pytest.mark.parametrize("row_elems", ROW_ELEMS)
+def test_measured_gather_on_gpu_ranks(measured, gather, row_elems):
+    assert set(measured[(gather, row_elems)]) == {gather}

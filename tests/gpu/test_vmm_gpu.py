@@ -15,6 +15,7 @@ import torch
 
 from harness.launcher import launch
 from tests.gather.targets import check_gather
+from tests.helpers import SharedLaunch
 
 from . import vmm_targets as targets
 
@@ -63,20 +64,22 @@ def test_vmm_small_rows_pad_to_granules():
     assert results[0]["bounds"] == [(0, results[0]["rows_per_rank"]), (results[0]["rows_per_rank"], 1_200_003)]
 
 
+ROW_ELEMS = [1, 37, 128]
+DTYPES = ["float32", "bfloat16", "float16", "int64"]
+
+
+@pytest.fixture(scope="module")
+def continuous_gathers():
+    """The generic gather check at every row size, in one launch (a refusal skips each of them)."""
+    return SharedLaunch({GPUS: {e: (check_gather, ("p2p_shared", "continuous", 100_003, e, DTYPES, 50_000, 7))
+                                for e in ROW_ELEMS}}, device="cuda", timeout_s=600)
+
+
 @pytest.mark.skipif(GPUS < 1, reason="needs a GPU")
-@pytest.mark.parametrize("row_elems", [1, 37, 128])
-def test_continuous_gather_matches_closed_form(row_elems):
+@pytest.mark.parametrize("row_elems", ROW_ELEMS)
+def test_continuous_gather_matches_closed_form(continuous_gathers, row_elems):
     """The generic gather check (every dtype, duplicates, empty list, out-of-range ids)."""
-    world = GPUS
-    try:
-        results = launch(check_gather, ("p2p_shared", "continuous", 100_003, row_elems,
-                                        ["float32", "bfloat16", "float16", "int64"], 50_000, 7),
-                         world_size=world, device="cuda", timeout_s=300)
-    except Exception as exc:  # a refusal surfaces as SkipPoint inside the ranks
-        if "SkipPoint" in str(exc) and "CUDA VMM" in str(exc):
-            pytest.skip(str(exc).splitlines()[-1])
-        raise
-    assert results == [{d: 50_000 for d in ["float32", "bfloat16", "float16", "int64"]}] * world
+    assert continuous_gathers(GPUS, row_elems) == [{d: 50_000 for d in DTYPES}] * GPUS
 
 
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")

@@ -10,7 +10,6 @@ conversion on the real sampler where it is installed (the GPU machine).
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from harness.launcher import launch
 from impls.pipelines.base import MEMORY_CATEGORIES, epoch_batches
 
 from . import targets
+from ..helpers import SharedLaunch
 from .checks import check_one_step, check_prefetch_matches_sequential
 
 GRAPH = targets.planted_graph()
@@ -74,10 +74,26 @@ CASES = [
 ]
 
 
+PREFETCH_CASE = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
+                 "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
+
+
 @pytest.fixture(scope="module")
-def stepped():
+def two_ranks(data_root):
+    """One launch of 2 CPU ranks for the one-step cases, the prefetch runs and the planted training."""
+    import importlib.util
+
+    calls = {"prefetch": (targets.prefetch_runs, (GRAPH, PREFETCH_CASE)),
+             "planted": (targets.train_planted, (str(data_root), 3))}
+    if importlib.util.find_spec("torch_geometric"):
+        calls["one_step"] = (targets.one_step, (GRAPH, CASES, True))
+    return SharedLaunch({2: calls}, timeout_s=600)
+
+
+@pytest.fixture(scope="module")
+def stepped(two_ranks):
     pytest.importorskip("torch_geometric")
-    return launch(targets.one_step, (GRAPH, CASES, True), world_size=2, device="cpu", timeout_s=300)
+    return two_ranks(2, "one_step")
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[f"{c['pipeline']}-{c['model']}-{c.get('backend', 'default')}"
@@ -89,11 +105,8 @@ def test_one_step_equals_the_single_process_reference(stepped, index):
     check_one_step(stepped, index, CASES[index], GRAPH)
 
 
-def test_prefetching_the_next_batch_trains_exactly_as_the_sequential_loop():
-    case = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
-            "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
-    results = launch(targets.prefetch_runs, (GRAPH, case), world_size=2, device="cpu", timeout_s=300)
-    check_prefetch_matches_sequential(results)
+def test_prefetching_the_next_batch_trains_exactly_as_the_sequential_loop(two_ranks):
+    check_prefetch_matches_sequential(two_ranks(2, "prefetch"))
 
 
 def test_prefetch_option_is_checked():
@@ -135,14 +148,13 @@ def test_ranks_run_the_same_batches_and_memory_adds_up(stepped):
 
 # ----------------------------------------------------------------------------- learning, failures
 
-def test_wholegraph_learns_a_planted_stand_in(data_root):
+def test_wholegraph_learns_a_planted_stand_in(two_ranks):
     """products stand-in at scale 0.01 (24k nodes, 47 planted classes, 1,966 training nodes): three
     epochs of GraphSAGE reach >= 0.8 validation accuracy. Chance is about 0.02 (the largest class
     holds 2.1% of the nodes); the model reaches ~0.9 in three epochs on 2 CPU cores, so 0.8 leaves
     room for seed-to-seed variation while failing any pipeline that mixes up features, labels or
     blocks."""
-    out = launch(targets.train_planted, (str(data_root), 3), world_size=2, device="cpu", timeout_s=300)
-    r0, r1 = out
+    r0, r1 = two_ranks(2, "planted")
     assert r0["val"] == r1["val"] and r0["batches"] == r1["batches"]
     assert r0["val"][-1] >= 0.8, r0
     assert r0["test"] >= 0.75, r0
@@ -150,11 +162,10 @@ def test_wholegraph_learns_a_planted_stand_in(data_root):
 
 
 def test_a_rank_failing_inside_a_point_ends_the_group_instead_of_hanging():
-    start = time.monotonic()
     with pytest.raises(LaunchError) as info:
         launch(targets.failing_point, (), world_size=2, device="cpu", timeout_s=120)
     assert "rank 1" in str(info.value) and "deliberate failure" in str(info.value)
-    assert time.monotonic() - start < 60
+    assert "(--timeout)" not in str(info.value)               # ended by the failure, not the timeout
 
 
 # ----------------------------------------------------------------------------- PyG's output as Blocks
@@ -244,14 +255,15 @@ def test_utilization_monitor_on_a_cpu_rank_is_labelled_and_summarized():
     from impls.pipelines.monitor import UtilizationMonitor
 
     monitor = UtilizationMonitor(torch.device("cpu"), interval_s=0.02, max_points=3).start()
-    end = time.monotonic() + 0.75
-    while time.monotonic() < end:                 # keep this process busy
+    for _ in range(10**6):                        # keep this process busy until 5 readings are in
         sum(i * i for i in range(2000))
+        if len(monitor.values) >= 5:
+            break
     summary = monitor.stop()
     assert summary["kind"] == "cpu_process" and "process CPU" in summary["unit"]
     assert summary["interval_ms"] == 100          # CPU readings need at least 100 ms
-    assert summary["samples"] >= 4 and 0 <= summary["p10"] <= summary["p50"] <= summary["p90"] <= summary["max"]
-    assert summary["mean"] > 10                   # the busy loop shows
+    assert summary["samples"] >= 5 and 0 <= summary["p10"] <= summary["p50"] <= summary["p90"] <= summary["max"]
+    assert summary["max"] > 10                    # the busy loop shows
     assert len(summary["trace"]) == len(summary["trace_s"]) == 3   # bucket means, at most max_points
 
 

@@ -24,20 +24,34 @@ def _cases():
     return cases
 
 
-def test_one_step_on_two_gpus_equals_the_reference():
+PREFETCH_CASE = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
+                 "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
+
+
+@pytest.fixture(scope="module")
+def two_gpus():
+    """One launch of 2 GPU ranks for both tests: the one-step cases and the prefetch runs."""
     import torch
 
-    from harness.launcher import launch
-    from impls.pipelines.base import MEMORY_CATEGORIES
+    from tests.helpers import SharedLaunch
     from tests.pipelines import targets
-    from tests.pipelines.checks import check_one_step
 
     if torch.cuda.device_count() < 2:
         pytest.skip("needs 2 GPUs")
     pytest.importorskip("cupy")
-    graph = targets.planted_graph()
-    cases = _cases()
-    results = launch(targets.one_step, (graph, cases, False), world_size=2, device="cuda", timeout_s=600)
+    graph, cases = targets.planted_graph(), _cases()
+    ranks = SharedLaunch({2: {"one_step": (targets.one_step, (graph, cases, False)),
+                              "prefetch": (targets.prefetch_runs, (graph, PREFETCH_CASE))}},
+                         device="cuda", timeout_s=900)
+    return ranks, graph, cases
+
+
+def test_one_step_on_two_gpus_equals_the_reference(two_gpus):
+    from impls.pipelines.base import MEMORY_CATEGORIES
+    from tests.pipelines.checks import check_one_step
+
+    ranks, graph, cases = two_gpus
+    results = ranks(2, "one_step")
     for index, case in enumerate(cases):
         check_one_step(results, index, case, graph, loss_rel=1e-4, exact_updates=False)
         for r in results:
@@ -52,20 +66,10 @@ def test_one_step_on_two_gpus_equals_the_reference():
         pytest.skip(f"ran {sorted(names)}; pylibwholegraph or PyG's sampler is not installed here")
 
 
-def test_prefetch_on_a_side_stream_trains_as_the_sequential_loop_on_two_gpus():
+def test_prefetch_on_a_side_stream_trains_as_the_sequential_loop_on_two_gpus(two_gpus):
     """Batch i+1 sampled and gathered on a side stream while batch i trains: the same blocks, inputs
     and labels; losses and weights equal up to DDP's all-reduce order."""
-    import torch
-
-    from harness.launcher import launch
-    from tests.pipelines import targets
     from tests.pipelines.checks import check_prefetch_matches_sequential
 
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 GPUs")
-    pytest.importorskip("cupy")
-    case = {"pipeline": "wholegraph", "model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3),
-            "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
-    results = launch(targets.prefetch_runs, (targets.planted_graph(), case), world_size=2, device="cuda",
-                     timeout_s=300)
-    check_prefetch_matches_sequential(results, exact=False)
+    ranks, _, _ = two_gpus
+    check_prefetch_matches_sequential(ranks(2, "prefetch"), exact=False)

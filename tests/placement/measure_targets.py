@@ -20,11 +20,12 @@ POLICIES = ["naive", "random", "pagraph", "hash_modulo", "clique", "clique_opt",
     (["metis"] if importlib.util.find_spec("pymetis") else [])
 
 
-def check_measured_policies(device: str, world: int, gather: str, policies=POLICIES, row_elems: int = 3,
-                            nodes: int = 400) -> list[str]:
-    """Every policy's replayed batches gathered on ``world`` ranks: every row checked against its
-    closed form (a mismatch raises in the ranks), and the local / peer / host reads of each batch
-    equal the simulator's. Returns the gather path each rank reported."""
+def check_measured_policies(device: str, world: int, variants: list[tuple[str, int]], policies=POLICIES,
+                            nodes: int = 400) -> dict[tuple[str, int], list[str]]:
+    """Every policy's replayed batches gathered on ``world`` ranks, for every ``(gather,
+    row_elems)`` of ``variants``, all in one launch: every row checked against its closed form (a
+    mismatch raises in the ranks), and the local / peer / host reads of each batch equal the
+    simulator's. Returns the gather path each rank reported, per variant."""
     indptr, indices = random_graph(nodes, 8, seed=3)
     train = np.sort(np.random.default_rng(4).choice(nodes, nodes * 3 // 10, replace=False))
     topology = by_name(f"{world}GPU")
@@ -36,18 +37,21 @@ def check_measured_policies(device: str, world: int, gather: str, policies=POLIC
         sim = replay(indptr, indices, train, placement, lambda g: LayerWiseSampler(48, 2), 16,
                      max_batches=3, seed=1, keep_batches=True)
         sims[name] = sim
-        jobs.append(MeasureJob(name, portable(placement), sim.meta["input_batches"], row_elems=row_elems,
-                               check_batches=-1, warmup=1, gather=gather))
-    per_rank = launch(measure_jobs, (jobs,), world_size=world, device=device, timeout_s=180)
+        jobs += [MeasureJob(f"{name} {gather} {row_elems}", portable(placement), sim.meta["input_batches"],
+                            row_elems=row_elems, check_batches=-1, warmup=1, gather=gather)
+                 for gather, row_elems in variants]
+    per_rank = launch(measure_jobs, (jobs,), world_size=world, device=device, timeout_s=300)
     tiers_seen = np.zeros(3, dtype=np.int64)
-    paths = []
+    paths: dict[tuple[str, int], list[str]] = {tuple(v): [] for v in variants}
     for rank, results in enumerate(per_rank):
+        assert len(results) == len(jobs)
         for res in results:
-            sim = sims[res["key"]]
+            name, gather, row_elems = res["key"].split(" ")
+            sim = sims[name]
             assert res["checked"] == len(sim.meta["input_batches"][rank]) > 0
             np.testing.assert_array_equal(res["batch_reads"], sim.batch_reads[rank])
             assert len(res["batch_s"]) == len(sim.batch_reads[rank]) and res["max_mean_s"] > 0
             tiers_seen += sim.split()[rank]
-            paths.append(res["gather"])
+            paths[(gather, int(row_elems))].append(res["gather"])
     assert (tiers_seen > 0).all()                 # local, peer and host reads were all exercised
     return paths

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -101,10 +99,9 @@ def test_solver_ranks_complete_plans_by_balance_before_bandwidth():
             assert p in plan.store[plan.source[w, p]] and t.connected(w, plan.source[w, p])
 
 
-def test_solver_8g_stores_one_extra_partition_per_gpu_quickly():
+def test_solver_8g_stores_one_extra_partition_per_gpu():
     """XGNN Sec. 4.2: 'GGMS stores one extra partition in each GPU and makes all NVLinks be used
-    evenly'; Sec. 6.6: search time under 15 ms (the best of up to 20 runs: a busy CI machine
-    slows single runs down, not the search)."""
+    evenly'. The search's speed (Sec. 6.6: under 15 ms) is benchmarked in tests/benchmarks."""
     t = topo.xgnn_topology("8G")
     plan = solve(t)
     assert plan.extra_partitions == [1] * 8
@@ -114,18 +111,6 @@ def test_solver_8g_stores_one_extra_partition_per_gpu_quickly():
     for w in range(8):
         for g in t.neighbors(w):
             assert plan.access_count[w, g] == t.link_gbps[w, g] / topo.V100_LINK_GBPS
-    best = float("inf")
-    for _ in range(20):
-        best = min(best, _timed(solve, t))
-        if best < 0.015:
-            break
-    assert best < 0.015, f"8G search took {best * 1e3:.1f} ms"
-
-
-def _timed(fn, *args):
-    start = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - start
 
 
 def test_solver_on_a_ring_and_a_line():
