@@ -195,7 +195,7 @@ def test_runconfig_validation():
 def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, per_point):
     launched = []
 
-    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None):
+    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None, **_):
         launched.append([job.point.params["system"] for job in args[2]])
 
     monkeypatch.setattr(runner, "launch", fake_launch)
@@ -210,7 +210,7 @@ def test_points_whose_ranks_need_another_environment_launch_apart(tmp_path, monk
     """XGNN Fig. 16's PCIe points need NCCL_P2P_DISABLE=1 before NCCL starts: a launch of their own."""
     launched = []
 
-    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None):
+    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None, **_):
         launched.append((tuple(job.point.params["platform"] for job in args[2]), env))
 
     monkeypatch.setattr(runner, "launch", fake_launch)
