@@ -195,7 +195,7 @@ def test_runconfig_validation():
 def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, per_point):
     launched = []
 
-    def fake_launch(fn, args, *, world_size, device, timeout_s):
+    def fake_launch(fn, args, *, world_size, device, timeout_s, **_):
         launched.append([job.point.params["system"] for job in args[2]])
 
     monkeypatch.setattr(runner, "launch", fake_launch)
