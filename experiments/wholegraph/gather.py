@@ -474,7 +474,8 @@ def gather_figure(table, ceilings: dict):
     machines = list(dict.fromkeys(table["Machine"])) if "Machine" in table else []
     sizes = [c for c in table.columns if c.endswith(" B GB/s")]
     variants = [one for one in gathers() if "Implementation" in table and (table["Implementation"] == one.key).any()]
-    fig, axes = figure((10.5, 1.6 + 0.36 * max(len(variants), 3)), ncols=max(len(machines), 1), sharey=True,
+    # rows tighten past 12 variants so the figure stays within a 1600 x 900 slide
+    fig, axes = figure((10.5, min(5.9, 1.6 + 0.36 * max(len(variants), 3))), ncols=max(len(machines), 1), sharey=True,
                        sharex=True, squeeze=False)
     for ax, machine in zip(axes[0], machines or [None]):
         mine = table[table["Machine"] == machine].set_index("Implementation") if machine else None
