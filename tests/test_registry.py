@@ -249,6 +249,21 @@ def test_an_entry_carries_its_capabilities_and_its_interfaces_contract():
     assert registry.interface("gather").factory is not None and "peer_read" in registry.interface("gather").traits
 
 
+def test_probes_are_a_contract_whose_traits_say_what_memory_they_chase():
+    from experiments.xgnn.fig6b import IMPLS, headlined
+    from impls.probes import Probe
+
+    probe = registry.get_impl("probes", "local").factory("cpu", [])
+    try:
+        assert isinstance(probe, Probe) and registry.contract_of(registry.get_impl("probes", "local")) is Probe
+    finally:
+        probe.close()
+    assert registry.names("probes", traits=("shared_handle",)) == ("vmm_local", "vmm_remote")
+    assert registry.names("probes", traits=("device_memory",), without=("remote",)) == ("local", "p2p")
+    assert [i for i in IMPLS if headlined(i)] == ["local", "vmm_local", "vmm_remote"]
+    assert not headlined("no_such_probe")
+
+
 def test_a_row_finds_its_variant_by_the_options_that_name_it():
     spec = registry.get_impl("gather", "p2p_shared")
     assert spec.variant_of({"mode": "chunked", "ids_per_rank": 5}).name == "chunked"
