@@ -250,6 +250,7 @@ def test_an_entry_carries_its_capabilities_and_its_interfaces_contract():
 
 
 def test_probes_are_a_contract_whose_traits_say_what_memory_they_chase():
+    from experiments.wholegraph.table1 import probe_label, table_i_probes
     from experiments.xgnn.fig6b import IMPLS, headlined
     from impls.probes import Probe
 
@@ -260,6 +261,7 @@ def test_probes_are_a_contract_whose_traits_say_what_memory_they_chase():
         probe.close()
     assert registry.names("probes", traits=("shared_handle",)) == ("vmm_local", "vmm_remote")
     assert registry.names("probes", traits=("device_memory",), without=("remote",)) == ("local", "p2p")
+    assert table_i_probes() == ("um", "p2p") and probe_label("um_remote") == "UM remote"
     assert [i for i in IMPLS if headlined(i)] == ["local", "vmm_local", "vmm_remote"]
     assert not headlined("no_such_probe")
 
@@ -427,7 +429,6 @@ NOT_YET = {
     "experiments/mggcn/common.py": _FULLBATCH, "experiments/mggcn/comparison.py": _FULLBATCH,
     "experiments/mggcn/memory.py": _FULLBATCH, "experiments/mggcn/table2.py": _FULLBATCH,
     "experiments/mggcn/table3.py": _FULLBATCH,
-    "experiments/wholegraph/table1.py": "memory probes: a contract with traits now; Table 1's branches not yet",
 }
 
 

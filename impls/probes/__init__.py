@@ -37,6 +37,7 @@ TRAITS = {
     "device_memory": "cudaMalloc'd parts, one per owner GPU (each part must fit its GPU)",
     "managed": "cudaMallocManaged: pages migrate on first touch, a timed repeat starts from reset()",
     "remote": "the chased memory is not the chasing GPU's own",
+    "spread": "a part on every GPU it is given, the chasing GPU's own included (WholeGraph Table I's 8 GPUs)",
     "shared_handle": "collective: every rank builds the continuous store (CUDA VMM range exported through "
                      "shared handles), rank 0 chases over one rank's shard (XGNN Fig. 6(b))",
 }
@@ -46,7 +47,7 @@ register_interface("probes", Probe, factory=ProbeFactory, traits=TRAITS,
 
 
 @register_impl("probes", "local", needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",)),
-               traits=("device_memory",), order=10,
+               traits=("device_memory",), order=10, label="local",
                summary="all memory on the chasing device (GPU 0, or host memory on a CPU run)")
 def make_local(device: str, gpus: list[int], **_):
     if device == "cpu":
@@ -59,7 +60,8 @@ def make_local(device: str, gpus: list[int], **_):
 
 
 @register_impl("probes", "p2p", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",),
-                                            peer_access=True), traits=("device_memory",), order=20,
+                                            peer_access=True), traits=("device_memory", "spread"),
+               order=20, label="P2P",
                summary="cudaMalloc'd parts on every GPU, read by GPU 0 through peer access")
 def make_p2p(device: str, gpus: list[int], **_):
     from .gpu import PeerProbe
@@ -69,7 +71,7 @@ def make_p2p(device: str, gpus: list[int], **_):
 
 @register_impl("probes", "p2p_remote", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",),
                                                    peer_access=True), traits=("device_memory", "remote"),
-               order=30, summary="cudaMalloc'd parts on every GPU but GPU 0, read by GPU 0: pure peer latency")
+               order=30, label="P2P remote", summary="cudaMalloc'd parts on every GPU but GPU 0, read by GPU 0: pure peer latency")
 def make_p2p_remote(device: str, gpus: list[int], **_):
     from .gpu import PeerProbe
 
@@ -77,7 +79,7 @@ def make_p2p_remote(device: str, gpus: list[int], **_):
 
 
 @register_impl("probes", "um_remote", needs=Needs(devices=("cuda",), min_gpus=2, packages=("cupy",)),
-               traits=("managed", "remote"), order=40,
+               traits=("managed", "remote"), order=40, label="UM remote",
                summary="cudaMallocManaged first-touched by every GPU but GPU 0: every access faults")
 def make_um_remote(device: str, gpus: list[int], **_):
     from .gpu import ManagedProbe
@@ -86,7 +88,7 @@ def make_um_remote(device: str, gpus: list[int], **_):
 
 
 @register_impl("probes", "um", needs=Needs(devices=("cuda",), min_gpus=1, packages=("cupy",)),
-               traits=("managed",), order=40,
+               traits=("managed", "spread"), order=40, label="UM",
                summary="cudaMallocManaged; each GPU first-touches its equal partition")
 def make_um(device: str, gpus: list[int], **_):
     from .gpu import ManagedProbe
@@ -95,7 +97,7 @@ def make_um(device: str, gpus: list[int], **_):
 
 
 @register_impl("probes", "host_zero_copy", needs=Needs(devices=("cuda",), min_gpus=1, packages=("cupy",)),
-               traits=("remote",), order=50,
+               traits=("remote",), order=50, label="host",
                summary="pinned mapped host memory read by GPU 0 over PCIe (zero copy)")
 def make_host_zero_copy(device: str, gpus: list[int], host_cap_bytes: int | None = None, **_):
     from .gpu import PinnedHostProbe
