@@ -216,9 +216,9 @@ def _interrupt(signum, frame):
 
 
 def cmd_run(args) -> int:
-    import time
+    from .timing import now
 
-    started = time.time()         # a time budget counts from here: the command, not the runner
+    started = now()               # a time budget counts from here: the command, not the runner
     from .registry import check_ids
 
     check_ids(args.ids)           # an unknown id fails here, before the experiments (and torch) are imported
@@ -250,7 +250,7 @@ def cmd_run(args) -> int:
           f"{outcome.errors} errors -> {outcome.store.path}")
     _print_run_end(outcome, args.no_report)
     if cfg.time_budget_s is not None:
-        took = time.time() - cfg.started_at
+        took = now() - cfg.started_at
         print(f"time budget {args.time_budget}: took {took:.0f} s"
               + ("; it ended before every point was measured at full fidelity" if outcome.budget_ended else ""))
     return 1 if outcome.errors else 0

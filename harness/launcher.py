@@ -33,7 +33,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import shm
+from . import shm, timing
 from .errors import LaunchError
 
 
@@ -86,7 +86,7 @@ class ActivityBoard:
     """Per rank, in shared memory: what it is doing and since when (``RankContext.set_activity``),
     and where its main thread was at its last heartbeat. Written synchronously, so the last
     activity of a rank killed a moment later is still there for the parent to read; times are
-    ``time.monotonic()``, one clock for every process of the machine."""
+    ``harness.timing.now()``, one clock for every process of the machine."""
 
     SLOT = 4096
 
@@ -107,11 +107,11 @@ class ActivityBoard:
 
     def write(self, rank: int, text: str, now: float | None = None) -> None:
         self._put(self.array, rank, text)
-        self.times[2 * rank] = time.monotonic() if now is None else now
+        self.times[2 * rank] = timing.now() if now is None else now
 
     def beat(self, rank: int, where: str, now: float | None = None) -> None:
         self._put(self.wheres, rank, where)
-        self.times[2 * rank + 1] = time.monotonic() if now is None else now
+        self.times[2 * rank + 1] = timing.now() if now is None else now
 
     def read(self) -> dict[int, str]:
         return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
@@ -370,7 +370,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
-    started = time.monotonic()
+    started = timing.now()
     try:
         for p in procs:
             p.start()
@@ -399,7 +399,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                 if missing:
                     raise LaunchError(f"ranks {missing} exited cleanly but returned nothing")
                 return [collected[r] for r in range(world_size)]
-            late = overdue(board.states(), [r for r, c in enumerate(codes) if c is None], time.monotonic(),
+            late = overdue(board.states(), [r for r, c in enumerate(codes) if c is None], timing.now(),
                            timeout_s, started)
             if late is not None:
                 raise late
@@ -434,8 +434,8 @@ class _RemoteTraceback(Exception):
 
 
 def _drain(results, collected, errors, wait_s: float) -> None:
-    end = time.monotonic() + wait_s
-    while time.monotonic() < end:
+    end = timing.now() + wait_s
+    while timing.now() < end:
         try:
             item = results.get(timeout=0.05)
         except queue.Empty:
@@ -451,9 +451,9 @@ def _stop(procs) -> None:
     for p in procs:
         if p.is_alive():
             p.terminate()
-    end = time.monotonic() + 5
+    end = timing.now() + 5
     for p in procs:
-        p.join(timeout=max(0.0, end - time.monotonic()))
+        p.join(timeout=max(0.0, end - timing.now()))
     for p in procs:
         if p.is_alive():
             p.kill()

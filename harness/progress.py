@@ -4,10 +4,10 @@ time the point took and an estimate of the time the run has left."""
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass, field
 
 from .estimate import fmt_duration
+from .timing import now
 
 
 @dataclass
@@ -18,7 +18,7 @@ class Eta:
     total: int
     estimates: dict[int, float | None] = field(default_factory=dict)   # every point that will run
     finished: dict[int, float | None] = field(default_factory=dict)    # None: took no time / unknown
-    deadline: float | None = None           # wall clock (time.time()) at which the time budget ends
+    deadline: float | None = None           # harness.timing.now() at which the time budget ends
     tag: str = ""                           # "refine ": lines of a budget run's refinement
 
     @property
@@ -55,7 +55,7 @@ class Eta:
         if unknown:
             out += (" + " if out else "") + f"{unknown} point{'s' if unknown > 1 else ''} of unknown length"
         if self.deadline is not None:
-            out += f"; budget ends in {fmt_duration(max(0.0, self.deadline - time.time()))}"
+            out += f"; budget ends in {fmt_duration(max(0.0, self.deadline - now()))}"
         return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-import time
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from .launcher import RankContext, launch
 from .needs import detect, memory_unmet
 from .progress import Eta, PointProgress
 from .store import RunStore, load_run
+from .timing import now
 from .worlds import run_world
 
 
@@ -154,12 +154,12 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job],
             ctx.set_activity(f"point {job.point.label()}")
             if progress:
                 progress.start_point(job.point.label())
-            began = time.monotonic()
+            began = now()
             rows = run_job(exp, job, run)
             if store:
                 for row in rows:
                     store.append(row)
-            seconds = time.monotonic() - began
+            seconds = now() - began
             finished.append((job.index, seconds))
             if progress:
                 progress.finish_point(job.point.label(), _outcome_text(rows), job.index, seconds)
@@ -211,7 +211,7 @@ def _plan(points: list[tuple[Experiment, list[Point]]], cfg: RunConfig) -> plan.
     estimator = Estimator.from_roots(kind, plan.history_roots(cfg))
     budget_s = None
     if cfg.time_budget_s is not None:
-        spent = max(0.0, time.time() - cfg.started_at) if cfg.started_at else 0.0
+        spent = max(0.0, now() - cfg.started_at) if cfg.started_at else 0.0
         budget_s = max(0.0, cfg.time_budget_s - plan.budget_reserve(cfg.time_budget_s) - spent)
     return plan.build(points, cfg, impl_skip_reason, estimator, budget_s, fmt_duration(cfg.time_budget_s)
                       if cfg.time_budget_s else "")
@@ -245,7 +245,7 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
     outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan)
     for line in run_plan.summary() + data_lines(manifest["data"]):
         print(line, file=sys.stderr, flush=True)
-    deadline = None if run_plan.budget_s is None else time.time() + run_plan.budget_s
+    deadline = None if run_plan.budget_s is None else now() + run_plan.budget_s
     eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.runnable}, deadline=deadline)
     status = "failed"
     try:
@@ -425,11 +425,11 @@ def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore,
         with PointProgress(exp.id, eta) as progress:
             for job in local:
                 progress.start_point(job.point.label())
-                began = time.monotonic()
+                began = now()
                 rows = run_job(exp, job, run)
                 for row in rows:
                     store.append(row)
-                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, time.monotonic() - began)
+                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, now() - began)
 
     by_world: dict[int, list[Job]] = {}
     for job in jobs:
@@ -522,7 +522,7 @@ class BudgetEnded(KeyboardInterrupt):
 
 
 class BudgetClock:
-    """Raises BudgetEnded in the main thread at ``deadline`` (wall clock) while entered; nothing
+    """Raises BudgetEnded in the main thread at ``deadline`` (harness.timing.now) while entered; nothing
     without a deadline, or outside the main thread (the runner then stops between points only)."""
 
     def __init__(self, deadline: float | None):
@@ -540,7 +540,7 @@ class BudgetClock:
             return self
         self._previous = signal.signal(signal.SIGALRM, self._fire)
         self._armed = True
-        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.deadline - time.time()))
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.deadline - now()))
         return self
 
     def __exit__(self, *exc):
@@ -613,7 +613,7 @@ def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: Ru
                      for j in range(level) if (e.index, j) not in tried}
             if costs:
                 candidates.append((costs, e))
-        left = deadline - time.time()
+        left = deadline - now()
         chosen, total = [], 0.0
         finest = lambda c: c[0][min(c[0])]           # noqa: E731  (the cost of full fidelity, or the finest left)
         for costs, e in sorted(candidates, key=lambda c: (finest(c) is None, finest(c) or 0.0, c[1].index)):

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import register_impl
+from harness.timing import DeviceClock, Laps
 from impls.core.layout import TableSpec, check_ids
 from impls.storage import ShardedTable
 
@@ -31,38 +32,38 @@ class AllToAllGather:
         if check:
             check_ids(ids, self.spec.num_rows)
         ids = ids.to(self.device, torch.int64)
-        marks = _StepMarks(self.device) if self.profile else None
+        marks = Laps(DeviceClock(self.device)) if self.profile else None
         # (1) bucket ids by home rank: a stable radix sort on 8-bit owner keys is one pass
         owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
         key = owner.to(torch.uint8) if self.world <= 256 else owner.to(torch.int32)
         _, order = torch.sort(key, stable=True)
         send_ids = ids[order]
         send_counts = torch.bincount(owner, minlength=self.world)
-        marks and marks.mark("bucket")
+        marks and marks.lap("bucket")
         # (2) exchange counts
         recv_counts = torch.empty_like(send_counts)
         dist.all_to_all_single(recv_counts, send_counts)
         counts = torch.stack([send_counts, recv_counts]).cpu()  # one host sync for both
         send_split, recv_split = counts[0].tolist(), counts[1].tolist()
-        marks and marks.mark("exchange_counts")
+        marks and marks.lap("exchange_counts")
         # (3) exchange ids
         recv_ids = torch.empty(sum(recv_split), dtype=torch.int64, device=self.device)
         dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
-        marks and marks.mark("exchange_ids")
+        marks and marks.lap("exchange_ids")
         # (4) local gather of what the peers asked for
         local_rows = self._rows_at(self.store.local, recv_ids - self.rank.rank * self.rows_per_rank)
-        marks and marks.mark("local_gather")
+        marks and marks.lap("local_gather")
         # (5) send the rows back, then undo the bucketing with a gather (reads random, writes in order)
         back = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
                            device=self.device)
         dist.all_to_all_single(back, local_rows, send_split, recv_split)
-        marks and marks.mark("alltoallv_rows")
+        marks and marks.lap("alltoallv_rows")
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(order.numel(), device=self.device)
         out = self._rows_at(back, inverse)
         if marks:
-            marks.mark("reorder")
-            self.step_ms = marks.elapsed_ms()
+            marks.lap("reorder")
+            self.step_ms = {step: seconds * 1e3 for step, seconds in marks.seconds().items()}
         return out
 
     def _rows_at(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -83,34 +84,6 @@ class AllToAllGather:
 
     def close(self) -> None:
         self.store.close()
-
-
-class _StepMarks:
-    """Events between the steps; read after the gather (one synchronize)."""
-
-    def __init__(self, device):
-        self.cuda = device.type == "cuda"
-        self.names: list[str] = []
-        self.events = [self._event()]
-
-    def _event(self):
-        if self.cuda:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        import time
-
-        return time.perf_counter()
-
-    def mark(self, name: str) -> None:
-        self.names.append(name)
-        self.events.append(self._event())
-
-    def elapsed_ms(self) -> dict[str, float]:
-        if self.cuda:
-            self.events[-1].synchronize()
-            return {n: a.elapsed_time(b) for n, a, b in zip(self.names, self.events, self.events[1:])}
-        return {n: (b - a) * 1e3 for n, a, b in zip(self.names, self.events, self.events[1:])}
 
 
 @register_impl("gather", "nccl_alltoallv", needs=Needs(devices=("cpu", "cuda")),
