@@ -175,11 +175,11 @@ class Fig14(Experiment):
             epoch_kernel.append(spans.totals().get("sample", 0.0))
 
         epoch_kernel: list[float] = []
-        from experiments.kit.samplers import timer_for
+        from impls.sampling.bench import timer_for
 
-        budget = Budget.for_run(cfg, warmup=(1, 1), repeats=(5, 2), warmup_ms=0.0, repeat_ms=0.0)
-        warmup = budget.warmups()
-        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank), budget=budget)
+        warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
+        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank), warmup=warmup,
+                                                repeats=repeats)
         kernel_stats = Stats.from_samples(epoch_kernel[warmup:])
         scale_up = total_batches / len(batches)          # whole-epoch estimate when capped
         extra = {"placement": sampler.describe(), "batches": len(batches), "epoch_batches": total_batches,
