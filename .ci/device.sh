@@ -5,7 +5,13 @@
 #
 # Puts the repo on PYTHONPATH, installs wheels carried in .wheels/*/ into /tmp/site,
 # keeps NVLink multicast off, runs `python -m harness run RUN-ARGS --out $OUT/results`
-# and prints a short table last. Logs are appended, so several invocations can share one
+# and prints a short table last.
+#
+# Provenance: the copied tree's own .git can be older than the tree, so whoever copies the tree
+# names its commit and whether it was clean, and every run records them:
+#   HARNESS_GIT_COMMIT=<sha> HARNESS_GIT_DIRTY=<0|1> .ci/plans/<plan>.sh
+# (.ci/tree-state prints both for the checkout that is copied). Without HARNESS_GIT_DIRTY=0 the
+# runs are recorded dirty, and `harness promote` refuses them. Logs are appended, so several invocations can share one
 # device call (.ci/plans/*.sh). --limit stops the run after SECONDS (rows already written
 # stay); --pack turns $OUT/results into $OUT/results.tgz (results-2.tgz, ... for later packs), because only 8 files come back
 # from a call (each run directory holds two).
@@ -41,6 +47,15 @@ if [ "$missing" = 1 ]; then
     --target /tmp/site .wheels/*/*.whl >/dev/null 2>&1 || echo "wheel install failed" >&2
 fi
 [ -d /tmp/site ] && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+if [ -z "${HARNESS_GIT_COMMIT:-}" ]; then
+  echo "warning: HARNESS_GIT_COMMIT is not set: runs record this copy's own .git, which may be older than the" \
+       "tree; start the plan as HARNESS_GIT_COMMIT=<sha> HARNESS_GIT_DIRTY=<0|1> (.ci/tree-state prints both)" | tee -a "$OUT/run.log" >&2
+elif [ "${HARNESS_GIT_DIRTY:-}" != 0 ] && [ "${HARNESS_GIT_DIRTY:-}" != 1 ]; then
+  echo "warning: HARNESS_GIT_COMMIT is set without HARNESS_GIT_DIRTY=0 or 1: runs are recorded as measured on a" \
+       "dirty tree, and promote refuses them" | tee -a "$OUT/run.log" >&2
+else
+  echo "provenance: commit $HARNESS_GIT_COMMIT, dirty=$HARNESS_GIT_DIRTY" | tee -a "$OUT/run.log"
+fi
 nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version --format=csv,noheader
 nvidia-smi topo -m 2>/dev/null | head -12
 status=0

@@ -45,9 +45,10 @@ class RunInfo:
         if sw.get("nccl"):
             parts.append(f"NCCL {sw['nccl']}")
         git = m.get("git", {})
-        commit = (git.get("commit") or "unknown")[:10]
+        commits = git.get("commits") or [git.get("commit") or "unknown"]
         dirty = " (dirty)" if git.get("dirty") else ""
-        text = f"{self.run_id}: " + ", ".join(parts) + f"; commit {commit}{dirty}"
+        text = (f"{self.run_id}: " + ", ".join(parts)
+                + f"; commit{'s' if len(commits) > 1 else ''} {', '.join(c[:10] for c in commits)}{dirty}")
         if self.status == "abandoned":
             text += f"; {ABANDONED_NOTE}"
         return text

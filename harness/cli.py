@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interface", help="only implementations of this interface")
     p.add_argument("--runs", action="store_true",
                    help="list the run directories under --results instead, with their status "
-                        "(complete, failed, interrupted, running, or abandoned: its process is gone)")
+                        "(complete, failed, interrupted, running, or abandoned: its process is gone; and whether "
+                        "it was measured on a dirty tree)")
     p.add_argument("--results", type=Path, default=Path("results"))
 
     p = sub.add_parser("run", help="run experiments and store their rows")
@@ -80,9 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the points that would run, what each needs, whether it can run here and how long "
                         "it should take (from stored runs), and run nothing")
     p.add_argument("--time-budget", metavar="DURATION", default=None,
-                   help="end within this time (90s, 20m, 1.5h): every point measured first at the cheapest "
-                        "fidelity the budget needs (fewer repeats, one epoch, capped host epochs; rows say so in "
-                        "'fidelity'), then refined while time remains; the report is written either way")
+                   help="end within this time (90s, 20m, 1.5h), the report included: every point measured first "
+                        "at the cheapest fidelity the budget needs (fewer repeats, one epoch, capped host epochs; "
+                        "rows say so in 'fidelity'), then refined while time remains")
+    p.add_argument("--resume", metavar="RUN_DIR", type=Path, default=None,
+                   help="append to RUN_DIR only the points it lacks (never reached, failed, or measured at reduced "
+                        "fidelity), on the same hardware with the same settings; with --time-budget, a campaign "
+                        "completes over several sittings")
 
     p = sub.add_parser("report", help="regenerate tables and figures from stored runs")
     p.add_argument("runs", nargs="*", type=Path, help="run directories")
@@ -109,14 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare runs of different settings (hardware, parameters, ...), saying which differ")
 
     p = sub.add_parser("promote", aliases=["import"],
-                       help="add runs (yours, or fetched from a GPU machine) to the reference runs under results/, "
-                            "renumbered")
+                       help="add complete runs of committed code (yours, or fetched from a GPU machine) to the "
+                            "reference runs under results/, renumbered")
     p.add_argument("runs", nargs="+", type=Path, help="run directories")
     p.add_argument("--out", type=Path, default=Path("results"), help="the reference store")
+    p.add_argument("--keep-failed-as-record", action="store_true",
+                   help="promote a failed, interrupted or abandoned run as a record: listed by `report --all`, "
+                        "in no table or headline")
 
     p = sub.add_parser("withdraw", help="mark a stored run as withdrawn: kept, left out of reports")
     p.add_argument("run", type=Path, help="run directory under results/")
     p.add_argument("--reason", required=True, help="why (the defect that made its numbers wrong)")
+    p.add_argument("--superseded-by", type=Path, default=None, metavar="RUN",
+                   help="the complete run of committed code under results/ that now covers its points")
+    p.add_argument("--results", type=Path, default=Path("results"), help="the reference store it must be under")
 
     p = sub.add_parser("bench", help="regression check: the base revision and this tree, interleaved in one job",
                        description="Run tests/benchmarks against the base revision (checked out in a temporary "
@@ -190,7 +201,7 @@ def _runs_table(root: Path):
 
     from rich.table import Table
 
-    from .store import _RUN_DIR, run_status
+    from .store import _RUN_DIR, git_of, run_status, withdrawn_reason
 
     if not root.is_dir():
         raise HarnessError(f"no result root at {root}")
@@ -204,7 +215,9 @@ def _runs_table(root: Path):
             t.add_row(path.name, "unreadable manifest", "", "", "", "", "")
             continue
         counts = m.get("counts") or {}
-        t.add_row(path.name, run_status(m), *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
+        dirty = {True: " (dirty tree)", None: " (tree state unknown)"}.get(git_of(m).get("dirty"), "")
+        withdrawn = ", withdrawn" if withdrawn_reason(path) else ""
+        t.add_row(path.name, run_status(m) + dirty + withdrawn, *(str(counts.get(k, "-")) for k in ("ok", "skipped", "error")),
                   str(m.get("start", "-")), ", ".join(m.get("experiments", [])))
     return t
 
@@ -216,13 +229,10 @@ def _interrupt(signum, frame):
 
 
 def cmd_run(args) -> int:
-    from .timing import now
-
-    started = now()               # a time budget counts from here: the command, not the runner
     from .registry import check_ids
 
     check_ids(args.ids)           # an unknown id fails here, before the experiments (and torch) are imported
-    from . import runner
+    from . import budget, runner
     from .config import RunConfig, parse_param_assignments
     from .needs import default_device
     from .plan import parse_duration, render
@@ -234,24 +244,24 @@ def cmd_run(args) -> int:
         seed=args.seed, out_dir=args.out, label=args.label, timeout_s=args.timeout,
         data_root=args.data_root, launch_per_point=args.launch_per_point,
         time_budget_s=parse_duration(args.time_budget) if args.time_budget is not None else None,
-        started_at=started if args.time_budget is not None else None,
+        # a budget counts from the command's start, the interpreter's start-up included
+        started_at=budget.command_start() if args.time_budget is not None else None,
     )
     if args.dry_run:
-        run_plan = runner.make_plan(args.ids, cfg)
+        run_plan = runner.make_plan(args.ids, cfg, resume=args.resume)
         print(render(run_plan, cfg), end="")
         for line in runner.data_lines(runner.data_sources([(e.exp, e.point) for e in run_plan.entries], cfg)):
             print(line)
         return 0
     signal.signal(signal.SIGTERM, _interrupt)   # `kill` ends a run as Ctrl-C does: rows kept, ranks stopped, exit 143
-    outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:])
+    outcome = runner.run(args.ids, cfg, [Path(sys.argv[0]).name] + sys.argv[1:], resume=args.resume)
     if outcome.store is None:  # a torchrun rank other than 0: rank 0 reports
         return 0
     print(f"run {outcome.store.run_id}: {outcome.ok} ok, {outcome.skipped} skipped, "
           f"{outcome.errors} errors -> {outcome.store.path}")
     _print_run_end(outcome, args.no_report)
-    if cfg.time_budget_s is not None:
-        took = now() - cfg.started_at
-        print(f"time budget {args.time_budget}: took {took:.0f} s"
+    if outcome.budget is not None:
+        print(f"time budget {outcome.budget.text}: took {outcome.budget.took():.0f} s"
               + ("; it ended before every point was measured at full fidelity" if outcome.budget_ended else ""))
     return 1 if outcome.errors else 0
 
@@ -265,9 +275,12 @@ def _print_run_end(outcome, no_report: bool) -> None:
 
     path = outcome.store.path
     artifacts: dict = {}
+    unwritten: list[str] = []
+    budget = outcome.budget
     rows = load_run(path).rows
     if not no_report and rows:
-        report_runs([path], path / "report", artifacts=artifacts)
+        report_runs([path], path / "report", artifacts=artifacts,
+                    stop=budget.over if budget is not None else None, unwritten=unwritten)
     print(f"rows: {path / 'rows.jsonl'} ({len(rows)} rows)")
     if no_report:
         print("report: not written (--no-report); `python -m harness report " + str(path) + "` writes it")
@@ -282,6 +295,9 @@ def _print_run_end(outcome, no_report: bool) -> None:
             print(f"  {exp_id}: {artifact_status(artifact, exp_rows)}"
                   + (f": {headline[:160]}{'...' if len(headline) > 160 else ''}" if headline else "")
                   + f" ({where})")
+        if unwritten:
+            print(f"  not written, the time budget having ended: {', '.join(unwritten)} "
+                  f"(`python -m harness report {path}` writes them)")
     summary = skip_summary(rows)
     if summary:
         print(summary)
@@ -292,24 +308,20 @@ def cmd_report(args) -> int:
 
     from .artifact import ABANDONED_NOTE
     from .report import report_all, report_runs
-    from .store import _RUN_DIR, run_status
+    from .store import run_status
 
-    if args.all:
-        given = sorted(p for p in args.results.iterdir() if _RUN_DIR.match(p.name)) if args.results.is_dir() else []
-    else:
-        given = [Path(p) for p in args.runs]
-    for path in given:
-        try:
-            manifest = json.loads((path / "manifest.json").read_text())
-        except (OSError, ValueError):
-            continue        # reading the run names the problem
-        if run_status(manifest) == "abandoned":
-            print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")
-        written = report_all(args.results, args.out or Path("reports"))
+        written = report_all(args.results, args.out or Path("reports"))   # references only; the index lists the rest
     else:
+        for path in map(Path, args.runs):
+            try:
+                manifest = json.loads((path / "manifest.json").read_text())
+            except (OSError, ValueError):
+                continue        # reading the run names the problem
+            if run_status(manifest) == "abandoned":
+                print(f"warning: {path.name} is {ABANDONED_NOTE}", file=sys.stderr)
         written = report_runs(args.runs, args.out or default_report_dir(args.runs), args.experiment)
     for path in written:
         print(path)
@@ -348,15 +360,21 @@ def cmd_import(args) -> int:
     from .store import import_run
 
     for src in args.runs:
-        store = import_run(src, args.out)
-        print(f"{src} -> {store.path}")
+        store = import_run(src, args.out, keep_failed_as_record=args.keep_failed_as_record)
+        record = store.read_manifest().get("record")
+        print(f"{src} -> {store.path}" + (f" (a record: {record})" if record else ""))
     return 0
 
 
 def cmd_withdraw(args) -> int:
     from .store import withdraw_run
 
-    marker = withdraw_run(args.run, args.reason)
+    results = args.results.resolve()
+    for path in [args.run] + ([args.superseded_by] if args.superseded_by else []):
+        if Path(path).resolve().parent != results:
+            raise HarnessError(f"{path} is not a run directory under {args.results}/: only committed reference "
+                               "runs are withdrawn (a run of your own is simply deleted)")
+    marker = withdraw_run(args.run, args.reason, args.superseded_by)
     print(f"withdrawn: {marker}")
     return 0
 
@@ -419,8 +437,41 @@ COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": c
             "withdraw": cmd_withdraw}
 
 
+VALUE_OPTIONS = ("--time-budget", "--timeout", "--scale", "--seed", "--repeats", "--warmup", "--gpus", "--ranks")
+
+
+def _join_dashed_values(argv: list[str]) -> list[str]:
+    """``--time-budget -5m`` as ``--time-budget=-5m``: argparse reads a value that starts with '-'
+    as an option ("expected one argument"), where the option's own check says what is wrong."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-") \
+                and not argv[i + 1].startswith("--"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    import warnings
+
+    argv = _join_dashed_values(sys.argv[1:] if argv is None else argv)
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning     # what reading a damaged run dropped, on one line
+    try:
+        return _main(argv)
+    finally:
+        warnings.showwarning = shown
+
+
+def _main(argv: list[str]) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -47,19 +47,29 @@ def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 20.0) -> str 
 
 
 def git_state(repo: Path = REPO_ROOT) -> dict:
-    """Commit and dirty flag. HARNESS_GIT_COMMIT / HARNESS_GIT_DIRTY, set by whoever copied the
-    tree to another machine, win over the copy's own .git: a copied .git can be older than the
-    tree (the lent GPU machines carry the .git of the session's start)."""
+    """The commit the tree was at and whether it was clean (``dirty``: tracked files changed, or
+    files git does not ignore and does not track: both travel with a copied tree and can change
+    what runs). HARNESS_GIT_COMMIT / HARNESS_GIT_DIRTY (0 or 1), set by whoever copied the tree to
+    another machine (.ci/device.sh), win over the copy's own .git, which can be older than the tree
+    (the lent GPU machines carry the .git of the session's start); a commit given without
+    HARNESS_GIT_DIRTY counts as dirty, since nobody said the tree was clean."""
     if os.environ.get("HARNESS_GIT_COMMIT"):
-        return {"commit": os.environ["HARNESS_GIT_COMMIT"],
-                "dirty": os.environ.get("HARNESS_GIT_DIRTY", "1") != "0",
-                "source": "environment (HARNESS_GIT_COMMIT, set by whoever copied the tree)"}
+        flag = os.environ.get("HARNESS_GIT_DIRTY", "").strip()
+        state = {"commit": os.environ["HARNESS_GIT_COMMIT"].strip(), "dirty": flag != "0",
+                 "source": "environment (HARNESS_GIT_COMMIT, set by whoever copied the tree)"}
+        if flag not in ("0", "1"):
+            state["dirty_unknown"] = "HARNESS_GIT_DIRTY was not 0 or 1, so the tree counts as dirty"
+        return state
     commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
-    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)
-    return {
+    status = _run(["git", "status", "--porcelain", "--untracked-files=normal"], cwd=repo)
+    state = {
         "commit": commit.strip() if commit else None,
         "dirty": bool(status.strip()) if status is not None else None,
     }
+    if status and status.strip():
+        changed = [line[3:] for line in status.splitlines() if line.strip()]
+        state["changes"] = changed[:10] + ([f"and {len(changed) - 10} more"] if len(changed) > 10 else [])
+    return state
 
 
 def package_versions(names=PACKAGES) -> dict[str, str]:

@@ -46,3 +46,8 @@ class Terminated(KeyboardInterrupt):
     (128 + SIGTERM), as a process that SIGTERM ends does; Ctrl-C exits 130."""
 
     exit_code = 143
+
+
+class StoreError(HarnessError):
+    """A run directory could not be written (a full disk, a read-only folder): the run stops, its
+    manifest ends final where anything can still be written, and the message says what was lost."""

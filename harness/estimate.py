@@ -2,7 +2,7 @@
 
 A run's rows are appended as its points finish, each stamped with the time (``time``); the points
 of a run follow one another, so a point took from the row written before its first row (or the
-run's start) to its last row. :func:`load_history` derives those durations from every run under
+run's start, or the start of the sitting it was measured in, for a resumed run) to its last row. :func:`load_history` derives those durations from every run under
 the result roots (withdrawn runs left out) and :class:`Estimator` answers per planned point, saying
 where the number comes from:
 
@@ -104,6 +104,9 @@ def run_point_times(path: Path) -> list[PointTime]:
     kind = str(manifest.get("hardware") or "unknown")
     settings = settings_key(config.get("quick"), config.get("repeats"), config.get("warmup"))
     previous = _parse_time(manifest.get("start"))
+    # a resumed run (run --resume): a sitting's first point counts from the sitting's start, not
+    # from the last row of the sitting before
+    sittings = sorted(t for s in manifest.get("sittings") or [] if (t := _parse_time(s.get("start"))) is not None)
     groups: list[tuple[tuple, list[dict]]] = []
     for line in lines:
         try:
@@ -125,6 +128,8 @@ def run_point_times(path: Path) -> list[PointTime]:
         if not times:
             continue
         end = max(times)
+        previous = max([t for t in sittings if previous is None or previous <= t <= min(times)] or [previous]) \
+            if sittings else previous
         if previous is not None and any(r.get("status") == "ok" for r in rows) and end >= previous:
             changes = (rows[0].get("fidelity") or {}).get("cfg") or {}
             mine = settings_key(settings[0], changes.get("repeats", settings[1]), changes.get("warmup", settings[2]))

@@ -21,6 +21,7 @@ from .errors import HarnessError
 from .estimate import UNKNOWN, Estimate, Estimator, fmt_duration, params_json, settings_key
 
 if TYPE_CHECKING:
+    from .budget import Budget
     from .config import RunConfig
     from .experiment import Experiment, Point
 
@@ -43,6 +44,8 @@ class PlannedPoint:
     skip: str | None               # why it cannot run here, or None
     levels: list[Level] = field(default_factory=list)
     level: int = 0                 # the level the run measures it at first
+    done: bool = False             # a resumed run's stored rows already hold it: nothing to do
+    stored_level: int | None = None   # a resumed run's finest stored level with an ok row
 
     @property
     def runnable(self) -> bool:
@@ -74,54 +77,74 @@ class PlannedPoint:
 class RunPlan:
     entries: list[PlannedPoint]
     kind: str                       # this machine's kind (1xH200, cpu)
-    budget_s: float | None = None   # seconds the points may take (the run's budget less its reserve)
-    budget_text: str = ""           # the budget as given (20m)
+    budget: "Budget | None" = None  # the run's time budget
+    budget_s: float | None = None   # seconds the points may take (what the budget leaves them)
+    resumed: str | None = None      # the run directory a resumed run appends to
 
     @property
     def runnable(self) -> list[PlannedPoint]:
         return [e for e in self.entries if e.runnable]
 
+    @property
+    def todo(self) -> list[PlannedPoint]:
+        """The points this run measures first: runnable, not done, and (under a budget) not
+        already measured at a reduced level (those are refined while time remains)."""
+        return [e for e in self.runnable if not e.done
+                and (e.stored_level is None or self.budget is None)]
+
     def total(self) -> tuple[float, int]:
-        """Estimated seconds of the runnable points at their planned levels, and how many of
+        """Estimated seconds of the points to measure at their planned levels, and how many of
         them have no estimate."""
-        costs = [e.cost(e.level) for e in self.runnable]
+        costs = [e.cost(e.level) for e in self.todo]
         return sum(c for c in costs if c is not None), sum(c is None for c in costs)
 
     def summary(self) -> list[str]:
         """The plan in a few lines: printed by --dry-run and at the start of every run."""
-        entries, runnable = self.entries, self.runnable
+        entries, runnable, todo = self.entries, self.runnable, self.todo
         per_exp: dict[str, int] = {}
         for e in entries:
             per_exp[e.exp.id] = per_exp.get(e.exp.id, 0) + 1
         lines = [f"plan: {len(entries)} points on {self.kind} ("
                  + ", ".join(f"{k} {n}" for k, n in per_exp.items())
                  + f"); {len(runnable)} can run here, {len(entries) - len(runnable)} skipped with their reason"]
+        if self.resumed:
+            done = sum(e.done for e in runnable)
+            reduced = sum(e.stored_level is not None for e in runnable)
+            lines.append(f"resuming {self.resumed}: {done} point{'s' if done != 1 else ''} already measured, "
+                         f"{len(todo)} to measure" + (f", {reduced} stored at reduced fidelity"
+                            + (" (refined while time remains)" if self.budget else " (measured again at full fidelity)")
+                            if reduced else ""))
         seconds, unknown = self.total()
         sources: dict[str, int] = {}
-        for e in runnable:
+        for e in todo:
             src = e.levels[e.level].estimate
             kind = _source_kind(src) if src.known else ("at most a finer level's time" if e.cost(e.level) is not None
                                                          else "no history")
             sources[kind] = sources.get(kind, 0) + 1
-        text = f"estimate: about {fmt_duration(seconds)}" if runnable else "estimate: nothing to run"
-        if unknown and unknown == len(runnable):
+        text = f"estimate: about {fmt_duration(seconds)}" if todo else "estimate: nothing to run"
+        if unknown and unknown == len(todo):
             text = f"estimate: unknown (no stored run of these points on {self.kind} or a comparable machine)"
         else:
             if unknown:
                 text += f" plus {unknown} point{'s' if unknown > 1 else ''} of unknown length"
-            if runnable:
+            if todo:
                 text += " (" + ", ".join(f"{n} {k}" for k, n in sources.items()) + ")"
         lines.append(text)
-        if self.budget_s is not None:
-            reduced = [e for e in runnable if e.level > 0]
+        if self.budget is not None:
+            reduced = [e for e in todo if e.level > 0]
             notes: dict[str, int] = {}
             for e in reduced:
                 notes[f"{e.exp.id}: {e.levels[e.level].note}"] = notes.get(f"{e.exp.id}: {e.levels[e.level].note}", 0) + 1
-            line = (f"budget {self.budget_text}: {len(runnable) - len(reduced)} points at full fidelity, "
-                    f"{len(reduced)} at reduced fidelity first, refined while time remains")
-            lines.append(line)
+            lines.append(f"budget {self.budget.text} ({fmt_duration(self.budget_s)} for points, "
+                         f"{fmt_duration(self.budget.reserve_s)} kept for the end and the report): "
+                         f"{len(todo) - len(reduced)} points planned at full fidelity, "
+                         f"{len(reduced)} at reduced fidelity first, refined while time remains")
             lines += [f"  {n} x {note}" for note, n in notes.items()]
-            if seconds > self.budget_s:
+            if unknown:
+                lines.append(f"  {unknown} point{'s have' if unknown > 1 else ' has'} no estimate, so whether the "
+                             "budget reaches every point is unknown: each experiment gets a share of the time by "
+                             "its points, and the points it does not reach are skipped rows saying so")
+            elif seconds > self.budget_s:
                 lines.append(f"  the cheapest plan needs about {fmt_duration(seconds)}, more than the "
                              f"{fmt_duration(self.budget_s)} the budget leaves for points: the points it does not "
                              "reach are skipped rows saying so")
@@ -138,23 +161,28 @@ def _source_kind(estimate: Estimate) -> str:
 
 
 def build(plans: list[tuple["Experiment", list["Point"]]], cfg: "RunConfig",
-          skip_reason: Callable, estimator: Estimator, budget_s: float | None = None,
-          budget_text: str = "") -> RunPlan:
+          skip_reason: Callable, estimator: Estimator, budget: "Budget | None" = None,
+          stored: Callable[["PlannedPoint"], tuple[bool, int | None]] | None = None,
+          resumed: str | None = None) -> RunPlan:
     """The plan of a run: every point with its skip reason, its budget levels (only under a
-    budget) and their estimates, and the levels chosen to fit ``budget_s``."""
+    budget) and their estimates, and the levels chosen to fit what the budget leaves for points.
+    ``stored(entry)``: for a resumed run, (done, finest stored level with an ok row)."""
     entries = []
     for exp, points in plans:
         for point in points:
             entry = PlannedPoint(len(entries), exp, point, skip_reason(exp, point, cfg))
             entry.levels = [Level(point, {}, "")]
-            if budget_s is not None and entry.runnable:
-                entry.levels += ladder(exp, point, cfg)
-            for lv in entry.levels if entry.runnable else ():
-                lv.estimate = estimate_level(estimator, exp, lv, cfg)
+            if (budget is not None or stored is not None) and entry.runnable:
+                entry.levels += ladder(exp, point, cfg)     # a resumed run's stored rows may be at any level
+            if stored is not None and entry.runnable:
+                entry.done, entry.stored_level = stored(entry)
+            if entry.runnable and not entry.done:
+                for lv in entry.levels:
+                    lv.estimate = estimate_level(estimator, exp, lv, cfg)
             entries.append(entry)
-    plan = RunPlan(entries, estimator.kind, budget_s, budget_text)
-    if budget_s is not None:
-        choose_levels(plan.runnable, budget_s)
+    plan = RunPlan(entries, estimator.kind, budget, budget.left() if budget is not None else None, resumed)
+    if budget is not None:
+        choose_levels(plan.todo, plan.budget_s)
     return plan
 
 
@@ -235,6 +263,8 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
 def parse_duration(text: str) -> float:
     """'20m', '90s', '1.5h', '1h30m' or bare seconds ('300') -> seconds."""
     cleaned = str(text).strip().lower().replace(" ", "")
+    if cleaned.startswith("-"):
+        raise HarnessError(f"--time-budget must be more than 0 s, not '{text}'")
     parts = list(_DURATION.finditer(cleaned))
     if not cleaned or not parts or "".join(m.group(0) for m in parts) != cleaned \
             or (len(parts) > 1 and not all(m.group(2) for m in parts)):
@@ -243,11 +273,6 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise HarnessError(f"--time-budget must be more than 0 s, not '{text}'")
     return seconds
-
-
-def budget_reserve(budget_s: float) -> float:
-    """Seconds of a budget kept for what follows the last point: stopping ranks, writing the report."""
-    return min(60.0, max(8.0, 0.08 * budget_s))
 
 
 def history_roots(cfg: "RunConfig") -> list[Path]:
@@ -322,7 +347,12 @@ def render(plan: RunPlan, cfg: "RunConfig") -> str:
         for col in ("#", "point", "needs", "here", "level", "estimate", "from"):
             table.add_column(col, overflow="fold")
         for e in entries:
-            if e.runnable:
+            if e.done:
+                here, level, est, source = "stored", "-", "-", "the resumed run"
+            elif e.runnable and e.stored_level is not None and plan.budget is not None:
+                here, est, source = "stored", "-", "the resumed run"
+                level = f"{e.stored_level}: {e.levels[e.stored_level].note}; refined while time remains"
+            elif e.runnable:
                 lv = e.levels[e.level]
                 level = "full" if e.level == 0 else f"{e.level}: {lv.note}"
                 cost = e.cost(e.level)

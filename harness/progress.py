@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .estimate import fmt_duration
-from .timing import now
+
+if TYPE_CHECKING:
+    from .budget import Budget
 
 
 @dataclass
@@ -18,7 +21,7 @@ class Eta:
     total: int
     estimates: dict[int, float | None] = field(default_factory=dict)   # every point that will run
     finished: dict[int, float | None] = field(default_factory=dict)    # None: took no time / unknown
-    deadline: float | None = None           # harness.timing.now() at which the time budget ends
+    budget: "Budget | None" = None          # the run's time budget, if it has one
     tag: str = ""                           # "refine ": lines of a budget run's refinement
 
     @property
@@ -48,14 +51,19 @@ class Eta:
         return seconds, unknown
 
     def text(self) -> str:
+        """The time the run has left, as one consistent phrase: under a budget that the pending
+        points would outlast, the budget's end comes first and the points' estimate second."""
         seconds, unknown = self.left()
         if not any(i not in self.finished for i in self.estimates):
             return ""
-        out = f"about {fmt_duration(seconds)} left" if not unknown or seconds else ""
+        pending = f"about {fmt_duration(seconds)}" if not unknown or seconds else ""
         if unknown:
-            out += (" + " if out else "") + f"{unknown} point{'s' if unknown > 1 else ''} of unknown length"
-        if self.deadline is not None:
-            out += f"; budget ends in {fmt_duration(max(0.0, self.deadline - now()))}"
+            pending += (" + " if pending else "") + f"{unknown} point{'s' if unknown > 1 else ''} of unknown length"
+        if self.budget is not None and seconds > self.budget.left():
+            return f"budget ends in {fmt_duration(self.budget.left())}, before the points left could all run ({pending})"
+        out = pending.replace(f"about {fmt_duration(seconds)}", f"about {fmt_duration(seconds)} left", 1)
+        if self.budget is not None:
+            out += f"; budget ends in {fmt_duration(self.budget.left())}"
         return out
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from . import registry, reportkit
 from .artifact import ReportArtifact, RunInfo
 from .errors import HarnessError
-from .store import StoredRun, load_run, run_status
+from .store import StoredRun, load_run
 
 
 def rows_frame(runs: list[StoredRun]):
@@ -97,10 +97,12 @@ def write_artifact(artifact: ReportArtifact, out_dir: Path, label: str) -> list[
 
 
 def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None = None,
-                artifacts: dict | None = None) -> list[Path]:
+                artifacts: dict | None = None, stop=None, unwritten: list | None = None) -> list[Path]:
     """Regenerate every artifact present in the given runs into ``out_dir/<paper>/``.
 
-    ``artifacts``, when given, receives ``{experiment id: (ReportArtifact, run ids)}``.
+    ``artifacts``, when given, receives ``{experiment id: (ReportArtifact, run ids)}``. ``stop``:
+    once it returns True (a time budget spent) no further artifact is written; their experiment
+    ids go to ``unwritten``.
     """
     import matplotlib
 
@@ -119,6 +121,10 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
     for exp_id in sorted(present | set(derived_ids(present))):
         if only and exp_id not in only:
             continue
+        if stop is not None and stop():
+            if unwritten is not None:
+                unwritten.append(exp_id)
+            continue
         exp = registry.get_experiment(exp_id)
         sources = (exp_id,) + tuple(exp.derives_from)
         rows = frame[frame["experiment"].isin(sources)].reset_index(drop=True)
@@ -133,6 +139,7 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
             artifact.caption = (f"{artifact.caption.rstrip()} Some points were measured at reduced fidelity to fit a "
                                 "time budget (notes; rows' `fidelity`).")
             artifact.notes = reduced + list(artifact.notes)
+        artifact.notes = list(artifact.notes) + mixed_commit_notes(rows, runs)
         reimpl = registry.reimplementation_note(exp.interface, rows["impl"].dropna().unique())
         if reimpl and reimpl not in artifact.caption:
             artifact.caption = f"{artifact.caption.rstrip()} {reimpl}"
@@ -140,6 +147,28 @@ def report_runs(paths: list[str | Path], out_dir: Path, only: list[str] | None =
         if artifacts is not None:
             artifacts[exp_id] = (artifact, sorted(run_ids), rows)
     return written
+
+
+def mixed_commit_notes(rows, runs: list[StoredRun]) -> list[str]:
+    """One note per run whose ok rows in ``rows`` were measured on more than one commit (a run
+    resumed on newer code, ``run --resume``): which commits, how many rows each."""
+    from .resume import row_commit
+
+    manifests = {r.run_id: r.manifest for r in runs}
+    notes = []
+    ok = rows[rows["status"] == "ok"]
+    for run_id in sorted(set(ok["run_id"])):
+        counts: dict[str, int] = {}
+        for _, r in ok[ok["run_id"] == run_id].iterrows():
+            commit = row_commit({"commit": r.get("commit") if isinstance(r.get("commit"), str) else None},
+                                manifests.get(run_id, {})) or "unknown"
+            counts[commit[:10]] = counts.get(commit[:10], 0) + 1
+        if len(counts) > 1:
+            order = [c[:10] for c in (manifests.get(run_id, {}).get("git") or {}).get("commits", [])]
+            ranked = sorted(counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+            notes.append(f"Run {run_id.split('_')[0]} mixes commits (resumed): "
+                         + ", ".join(f"{c} ({n} rows)" for c, n in ranked))
+    return notes
 
 
 def fidelity_notes(rows) -> list[str]:
@@ -163,10 +192,12 @@ def derived_ids(present: set[str]) -> list[str]:
             if e.id not in present and set(e.derives_from) & set(present)]
 
 
-def runs_by_experiment(root: Path) -> tuple[dict[str, list[Path]], dict[str, str], set[str]]:
+def runs_by_experiment(root: Path) -> tuple[dict[str, list[Path]], dict[str, str], dict[str, str]]:
     """The reference runs under ``root`` each experiment's report reads (its own, and those of the
-    experiments it derives from), the withdrawn runs with their reasons, and the abandoned ones."""
-    from .store import _RUN_DIR, withdrawn_reason
+    experiments it derives from): complete runs of committed code only. Also the runs left out,
+    with why: withdrawn ones (``harness withdraw``), and every other one that is no reference (a
+    record kept by ``promote --keep-failed-as-record``, a run not complete or not clean)."""
+    from .store import _RUN_DIR, record_note, reference_problem, withdrawn_reason
 
     runs = sorted(p for p in root.iterdir() if _RUN_DIR.match(p.name) and (p / "rows.jsonl").exists()) \
         if root.is_dir() else []
@@ -175,31 +206,33 @@ def runs_by_experiment(root: Path) -> tuple[dict[str, list[Path]], dict[str, str
     reasons = {p.name: withdrawn_reason(p) for p in runs}
     withdrawn = {name: why for name, why in reasons.items() if why}
     by_exp: dict[str, list[Path]] = {}
-    abandoned = set()
+    left_out: dict[str, str] = {}
     for path in (p for p in runs if p.name not in withdrawn):
         run = load_run(path)
-        if run_status(run.manifest) == "abandoned":
-            abandoned.add(path.name)
+        why = record_note(run.manifest) or reference_problem(run)
+        if why:
+            left_out[path.name] = why
+            continue
         for exp_id in {r["experiment"] for r in run.rows}:
             by_exp.setdefault(exp_id, []).append(path)
     for exp in registry.experiments():   # views of other experiments' runs (derives_from)
         extra = [p for src in exp.derives_from for p in by_exp.get(src, [])]
         if extra:
             by_exp[exp.id] = sorted(set(by_exp.get(exp.id, [])) | set(extra))
-    return by_exp, withdrawn, abandoned
+    return by_exp, withdrawn, left_out
 
 
 def report_all(results_root: Path, out_dir: Path) -> list[Path]:
-    """Every experiment of every run under ``results_root``, all its runs combined, plus
+    """Every experiment of every reference run under ``results_root``, all its runs combined, plus
     ``out_dir/README.md``: the index of every registered experiment and its status."""
     root = Path(results_root)
-    by_exp, withdrawn, abandoned = runs_by_experiment(root)
+    by_exp, withdrawn, left_out = runs_by_experiment(root)
     artifacts: dict = {}
     written: list[Path] = []
     for exp_id, paths in sorted(by_exp.items()):
         written += report_runs(paths, out_dir, only=[exp_id], artifacts=artifacts)
     index = Path(out_dir) / "README.md"
-    index.write_text(render_index(artifacts, Path(out_dir), withdrawn, abandoned))
+    index.write_text(render_index(artifacts, Path(out_dir), withdrawn, left_out))
     pages = write_paper_pages(artifacts, Path(out_dir))
     return written + [index] + pages
 
@@ -269,7 +302,7 @@ def _hardware_of(rows, run_id: str) -> str:
 
 
 def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
-                 abandoned: set[str] | None = None) -> str:
+                 left_out: dict | None = None) -> str:
     lines = ["# Reports index", "",
              "Every experiment the harness knows, with its committed reference runs. Status: "
              "`reproduced` (the paper's claim holds in our measurement), `partly` (some of it), "
@@ -288,8 +321,12 @@ def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
         base = f"{exp.paper}/{artifact.name}"
         files = f"[table]({base}.md)" + (f", [figure]({base}.png)" if artifact.figure is not None else "")
         headline = (artifact.headline or (artifact.notes[0] if artifact.notes else "")).replace("|", "/")
-        runs = ", ".join(f"{r} (abandoned)" if r in (abandoned or ()) else r for r in run_ids)
+        runs = ", ".join(run_ids)
         lines.append(f"| `{exp.id}` | {exp.title} | {artifact_status(artifact, rows)} | {runs} | {headline} | {files} |")
+    if left_out:
+        lines += ["", "Runs kept in results/ as records, left out of every table and headline (only complete runs "
+                  "of committed code are references):", ""]
+        lines += [f"- `{run}`: {reason}" for run, reason in sorted(left_out.items())]
     if withdrawn:
         lines += ["", "Withdrawn runs (kept in results/, left out of every report; `harness withdraw`):", ""]
         lines += [f"- `{run}`: {reason}" for run, reason in sorted(withdrawn.items())]

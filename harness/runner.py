@@ -2,29 +2,38 @@
 
 A point runs in this process, or on ranks when its experiment says so (``on_ranks``: every point
 of a ``spawn_ranks`` experiment): the points of one world size run inside one launch of ranks
-(``RunConfig.launch_per_point``: one launch per point), and rank 0 writes the rows. The runner is
-the only place ranks come from.
+(``RunConfig.launch_per_point``: one launch per point), and rank 0 appends the rows as each point
+ends. The runner is the only place ranks come from.
+
+One loop measures a run: groups of points (an experiment's points in this process, or of one
+world size on ranks) in the plan's order. Under a time budget (harness.budget) the first pass goes
+cheapest first at the levels the plan chose, each group stopping at its share of the time left so
+that one experiment cannot take the whole budget, then further rounds take up what a share cut
+short, then refinements measure again at finer levels while time remains. What was measured is
+kept in memory (harness.ledger), not read back from rows.jsonl. ``resume=RUN_DIR`` appends to an
+earlier run only what it lacks (harness.resume).
 """
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import envinfo, plan, registry
+from . import envinfo, plan, ranks, registry
+from . import resume as resuming
+from .budget import Budget, BudgetEnded, Stop
 from .config import RunConfig
-from .errors import HarnessError, LaunchError, SkipPoint
-from .estimate import Estimator, fmt_duration, machine_kind, params_json
+from .errors import HarnessError, LaunchError, SkipPoint, StoreError
+from .estimate import Estimator, machine_kind
 from .experiment import Experiment, Measurement, Point, RunContext
 from .launcher import RankContext, launch
+from .ledger import Ledger, StoredRows, stored_state
 from .needs import detect, memory_unmet
 from .progress import Eta, PointProgress
-from .store import RunStore, load_run
-from .timing import now
+from .store import RunStore
 from .worlds import run_world
 
 
@@ -37,17 +46,17 @@ class RunOutcome:
     experiments: list[str] = field(default_factory=list)
     failed_launches: list[str] = field(default_factory=list)   # why each failed launch of ranks ended
     plan: "plan.RunPlan | None" = None
+    budget: Budget | None = None
     budget_ended: bool = False
     refinements_failed: list[str] = field(default_factory=list)   # budget refinements that measured nothing
-
-
-def _format_value(m: Measurement) -> str:
-    value = m.resolved_value()
-    return f"{m.metric}={value:.4g} {m.unit}" if value is not None else m.metric
+    store_error: str | None = None          # why the run could not write its rows (a full disk)
+    manifest_final: bool = True             # False: not even the manifest's last update could be written
 
 
 def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measurement | None,
-             status: str = "ok", reason: str | None = None) -> dict:
+             status: str = "ok", reason: str | None = None, skip_cause: str | None = None) -> dict:
+    """A result row. ``skip_cause`` of a skipped row the runner writes itself: "plan" (the point
+    cannot run here) or "unreached" (the run never got to it: measured again on resume)."""
     metric = measurement.metric if measurement else exp.metric
     unit = measurement.unit if measurement else exp.unit
     params = dict(point.params)
@@ -71,6 +80,8 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
         row["extra"] = dict(measurement.extra)
     if reason:
         row["reason"] = reason
+    if skip_cause:
+        row["skip_cause"] = skip_cause
     return row
 
 
@@ -117,12 +128,16 @@ def _outcome_text(rows: list[dict]) -> str:
     return "; ".join(parts)
 
 
+
+
 @dataclass(frozen=True)
 class Job:
-    """A point as this run measures it: its index in the run's plan, the point at its budget level,
-    that level's RunConfig changes, and the ``fidelity`` field of its rows (None: full fidelity)."""
+    """A point as this run measures it: its index in the run's plan, its budget level, the point
+    at that level, the level's RunConfig changes, and the ``fidelity`` field of its rows (None:
+    full fidelity)."""
 
     index: int
+    level: int
     point: Point
     cfg_changes: dict = field(default_factory=dict)
     fidelity: dict | None = None
@@ -140,33 +155,43 @@ def run_job(exp: Experiment, job: Job, ctx: RunContext) -> list[dict]:
     return rows
 
 
-def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job],
-                store_path: str | None, eta: Eta | None = None) -> list[tuple[int, float]]:
-    """Runs inside every rank: all points of one world size, rank 0 storing rows. Returns (plan
-    index, seconds) of every point finished, for the run's time-left estimate."""
+def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job], store: RunStore | None,
+                eta: Eta | None = None, stop: Stop | None = None) -> dict:
+    """Runs inside every rank: ``jobs`` in order, rank 0 appending their rows. Before each job the
+    ranks agree with rank 0 whether to go on (its ``stop``, or a write that failed). Returns, for
+    the runner's ledger, what each finished job stored: (plan index, level, rows, seconds, how many
+    of its rows rank 0 wrote), and the store's error if a write failed."""
     exp = registry.get_experiment(exp_id)
-    store = RunStore(Path(store_path)) if (ctx.is_main and store_path) else None
-    progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=ctx.is_main) if ctx.is_main else None
-    finished = []
+    stop = stop or Stop()
+    progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=True) if ctx.is_main else None
+    done, store_error = [], None
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
     try:
-        for job in jobs:
+        for n, job in enumerate(jobs):
+            go = store_error is None and not stop.due(first=n == 0) if ctx.is_main else None
+            if not ranks.broadcast(ctx, go):
+                break
             ctx.set_activity(f"point {job.point.label()}")
             if progress:
                 progress.start_point(job.point.label())
-            began = now()
+            began = stop.now()
             rows = run_job(exp, job, run)
-            if store:
-                for row in rows:
-                    store.append(row)
-            seconds = now() - began
-            finished.append((job.index, seconds))
+            seconds = stop.now() - began
+            written = 0
+            if ctx.is_main and store is not None:
+                try:
+                    for row in rows:
+                        store.append(row)
+                        written += 1
+                except StoreError as exc:
+                    store_error = str(exc)
+            done.append((job.index, job.level, rows, seconds, written))
             if progress:
                 progress.finish_point(job.point.label(), _outcome_text(rows), job.index, seconds)
     finally:
         if progress:
             progress.close()
-    return finished
+    return {"done": done, "store_error": store_error}
 
 
 def check_params_known(exps: list[Experiment], cfg: RunConfig) -> None:
@@ -199,33 +224,56 @@ def _points(ids: list[str], cfg: RunConfig) -> list[tuple[Experiment, list[Point
     return plans
 
 
-def make_plan(ids: list[str], cfg: RunConfig) -> plan.RunPlan:
+def make_plan(ids: list[str], cfg: RunConfig, resume: Path | None = None) -> plan.RunPlan:
     """What ``run`` would do (``run --dry-run``): every point, its skip reason, its budget level
-    and estimate. Reads stored runs and what ``harness list`` detects; starts nothing."""
-    return _plan(_points(ids, cfg), cfg)
+    and estimate, and with ``resume`` what the resumed run already holds. Reads stored runs and
+    what ``harness list`` detects; starts nothing."""
+    points = _points(ids, cfg)
+    prior = resuming.open_run(resume) if resume is not None else None
+    return _plan(points, cfg, _budget(cfg, [exp for exp, _ in points]), prior)
 
 
-def _plan(points: list[tuple[Experiment, list[Point]]], cfg: RunConfig) -> plan.RunPlan:
+def _budget(cfg: RunConfig, exps: list[Experiment], clock=None) -> Budget | None:
+    """The run's time budget, its reserve sized for the artifacts its report writes (the
+    experiments' own and those derived from them)."""
+    if cfg.time_budget_s is None:
+        return None
+    from .report import derived_ids
+
+    ids = {e.id for e in exps}
+    return Budget.begin(cfg.time_budget_s, len(ids) + len(derived_ids(ids)), cfg.started_at, clock)
+
+
+def _plan(points: list[tuple[Experiment, list[Point]]], cfg: RunConfig, budget: Budget | None,
+          prior=None) -> plan.RunPlan:
     caps = detect()
     kind = machine_kind(cfg.device, caps.gpu_count, caps.gpu_names)
     estimator = Estimator.from_roots(kind, plan.history_roots(cfg))
-    budget_s = None
-    if cfg.time_budget_s is not None:
-        spent = max(0.0, now() - cfg.started_at) if cfg.started_at else 0.0
-        budget_s = max(0.0, cfg.time_budget_s - plan.budget_reserve(cfg.time_budget_s) - spent)
-    return plan.build(points, cfg, impl_skip_reason, estimator, budget_s, fmt_duration(cfg.time_budget_s)
-                      if cfg.time_budget_s else "")
+    stored = None
+    if prior is not None:
+        rows = StoredRows(prior.rows)
+        stored = lambda entry: stored_state(rows.attempts(entry))   # noqa: E731
+    return plan.build(points, cfg, impl_skip_reason, estimator, budget, stored,
+                      str(prior.path) if prior is not None else None)
 
 
-def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
+INTERRUPTED_REASON = "not measured: the run was interrupted (time limit, Ctrl-C or kill) before this point"
+STORE_REASON = "not measured: the run stopped when it could not write its rows ({})"
+
+
+def run(ids: list[str], cfg: RunConfig, argv: list[str], *, resume: Path | None = None,
+        clock=None) -> RunOutcome:
+    """Measure the points of ``ids`` into a new run directory, or with ``resume`` into that run,
+    only the points it lacks. ``clock``: the budget's clock (harness.budget; tests inject one)."""
     points = _points(ids, cfg)
     exps = [exp for exp, _ in points]
     if torchrun_worker():
         return _run_as_worker(points, cfg)
-    if cfg.time_budget_s is not None and _under_torchrun():
-        raise HarnessError("--time-budget needs the harness to launch the ranks itself (not under torchrun): "
-                           "its plan changes as points finish, and every rank would have to follow it")
-    run_plan = _plan(points, cfg)
+    if _under_torchrun() and (cfg.time_budget_s is not None or resume is not None):
+        raise HarnessError("--time-budget and --resume need the harness to launch the ranks itself (not under "
+                           "torchrun): their plan changes as points finish, and every rank would have to follow it")
+    budget = _budget(cfg, exps, clock)
+    prior = resuming.open_run(resume) if resume is not None else None
     manifest = envinfo.capture(argv, extra={
         "experiments": [e.id for e in exps],
         "config": {
@@ -237,74 +285,118 @@ def run(ids: list[str], cfg: RunConfig, argv: list[str]) -> RunOutcome:
         },
         "data": data_sources([(e, p) for e, pts in points for p in pts], cfg),
     })
-    tag = envinfo.hardware_tag(manifest["gpus"], cfg.device)
-    label = cfg.label or f"{tag}_{'+'.join(e.id for e in exps)}"
-    if len(label) > 60:
-        label = f"{tag}_{len(exps)}-experiments"
-    store = RunStore.create(cfg.out_dir, label, {**manifest, "hardware": tag})
-    outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan)
+    manifest["hardware"] = envinfo.hardware_tag(manifest["gpus"], cfg.device)
+    if prior is not None:
+        resuming.check(prior, manifest)
+    run_plan = _plan(points, cfg, budget, prior)
+    commit = (manifest.get("git") or {}).get("commit")
+    stamp = {"commit": commit} if commit else {}
+    if prior is not None:
+        store = RunStore.reopen(prior.path, resuming.merged(prior, manifest, [e.id for e in exps]), stamp)
+    else:
+        label = cfg.label or f"{manifest['hardware']}_{'+'.join(e.id for e in exps)}"
+        if len(label) > 60:
+            label = f"{manifest['hardware']}_{len(exps)}-experiments"
+        store = RunStore.create(cfg.out_dir, label, manifest, stamp)
+    ledger = Ledger(run_plan, store, prior.rows if prior is not None else [],
+                    consolidate=budget is not None or prior is not None)
+    outcome = RunOutcome(store=store, experiments=[e.id for e in exps], plan=run_plan, budget=budget)
     for line in run_plan.summary() + data_lines(manifest["data"]):
         print(line, file=sys.stderr, flush=True)
-    deadline = None if run_plan.budget_s is None else now() + run_plan.budget_s
-    eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.runnable}, deadline=deadline)
+    store.reserve_space()
     status = "failed"
     try:
         try:
-            with BudgetClock(deadline):
-                if deadline is None:
-                    for exp, entries in _by_experiment(run_plan.entries):
-                        _record_skips(exp, entries, cfg, store, eta)
-                        _run_jobs(exp, [_job(e, e.level) for e in entries if e.runnable], cfg, store, outcome, eta)
-                else:
-                    for exp, entries in _by_experiment(run_plan.entries):
-                        _record_skips(exp, entries, cfg, store, eta)
-                    for exp, entries in _by_experiment(plan.first_pass_order(run_plan.runnable)):
-                        _run_jobs(exp, [_job(e, e.level) for e in entries], cfg, store, outcome, eta)
-                    took = {(e.index, e.level): eta.finished.get(e.index) for e in run_plan.runnable}
-                    _refine(run_plan, cfg, store, outcome, deadline, took)
+            with budget.alarm() if budget is not None else nullcontext():
+                _measure(ledger, cfg, budget, outcome)
         except BudgetEnded:
             outcome.budget_ended = True
-        unfinished = _finish_rows(run_plan, cfg, store, budget_reason(cfg) if outcome.budget_ended else None)
+        except StoreError as exc:
+            outcome.store_error = str(exc)
+        reason = (budget.unreached_reason if outcome.budget_ended
+                  else STORE_REASON.format(outcome.store_error) if outcome.store_error else None)
+        unfinished = _finish(ledger, cfg, reason, outcome)
         if outcome.budget_ended:
-            print(f"the time budget of {fmt_duration(cfg.time_budget_s)} ended: "
+            print(f"the time budget of {budget.text} ended: "
                   + (f"{unfinished} points not reached (skipped rows say so)" if unfinished
                      else "every point has its row"), file=sys.stderr)
-        status = "interrupted" if unfinished else ("failed" if outcome.failed_launches else "complete")
+        status = ("failed" if outcome.store_error or (outcome.failed_launches and not unfinished)
+                  else "interrupted" if unfinished else "complete")
     except KeyboardInterrupt:
         # A time limit (timeout --signal=INT), Ctrl-C or SIGTERM: the rows already written stay, and
         # every point without one says why it is missing instead of silently vanishing.
         status = "interrupted"
-        _finish_rows(run_plan, cfg, store, INTERRUPTED_REASON)
-        print(f"rows so far: {store.rows_path}; `python -m harness report {store.path}` writes their report",
+        _finish(ledger, cfg, INTERRUPTED_REASON, outcome)
+        print(f"rows so far: {store.rows_path}; `python -m harness report {store.path}` writes their report"
+              + (f"; `--resume {store.path}` measures what it lacks" if not outcome.store_error else ""),
               file=sys.stderr)
         raise
     finally:
-        counts = _status_counts(store)
-        outcome.ok, outcome.skipped, outcome.errors = counts["ok"], counts["skipped"], counts["error"]
-        extra = {"budget": _budget_record(run_plan, store, outcome)} if run_plan.budget_s is not None else {}
-        store.update_manifest(end=envinfo.now_iso(), status=status, counts=counts, **extra)
+        _close(ledger, outcome, status, prior is not None)
+    if outcome.store_error:
+        raise StoreError(_store_failure(ledger, outcome))
     return outcome
 
 
-def _finish_rows(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, unfinished_reason: str | None) -> int:
-    """The rows a run leaves: under a budget one measurement per point, in the plan's order; a
-    skipped row saying ``unfinished_reason`` for every point without a row. How many those were."""
-    budget = run_plan.budget_s is not None
-    if budget:
-        _consolidate(run_plan, store)
-    missing = _record_unfinished(run_plan, cfg, store, unfinished_reason) if unfinished_reason else 0
-    if budget and missing:
-        _consolidate(run_plan, store)
-    return missing
+def _finish(ledger: Ledger, cfg: RunConfig, reason: str | None, outcome: RunOutcome) -> int:
+    """The rows a run leaves: a skipped row saying ``reason`` for every point it was to measure and
+    has no row for, then (under a budget, or resumed) one measurement per point in the plan's
+    order. Where the disk refused rows, the run's reserved space is released first so that they
+    and the skipped rows can still be written. How many points were not reached."""
+    missing = ledger.missing() if reason else []
+    if ledger.unwritten or outcome.store_error:
+        ledger.store.release_space()
+        _keep_store_error(outcome, ledger.retry_unwritten)
+    for e in missing:
+        row = make_row(e.exp, e.point, cfg, None, "skipped", reason, "unreached")
+        _keep_store_error(outcome, lambda: ledger.add(e.index, 0, [row]))
+    _keep_store_error(outcome, ledger.finish)
+    return len(missing)
 
 
-def _by_experiment(entries: list[plan.PlannedPoint]) -> list[tuple[Experiment, list[plan.PlannedPoint]]]:
-    out: list[tuple[Experiment, list[plan.PlannedPoint]]] = []
-    for e in entries:
-        if not out or out[-1][0] is not e.exp:
-            out.append((e.exp, []))
-        out[-1][1].append(e)
-    return out
+def _keep_store_error(outcome: RunOutcome, write) -> None:
+    try:
+        write()
+    except StoreError as exc:
+        outcome.store_error = outcome.store_error or str(exc)
+
+
+def _close(ledger: Ledger, outcome: RunOutcome, status: str, resumed: bool) -> None:
+    """The manifest's last word: end, status, counts (and the budget's account, each sitting's)."""
+    store = ledger.store
+    final = ledger.final_rows()
+    counts = ledger.counts([r for r in final if not any(r is u for u in ledger.unwritten)])
+    outcome.ok, outcome.skipped, outcome.errors = counts["ok"], counts["skipped"], counts["error"]
+    updates = {"end": envinfo.now_iso(), "status": status, "counts": counts}
+    record = _budget_record(ledger, outcome) if outcome.budget is not None else None
+    if record is not None or resumed:
+        updates["budget"] = record           # this sitting's (a resumed sitting without one: none)
+    try:
+        if resumed:
+            sittings = store.read_manifest().get("sittings") or [{}]
+            sittings[-1] = {**sittings[-1], "end": updates["end"], "status": status,
+                            "measured": ledger.measured_now(), **({"budget": record} if record else {})}
+            updates["sittings"] = sittings
+        store.update_manifest(**updates)
+    except (StoreError, OSError, ValueError) as exc:
+        outcome.store_error = outcome.store_error or str(exc)
+        outcome.manifest_final = False
+    store.release_space()
+
+
+def _store_failure(ledger: Ledger, outcome: RunOutcome) -> str:
+    """One line: what could not be written, and what the run directory holds."""
+    text = f"{outcome.store_error}; the run stopped ({ledger.store.path})"
+    lost = list(dict.fromkeys(f"{r['experiment']} {r['impl']} {' '.join(f'{k}={v}' for k, v in r['params'].items())}".strip()
+                              for r in ledger.unwritten))
+    if lost:
+        text += (f": {len(lost)} point{'s' if len(lost) > 1 else ''} could not be recorded ("
+                 + ", ".join(lost[:4]) + (f" and {len(lost) - 4} more" if len(lost) > 4 else "") + ")")
+    else:
+        text += ": the points it did not measure are skipped rows"
+    if not outcome.manifest_final:
+        text += "; its manifest could not be updated either (it still says running)"
+    return text
 
 
 def data_sources(pairs: list[tuple[Experiment, Point]], cfg: RunConfig) -> dict[str, str]:
@@ -349,34 +441,6 @@ def skip_summary(rows: list[dict], most: int = 4) -> str | None:
     return f"skipped {total} of {len(rows)} rows: " + "; ".join(groups)
 
 
-INTERRUPTED_REASON = "not measured: the run was interrupted (time limit, Ctrl-C or kill) before this point"
-
-
-def budget_reason(cfg: RunConfig) -> str:
-    return f"not measured: the time budget ({fmt_duration(cfg.time_budget_s)}) ended before this point"
-
-
-def _record_unfinished(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, reason: str) -> int:
-    """A skipped row saying ``reason`` for every point of the plan without a row; how many."""
-    written = load_run(store.path).rows          # tolerates a rank's write torn by the interrupt
-    missing = 0
-    for e in run_plan.entries:
-        if not any(_rows_of(written, e.exp, lv.point) for lv in e.levels):
-            store.append(make_row(e.exp, e.point, cfg, None, "skipped", reason))
-            missing += 1
-    return missing
-
-
-def _status_counts(store: RunStore) -> dict[str, int]:
-    """Counted from the rows file, which ranks append to directly, so a run stopped midway
-    still reports what it holds."""
-    counts = {"ok": 0, "skipped": 0, "error": 0}
-    for row in load_run(store.path).rows:
-        key = row["status"] if row["status"] in ("ok", "skipped") else "error"
-        counts[key] += 1
-    return counts
-
-
 def torchrun_worker() -> bool:
     """Under torchrun every rank runs this CLI; only rank 0 stores rows and runs single-process
     experiments, the others join the rank groups (the points an experiment runs ``on_ranks``)."""
@@ -391,229 +455,201 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
         runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
-        group = [Job(i, p) for i, p in enumerate(runnable) if p.world_size == world]
+        group = [Job(i, 0, p) for i, p in enumerate(runnable) if p.world_size == world]
         if group:
             launch(_rank_entry, (exp.id, cfg, group, None), world_size=world, device=cfg.device,
                    timeout_s=cfg.timeout_s)
     return RunOutcome(store=None)
 
 
-def _record_skips(exp: Experiment, entries: list[plan.PlannedPoint], cfg: RunConfig, store: RunStore,
-                  eta: Eta) -> None:
-    """The rows of the points that cannot run here, with their reasons."""
-    skipped = [e for e in entries if not e.runnable]
-    for e in skipped:
-        store.append(make_row(exp, e.point, cfg, None, "skipped", e.skip))
-    if skipped:
-        with PointProgress(exp.id, eta) as progress:
-            for e in skipped:
-                progress.finish_point(e.point.label(), f"skipped: {e.skip}", e.index)
+
+
+# ------------------------------------------------------------------------------------ the loop
+
+def _measure(ledger: Ledger, cfg: RunConfig, budget: Budget | None, outcome: RunOutcome) -> None:
+    """Every point of the plan this run measures: the skipped rows of those that cannot run here,
+    then groups of points in the plan's order (cheapest first under a budget, each group within
+    its share of the time left), rounds again for what a share cut short, then refinements."""
+    run_plan = ledger.plan
+    eta = Eta(len(run_plan.entries), {e.index: e.cost(e.level) for e in run_plan.todo},
+              {e.index: None for e in run_plan.entries if e.done}, budget=budget)
+    _record_skips(ledger, cfg, eta)
+    pending = plan.first_pass_order(run_plan.todo) if budget is not None else run_plan.todo
+    while pending:
+        groups = _groups(run_plan, [_job(e, e.level) for e in pending])
+        cut: list[Job] = []
+        for n, (exp, world, jobs) in enumerate(groups):
+            if budget is not None and budget.ended():
+                raise BudgetEnded()
+            ahead = [j for _, _, group in groups[n:] for j in group] + cut
+            stop = Stop(budget, _share_end(run_plan, budget, jobs, ahead, eta) if budget is not None else None)
+            _run_group(ledger, exp, world, jobs, cfg, stop, outcome, eta)
+            cut += [j for j in jobs if not ledger.tried_now(j.index)]
+        if budget is None or len(cut) == sum(len(jobs) for _, _, jobs in groups):
+            break                        # no share cut anything short, or nothing moved: no next round
+        pending = [run_plan.entries[j.index] for j in cut]
+    if budget is not None:
+        if any(not ledger.tried_now(e.index) for e in run_plan.todo):
+            raise BudgetEnded()          # the budget ended before these points could start
+        _refine(ledger, cfg, budget, outcome)
+
+
+def _share_end(run_plan: plan.RunPlan, budget: Budget, jobs: list[Job], ahead: list[Job], eta: Eta) -> float:
+    """When a group stops starting points: its share of the time left, in proportion to its
+    estimated cost among the points still ahead (a point without an estimate counts as the mean
+    point measured so far, else the median estimate), so that an experiment whose points were
+    underestimated cannot take the time of the experiments after it."""
+    took = [s for s in eta.finished.values() if s is not None]
+    known = sorted(c for j in ahead if (c := run_plan.entries[j.index].cost(j.level)) is not None)
+    typical = sum(took) / len(took) if took else (known[len(known) // 2] if known else 1.0)
+
+    def cost(group: list[Job]) -> float:
+        return sum(c if (c := run_plan.entries[j.index].cost(j.level)) is not None else typical for j in group)
+
+    share = budget.left() * cost(jobs) / max(cost(ahead), 1e-9)
+    return budget.clock() + share
 
 
 def _job(entry: plan.PlannedPoint, level: int) -> Job:
     lv = entry.levels[level]
-    return Job(entry.index, lv.point, lv.cfg_changes, entry.fidelity(level))
+    return Job(entry.index, level, lv.point, lv.cfg_changes, entry.fidelity(level))
 
 
-def _run_jobs(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore, outcome: RunOutcome,
-              eta: Eta) -> None:
-    """Measure ``jobs`` of ``exp``: in this process, or those it runs ``on_ranks`` in launches of
-    ranks (one per world size, or per point with ``launch_per_point``), rank 0 appending the rows."""
-    local = [j for j in jobs if not exp.on_ranks(j.point)]
-    if local:
+def _groups(run_plan: plan.RunPlan, jobs: list[Job]) -> list[tuple[Experiment, int | None, list[Job]]]:
+    """``jobs`` as the groups they run in: consecutive jobs of one experiment, those it runs in
+    this process first (world None), then those on ranks by world size (one launch each)."""
+    out: list[tuple[Experiment, int | None, list[Job]]] = []
+    chunks: list[tuple[Experiment, list[Job]]] = []
+    for job in jobs:
+        exp = run_plan.entries[job.index].exp
+        if not chunks or chunks[-1][0] is not exp:
+            chunks.append((exp, []))
+        chunks[-1][1].append(job)
+    for exp, chunk in chunks:
+        local = [j for j in chunk if not exp.on_ranks(j.point)]
+        if local:
+            out.append((exp, None, local))
+        by_world: dict[int, list[Job]] = {}
+        for j in chunk:
+            if exp.on_ranks(j.point):
+                by_world.setdefault(j.point.world_size, []).append(j)
+        out += [(exp, world, by_world[world]) for world in sorted(by_world)]
+    return out
+
+
+def _record_skips(ledger: Ledger, cfg: RunConfig, eta: Eta) -> None:
+    """The rows of the points that cannot run here, with their reasons (a resumed run keeps a
+    point's measured rows instead)."""
+    skipped = [e for e in ledger.plan.entries if not e.runnable and ledger.best_level(e.index) is None]
+    for e in skipped:
+        ledger.add(e.index, 0, [make_row(e.exp, e.point, cfg, None, "skipped", e.skip, "plan")])
+    by_exp: dict[str, list[plan.PlannedPoint]] = {}
+    for e in skipped:
+        by_exp.setdefault(e.exp.id, []).append(e)
+    for exp_id, entries in by_exp.items():
+        with PointProgress(exp_id, eta) as progress:
+            for e in entries:
+                progress.finish_point(e.point.label(), f"skipped: {e.skip}", e.index)
+
+
+def _run_group(ledger: Ledger, exp: Experiment, world: int | None, jobs: list[Job], cfg: RunConfig,
+               stop: Stop, outcome: RunOutcome, eta: Eta) -> None:
+    """Measure ``jobs`` of ``exp`` until ``stop`` says so: in this process (world None), or in a
+    launch of ``world`` ranks (one per job with ``launch_per_point``), rank 0 appending the rows."""
+    if world is None:
         run = RunContext(cfg)            # one cache for the points run in this process
         with PointProgress(exp.id, eta) as progress:
-            for job in local:
+            for n, job in enumerate(jobs):
+                if stop.due(first=n == 0):
+                    return
                 progress.start_point(job.point.label())
-                began = now()
+                began = stop.now()
                 rows = run_job(exp, job, run)
-                for row in rows:
-                    store.append(row)
-                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, now() - began)
-
-    by_world: dict[int, list[Job]] = {}
-    for job in jobs:
-        if exp.on_ranks(job.point):
-            by_world.setdefault(job.point.world_size, []).append(job)
+                seconds = stop.now() - began
+                ledger.add(job.index, job.level, rows, seconds)
+                progress.finish_point(job.point.label(), _outcome_text(rows), job.index, seconds)
+        return
     if _under_torchrun():
         import os
 
         world_now = int(os.environ["WORLD_SIZE"])
-        for world in [w for w in by_world if w != world_now]:
-            for job in by_world.pop(world):
-                store.append(make_row(exp, job.point, cfg, None, "skipped",
-                                      f"needs {world} ranks; this torchrun has {world_now}"))
+        if world != world_now:
+            for job in jobs:
+                ledger.add(job.index, job.level, [make_row(exp, job.point, cfg, None, "skipped",
+                                                           f"needs {world} ranks; this torchrun has {world_now}", "plan")])
                 eta.finish(job.index, None)
-    launches = [(world, chunk) for world, group in sorted(by_world.items())
-                for chunk in ([[j] for j in group] if cfg.launch_per_point else [group])]
-    for world, group in launches:
-        before = len(load_run(store.path).rows)
+            return
+    launches = [[j] for j in jobs] if cfg.launch_per_point else [jobs]
+    for n, group in enumerate(launches):
+        if n and stop.due(first=False):
+            return
         try:
-            results = launch(_rank_entry, (exp.id, cfg, group, str(store.path), eta), world_size=world,
+            results = launch(_rank_entry, (exp.id, cfg, group, ledger.store, eta, stop), world_size=world,
                              device=cfg.device, timeout_s=cfg.timeout_s)
-            for index, seconds in (results or [None])[0] or ():
-                eta.finish(index, seconds)
         except LaunchError as exc:
             outcome.failed_launches.append(str(exc))
-            _record_failed_launch(exp, group, cfg, store, before, exc)
-        for job in group:                  # points a failed launch never finished count as done
-            eta.finished.setdefault(job.index, None)
+            _recover(ledger, exp, group, cfg, exc)
+            for job in group:              # points a failed launch never finished count as done
+                eta.finished.setdefault(job.index, None)
+            continue
+        except KeyboardInterrupt:          # Ctrl-C, kill or the budget's end: keep what rank 0 stored
+            ledger.adopt(group)
+            raise
+        result = (results or [None])[0] or {}
+        for index, level, rows, seconds, written in result.get("done", ()):
+            ledger.add(index, level, rows, seconds, written)
+            eta.finish(index, seconds)
+        if result.get("store_error"):
+            raise StoreError(result["store_error"])
 
 
-def _record_failed_launch(exp: Experiment, jobs: list[Job], cfg: RunConfig, store: RunStore,
-                          before: int, exc: LaunchError) -> None:
+def _recover(ledger: Ledger, exp: Experiment, jobs: list[Job], cfg: RunConfig, exc: LaunchError) -> None:
     """The rows of a launch that ended early: points finished before the failure keep the rows
     rank 0 stored as they ended; the point the failing rank was in is the error, and the points
-    after it are skipped rows saying why they never ran. Rows rank 0 stored for those points
-    after the failure (collectives that lost a peer) are consequences, not results, and go."""
-    group = [j.point for j in jobs]
-    rows = load_run(store.path).rows
-    mine = rows[before:]
-    failed_at = _failed_point(exp, group, mine, exc)
+    after it are skipped rows saying why they never ran."""
     who = exc.culprit or str(exc)
-    kept = [r for r in mine if not any(_rows_of([r], exp, p) for p in group[failed_at:])]
-    new = []
-    for i, job in enumerate(jobs[failed_at:]):
-        if i == 0:
-            row = make_row(exp, job.point, cfg, None, "error", who)
-        else:
-            where = f" during point {group[failed_at].label()}"
-            row = make_row(exp, job.point, cfg, None, "skipped", f"not reached: {who}{where}")
-        new.append(row | ({"fidelity": job.fidelity} if job.fidelity else {}))
-    store.replace_rows(rows[:before] + kept + new)
+
+    def failed_at(stored: set[tuple[int, int]]) -> int:
+        """The job the failing rank was in (for a timeout, the earliest a rank was still in);
+        without that, the first job that stored no row."""
+        doing = [f"point {j.point.label()}" for j in jobs]
+        said = [exc.activities.get(exc.rank)] if exc.rank is not None else list(exc.activities.values())
+        known = [doing.index(a) for a in said if a in doing]
+        if known:
+            return min(known)
+        return next((i for i, j in enumerate(jobs) if (j.index, j.level) not in stored), len(jobs))
+
+    def error(job: Job) -> dict:
+        return make_row(exp, job.point, cfg, None, "error", who) | ({"fidelity": job.fidelity} if job.fidelity else {})
+
+    def unreached(job: Job, failed: Job) -> dict:
+        row = make_row(exp, job.point, cfg, None, "skipped", f"not reached: {who} during point {failed.point.label()}",
+                       "unreached")
+        return row | ({"fidelity": job.fidelity} if job.fidelity else {})
+
+    ledger.recover_launch(jobs, failed_at, error, unreached)
 
 
-def _failed_point(exp: Experiment, group: list[Point], mine: list[dict], exc: LaunchError) -> int:
-    """Index in ``group`` of the point the failing rank was in (for a timeout, the earliest point a
-    rank was still in); without that, the first point that stored no row."""
-    doing = [f"point {p.label()}" for p in group]
-    said = [exc.activities.get(exc.rank)] if exc.rank is not None else list(exc.activities.values())
-    known = [doing.index(a) for a in said if a in doing]
-    if known:
-        return min(known)
-    return next((i for i, p in enumerate(group) if not _rows_of(mine, exp, p)), len(group))
-
-
-def _rows_of(rows: list[dict], exp: Experiment, point: Point) -> list[dict]:
-    return [r for r in rows if r["experiment"] == exp.id and r["impl"] == point.impl
-            and _covers(r["params"], point.params)]
-
-
-def _covers(row_params: dict, point_params: dict) -> bool:
-    """True when a stored row (params round-tripped through JSON) belongs to the point."""
-    import json
-
-    norm = lambda v: json.dumps(v, sort_keys=True, default=str)  # noqa: E731
-    return all(k in row_params and norm(row_params[k]) == norm(list(v) if isinstance(v, tuple) else v)
-               for k, v in point_params.items())
-
-
-def _under_torchrun() -> bool:
-    from .launcher import under_torchrun
-
-    return under_torchrun()
-
-
-# ------------------------------------------------------------------------------------ time budget
-
-class BudgetEnded(KeyboardInterrupt):
-    """The time budget ended: raised in the main thread wherever it is (a point in this process,
-    the wait for a launch of ranks, which then stops its ranks), so the run stops as at Ctrl-C."""
-
-
-class BudgetClock:
-    """Raises BudgetEnded in the main thread at ``deadline`` (harness.timing.now) while entered; nothing
-    without a deadline, or outside the main thread (the runner then stops between points only)."""
-
-    def __init__(self, deadline: float | None):
-        self.deadline = deadline
-        self._previous = None
-        self._armed = False
-
-    def _fire(self, signum, frame):
-        if self._armed:
-            self._armed = False
-            raise BudgetEnded()
-
-    def __enter__(self):
-        if self.deadline is None or threading.current_thread() is not threading.main_thread():
-            return self
-        self._previous = signal.signal(signal.SIGALRM, self._fire)
-        self._armed = True
-        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.deadline - now()))
-        return self
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            self._armed = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)
-            self._previous = None
-        return False
-
-
-def _level_rows(rows: list[dict], entry: plan.PlannedPoint, level: int) -> list[dict]:
-    point = entry.levels[level].point
-    wanted = params_json(point.params)
-    return [r for r in rows if r["experiment"] == entry.exp.id and r["impl"] == point.impl
-            and (r.get("fidelity") or {}).get("level", 0) == level and params_json(r["params"]) == wanted]
-
-
-def _best_levels(run_plan: plan.RunPlan, rows: list[dict]) -> dict[int, int]:
-    """Plan index -> the lowest (finest) level with an ok row."""
-    out = {}
-    for e in run_plan.runnable:
-        ok = [k for k in range(len(e.levels)) if any(r["status"] == "ok" for r in _level_rows(rows, e, k))]
-        if ok:
-            out[e.index] = min(ok)
-    return out
-
-
-def _consolidate(run_plan: plan.RunPlan, store: RunStore) -> None:
-    """One measurement per point, in the plan's order: the rows of its finest level with an ok row
-    (the rows of its other levels go: the coarser measurement a finer one replaced, a refinement
-    that failed), or where it has none, the rows it has. Also drops a last line torn by a rank
-    stopped at the deadline."""
-    rows = load_run(store.path).rows
-    best = _best_levels(run_plan, rows)
-    placed: dict[int, tuple[int, int]] = {}          # id(row) -> (plan index, level)
-    for e in run_plan.entries:
-        for k in range(len(e.levels)):
-            for r in _level_rows(rows, e, k):
-                placed.setdefault(id(r), (e.index, k))
-
-    def kept(row: dict) -> bool:
-        index, level = placed.get(id(row), (None, None))
-        return index is None or best.get(index, level) == level
-
-    keep = [r for r in rows if kept(r)]
-    order = {id(r): placed.get(id(r), (len(run_plan.entries), 0))[0] for r in keep}
-    store.replace_rows(sorted(keep, key=lambda r: order[id(r)]))
-
-
-def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: RunOutcome,
-            deadline: float, took: dict[tuple[int, int], float | None]) -> None:
-    """While time remains, measure again the points the first pass measured at a reduced level: each
-    at the finest level that still fits the time left, the cheapest points first. A level without
-    an estimate counts at twice the point's measured time per level finer (a guess; the budget's end
-    stops a point that runs longer, and its coarser rows stay). ``took``: (plan index, level) ->
-    seconds the point took at that level in this run (updated here)."""
+def _refine(ledger: Ledger, cfg: RunConfig, budget: Budget, outcome: RunOutcome) -> None:
+    """While time remains, measure again the points measured at a reduced level (this sitting or
+    an earlier one): each at the finest level that still fits the time left, the cheapest points
+    first. A level without an estimate counts at twice the point's measured time per level finer
+    (a guess; the budget's end stops a point that runs longer, and its coarser rows stay)."""
+    run_plan = ledger.plan
     tried: set[tuple[int, int]] = set()
     while True:
-        rows = load_run(store.path).rows
-        best = _best_levels(run_plan, rows)
         candidates = []
         for e in run_plan.runnable:
-            level = best.get(e.index)
-            if not level:
+            level = ledger.best_level(e.index)
+            if e.done or not level:
                 continue
-            coarse = took.get((e.index, level))
+            coarse = ledger.seconds.get((e.index, level)) or e.cost(level)
             costs = {j: c if (c := e.cost(j)) is not None else
                      (coarse * 2 ** (level - j) if coarse is not None else None)
                      for j in range(level) if (e.index, j) not in tried}
             if costs:
                 candidates.append((costs, e))
-        left = deadline - now()
+        left = budget.left()
         chosen, total = [], 0.0
         finest = lambda c: c[0][min(c[0])]           # noqa: E731  (the cost of full fidelity, or the finest left)
         for costs, e in sorted(candidates, key=lambda c: (finest(c) is None, finest(c) or 0.0, c[1].index)):
@@ -621,34 +657,45 @@ def _refine(run_plan: plan.RunPlan, cfg: RunConfig, store: RunStore, outcome: Ru
             if fits:
                 chosen.append((e, fits[0]))
                 total += costs[fits[0]]
-        if not chosen:
+        if not candidates:
+            return
+        if not chosen:                   # nothing fits the time left: the budget ends the refinement
+            if budget.ended() or any(c is not None for costs, _ in candidates for c in costs.values()):
+                raise BudgetEnded()
             return
         tried |= {(e.index, level) for e, level in chosen}
-        eta = Eta(len(chosen), {e.index: e.cost(level) for e, level in chosen}, deadline=deadline, tag="refine ")
+        eta = Eta(len(chosen), {e.index: e.cost(level) for e, level in chosen}, budget=budget, tag="refine ")
         levels = dict((e.index, level) for e, level in chosen)
-        for exp, group in _by_experiment(sorted((e for e, _ in chosen), key=lambda e: e.index)):
-            _run_jobs(exp, [_job(e, levels[e.index]) for e in group], cfg, store, outcome, eta)
-        rows = load_run(store.path).rows
+        jobs = [_job(e, levels[e.index]) for e in sorted((e for e, _ in chosen), key=lambda e: e.index)]
+        for exp, world, group in _groups(run_plan, jobs):
+            if budget.ended():
+                raise BudgetEnded()
+            _run_group(ledger, exp, world, group, cfg, Stop(budget), outcome, eta)
         for e, level in chosen:
-            took[(e.index, level)] = eta.finished.get(e.index)
-            mine = _level_rows(rows, e, level)
+            mine = [r for a in ledger.level_attempts(e.index, level) for r in a.rows]
+            if not mine:                 # the budget ended before this refinement could start
+                raise BudgetEnded()
             if not any(r["status"] == "ok" for r in mine):
                 why = next((r.get("reason") for r in mine if r.get("reason")), "no row")
                 outcome.refinements_failed.append(f"{e.exp.id} {e.point.label()} at level {level}: {why}")
-        _consolidate(run_plan, store)
 
 
-def _budget_record(run_plan: plan.RunPlan, store: RunStore, outcome: RunOutcome) -> dict:
+def _budget_record(ledger: Ledger, outcome: RunOutcome) -> dict:
     """The manifest's account of a budgeted run: the budget, the plan's estimate, and per point
     the level it was planned at and the level its rows hold."""
-    rows = load_run(store.path).rows
-    best = _best_levels(run_plan, rows)
+    run_plan, budget = ledger.plan, outcome.budget
     seconds, unknown = run_plan.total()
     return {
-        "seconds": run_plan.budget_s, "ended": outcome.budget_ended,
-        "planned_estimate_s": seconds, "planned_unknown": unknown,
+        "seconds": run_plan.budget_s, "total_s": budget.total_s, "reserve_s": budget.reserve_s,
+        "ended": outcome.budget_ended, "planned_estimate_s": seconds, "planned_unknown": unknown,
         "refinements_failed": outcome.refinements_failed,
         "points": [{"experiment": e.exp.id, "impl": e.point.impl, "params": e.point.params,
-                    "planned_level": e.level, "measured_level": best.get(e.index),
+                    "planned_level": e.level, "measured_level": ledger.best_level(e.index),
                     "levels": [lv.note or "full" for lv in e.levels]} for e in run_plan.runnable],
     }
+
+
+def _under_torchrun() -> bool:
+    from .launcher import under_torchrun
+
+    return under_torchrun()

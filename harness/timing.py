@@ -38,6 +38,30 @@ def now() -> float:
     return _clock()
 
 
+def clock_is_real() -> bool:
+    """Whether :func:`now` reads the host's clock (no test injected another): what a signal timer,
+    which runs on the host's time, can be set from."""
+    return _clock is time.perf_counter
+
+
+def process_start() -> float:
+    """When this process started, on :func:`now`'s clock (the interpreter's start-up and imports
+    are part of what a user waits for); now where the process table cannot say (no psutil) or a
+    test injected the clock."""
+    if not clock_is_real():
+        return now()
+    try:
+        import os
+
+        import psutil
+
+        started = psutil.Process(os.getpid()).create_time()
+    except Exception:         # noqa: BLE001 - no process table: count from now
+        return now()
+    # the process table keeps the wall clock; the host clock is monotonic: carry the age across
+    return now() - max(0.0, time.time() - started)
+
+
 @contextmanager
 def injected_clock(clock: Callable[[], float]) -> Iterator[Callable[[], float]]:
     """Within the block, :func:`now` (and every timer, deadline and phase on the host) reads

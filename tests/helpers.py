@@ -35,6 +35,9 @@ CPU_MANIFEST = {
 }
 
 
+CLEAN_CPU_MANIFEST = {**CPU_MANIFEST, "git": {"commit": "fedcba9876543210", "dirty": False}}
+
+
 def stats_for(median: float, spread: float = 0.0, repeats: int = 5) -> dict:
     return {"repeats": repeats, "median": median, "min": median - spread, "max": median + spread,
             "p10": median - spread, "p90": median + spread, "mean": median, "std": spread / 2}

@@ -43,6 +43,10 @@ class LifecycleSteps(Experiment):
         "sleep_rank": Param(-1, int, "the rank that sleeps (-1: every rank)"),
         "pid_dir": Param("", _text, "where each rank writes rank<r>.pid"),
         "shm": Param("off", _text, "on: every point holds a chunked host store in shared memory"),
+        "interrupt_point": Param(-1, int, "the point during which rank 0 interrupts the run (SIGINT to the "
+                                          "process that launched it, as Ctrl-C does), once"),
+        "interrupt_flag": Param("", _text, "a file that says the interruption happened (then it never again)"),
+        "log": Param("", _text, "a file rank 0 appends each point it measured to"),
     }
 
     def points(self, cfg):
@@ -73,7 +77,16 @@ class LifecycleSteps(Experiment):
             os._exit(3)
         if self.param(cfg, "sleep_point") in (-1, point.params["i"]) and self.param(cfg, "sleep_rank") in (-1, rank.rank):
             time.sleep(self.param(cfg, "sleep"))
+        flag = self.param(cfg, "interrupt_flag")
+        if point.params["i"] == self.param(cfg, "interrupt_point") and flag and not os.path.exists(flag):
+            if rank.rank == 0:
+                open(flag, "w").close()
+                os.kill(os.getppid(), signal.SIGINT)
+            time.sleep(120)               # inside the point until the run stops its ranks
         dist.barrier()
+        if self.param(cfg, "log") and rank.rank == 0:
+            with open(self.param(cfg, "log"), "a") as fh:
+                fh.write(f"{point.params['i']}\n")
         if store is not None:
             store.close()
         return [Measurement("time", "s", value=1.0 + point.params["i"])]

@@ -187,26 +187,99 @@ def test_a_run_with_a_foreign_row_is_one_error_line(capsys, tmp_path, command, l
 
 def test_withdrawn_run_is_left_out_of_report_all(capsys, tmp_path):
     """`harness withdraw` keeps the rows, and `report --all` leaves the run out and names it with
-    its reason in the index; withdrawing twice or without a reason is an error line."""
-    from .helpers import CPU_MANIFEST, table1_row, write_run
+    its reason in the index; withdrawing twice, without a reason, or a run outside results/ is an
+    error line."""
+    from .helpers import CLEAN_CPU_MANIFEST, table1_row, write_run
 
     results = tmp_path / "results"
     results.mkdir()
-    write_run(results, "0001_cpu", CPU_MANIFEST, [table1_row("local", 8, 0.1, gpus=1, device="cpu")])
-    bad = write_run(results, "0002_cpu", CPU_MANIFEST, [table1_row("local", 8, 99.0, gpus=1, device="cpu")])
+    write_run(results, "0001_cpu", CLEAN_CPU_MANIFEST, [table1_row("local", 8, 0.1, gpus=1, device="cpu")])
+    bad = write_run(results, "0002_cpu", CLEAN_CPU_MANIFEST, [table1_row("local", 8, 99.0, gpus=1, device="cpu")])
+    mine = write_run(tmp_path / "runs", "0001_cpu", CLEAN_CPU_MANIFEST, [table1_row("local", 8, 1.0, gpus=1, device="cpu")])
     rows_before = (bad / "rows.jsonl").read_text()
-    assert cli.main(["withdraw", str(bad), "--reason", "edge weights  freed early"]) == 0
+    withdraw = ["withdraw", "--results", str(results)]
+    assert cli.main(withdraw + [str(bad), "--reason", "edge weights  freed early"]) == 0
     assert (bad / "rows.jsonl").read_text() == rows_before
-    code = cli.main(["withdraw", str(bad), "--reason", "again"])
+    code = cli.main(withdraw + [str(bad), "--reason", "again"])
     assert "already withdrawn" in _one_error_line(capsys, code)
-    code = cli.main(["withdraw", str(results / "0001_cpu"), "--reason", "  "])
+    code = cli.main(withdraw + [str(results / "0001_cpu"), "--reason", "  "])
     assert "say why" in _one_error_line(capsys, code)
+    code = cli.main(withdraw + [str(mine), "--reason", "not a reference"])
+    assert f"{mine} is not a run directory under {results}/" in _one_error_line(capsys, code)
+    assert not (mine / "withdrawn.json").exists()
     out = tmp_path / "reports"
     assert cli.main(["report", "--all", "--results", str(results), "--out", str(out)]) == 0
     index = (out / "README.md").read_text()
     assert "- `0002_cpu`: edge weights freed early" in index
     table = next(out.rglob("table1.md")).read_text()
     assert "0001" in table and "0002" not in table
+
+
+def _finished_run(root, name, status="complete", dirty=False, **manifest):
+    from .helpers import CLEAN_CPU_MANIFEST, table1_row, write_run
+
+    git = {"commit": "fedcba9876543210", "dirty": dirty}
+    return write_run(root, name, {**CLEAN_CPU_MANIFEST, "status": status, "git": git, **manifest},
+                     [table1_row("local", 8, 0.1, gpus=1, device="cpu")])
+
+
+@pytest.mark.parametrize("status, dirty, owner, reason", [
+    ("complete", True, None, "measured on a tree with uncommitted changes (git.dirty)"),
+    ("complete", None, None, "its manifest does not say whether its tree was clean"),
+    ("failed", False, None, "failed (a launch of ranks or the run itself ended in an error)"),
+    ("interrupted", False, None, "interrupted"),
+    ("running", False, "dead", "abandoned: its manifest says running but its process is gone"),
+    ("running", False, "alive", "still running (its process is alive)"),
+])
+def test_promote_refuses_a_run_that_is_no_reference_with_its_reason(capsys, tmp_path, status, dirty, owner, reason):
+    import os
+    import socket
+
+    import psutil
+
+    me = psutil.Process(os.getpid())
+    owners = {"alive": {"pid": me.pid, "host": socket.gethostname(), "started": me.create_time()},
+              "dead": {"pid": 2 ** 22 + 7, "host": socket.gethostname(), "started": 0.0}}
+    run = _finished_run(tmp_path / "runs", "0001_cpu", status, dirty, **({"owner": owners[owner]} if owner else {}))
+    code = cli.main(["promote", str(run), "--out", str(tmp_path / "results")])
+    line = _one_error_line(capsys, code)
+    assert line.startswith(f"error: not promoting {run}: it is ") and reason in line
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_a_failed_run_kept_as_a_record_is_listed_and_feeds_no_table(capsys, tmp_path):
+    good = _finished_run(tmp_path / "runs", "0001_cpu")
+    failed = _finished_run(tmp_path / "runs", "0002_cpu", "failed")
+    results = tmp_path / "results"
+    code = cli.main(["promote", str(failed), "--out", str(results)])
+    assert "--keep-failed-as-record" in _one_error_line(capsys, code)
+    code = cli.main(["promote", str(failed), "--out", str(results), "--keep-failed-as-record"])
+    out = capsys.readouterr().out
+    assert code == 0 and "(a record: failed, kept as a record (--keep-failed-as-record)" in out
+    dirty = _finished_run(tmp_path / "runs", "0003_cpu", "failed", dirty=True)
+    code = cli.main(["promote", str(dirty), "--out", str(results), "--keep-failed-as-record"])
+    assert "uncommitted changes" in _one_error_line(capsys, code)         # a record of no commit: never
+    assert cli.main(["promote", str(good), "--out", str(results)]) == 0
+    reports = tmp_path / "reports"
+    assert cli.main(["report", "--all", "--results", str(results), "--out", str(reports)]) == 0
+    index = (reports / "README.md").read_text()
+    assert "- `0001_cpu`: failed, kept as a record" in index               # promoted first: 0001
+    line = next(ln for ln in index.splitlines() if "`wholegraph.table1`" in ln)
+    assert "0002_cpu" in line and "0001_cpu" not in line
+
+
+def test_report_all_reads_only_complete_runs_of_committed_code(capsys, tmp_path):
+    results = tmp_path / "results"
+    _finished_run(results, "0001_cpu")
+    _finished_run(results, "0002_cpu", dirty=True)
+    _finished_run(results, "0003_cpu", "interrupted")
+    reports = tmp_path / "reports"
+    assert cli.main(["report", "--all", "--results", str(results), "--out", str(reports)]) == 0
+    index = (reports / "README.md").read_text()
+    line = next(ln for ln in index.splitlines() if "`wholegraph.table1`" in ln)
+    assert "0001_cpu" in line and "0002_cpu" not in line and "0003_cpu" not in line
+    assert "- `0002_cpu`: measured on a tree with uncommitted changes" in index
+    assert "- `0003_cpu`: interrupted" in index
 
 
 @pytest.mark.parametrize("how, code, said", [("sigterm", 143, "terminated"), ("ctrl-c", 130, "interrupted")])

@@ -122,6 +122,37 @@ def test_terminating_the_run_stops_its_ranks_and_records_the_points_it_never_mea
     assert [(r["params"]["i"], r["status"]) for r in run.rows] == [(0, "ok"), (1, "skipped"), (2, "skipped")]
 
 
+def test_an_interrupted_campaign_resumes_to_the_set_of_an_uninterrupted_run_measuring_no_point_twice(life, tmp_path):
+    """CPU ranks: rank 0 interrupts the run during point 2 (SIGINT to the launching process, as
+    Ctrl-C does); `--resume` then measures points 2 and 3 alone, and the rows equal those of a run
+    never interrupted."""
+    log, flag = tmp_path / "measured.log", tmp_path / "interrupted"
+    params = ("points=4", "interrupt_point=2", f"interrupt_flag={flag}", f"log={log}")
+    first = subprocess.run(life.argv(*params), env=life.env, cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=300)
+    assert first.returncode == 130, first.stdout + first.stderr
+    run_dir = life.run_dir()
+    run = load_run(run_dir)
+    assert run.manifest["status"] == "interrupted"
+    assert [(r["params"]["i"], r["status"]) for r in run.rows] == [(0, "ok"), (1, "ok"), (2, "skipped"), (3, "skipped")]
+
+    second = subprocess.run(life.argv(*params) + ["--resume", str(run_dir)], env=life.env, cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert log.read_text().split() == ["0", "1", "2", "3"]              # each point measured once
+    resumed = load_run(run_dir)
+    assert resumed.manifest["status"] == "complete" and len(resumed.manifest["sittings"]) == 2
+    assert [p.name for p in life.out.iterdir()] == [run_dir.name]       # appended, no new run
+
+    log.unlink()
+    whole = subprocess.run(life.argv(*params), env=life.env, cwd=REPO_ROOT, capture_output=True, text=True,
+                           timeout=300)                                 # the flag is set: no interruption
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    (other,) = [p for p in life.out.iterdir() if p != run_dir]
+    point_set = lambda rows: sorted((r["params"]["i"], r["status"], r["value"]) for r in rows)  # noqa: E731
+    assert point_set(resumed.rows) == point_set(load_run(other).rows)
+
+
 @pytest.mark.parametrize("how,named,survivor", [
     ("sigkill", "rank 1 died (SIGKILL)", "runs on"),      # rank 0 errs through the remaining points
     ("sigkill", "rank 1 died (SIGKILL)", "stuck"),        # rank 0 waits inside the point until stopped

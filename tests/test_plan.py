@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -65,6 +66,19 @@ def test_a_point_took_from_the_row_before_it_to_its_last_row(tmp_path):
     assert times == {(0, "x"): 10, (1, "x"): 30, (3, "x"): 2}
     (t,) = [t for t in load_history([tmp_path]) if t.params["i"] == 1]
     assert t.kind == "1xH200" and t.key == point_key("e.t", "x", 1, FULL) and t.run_id == "0001_a"
+
+
+def test_a_resumed_runs_first_point_of_a_sitting_counts_from_the_sittings_start(tmp_path):
+    path = write_run(tmp_path, "0001_a", "1xH200", 0, [
+        ("e.t", "x", {"i": 0}, 1, "ok", 10),
+        ("e.t", "x", {"i": 1}, 1, "ok", 3600 + 25),      # the next sitting began at 3600
+    ])
+    manifest = json.loads((path / "manifest.json").read_text())
+    stamp = lambda s: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(1_700_000_000 + s))  # noqa: E731
+    manifest["sittings"] = [{"start": stamp(0)}, {"start": stamp(3600)}]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    times = {t.params["i"]: t.seconds for t in load_history([tmp_path])}
+    assert times == {0: 10, 1: 25}
 
 
 def test_withdrawn_runs_do_not_feed_estimates(tmp_path):
@@ -140,6 +154,13 @@ def test_bad_budgets_are_one_error_line(text, capsys, tmp_path):
     assert len(err) == 1 and err[0].startswith("error: --time-budget")
 
 
+def test_a_negative_budget_as_its_own_argument_is_one_clear_error_line(capsys, tmp_path):
+    """``--time-budget -5m``: argparse took '-5m' for an option ("expected one argument")."""
+    assert cli.main(["run", "table5", "--device", "cpu", "--time-budget", "-5m", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --time-budget must be more than 0 s, not '-5m'"]
+
+
 def test_time_left_uses_how_the_finished_points_compared_with_their_estimates():
     eta = Eta(4, {0: 10.0, 1: 10.0, 2: None})
     assert eta.left() == (20.0, 1)
@@ -185,8 +206,33 @@ def test_the_first_pass_runs_cheapest_first_keeping_experiments_together_within_
     assert order == [1, 4, 2, 3, 5, 0]
 
 
+class FakeClock:
+    """A clock the test advances: budgets are tested on it, never on the wall clock."""
+
+    def __init__(self, now: float = 1_000.0):
+        self.now = now
+        self.starts: list[tuple[str, float]] = []      # (point label, when it started)
+        self.measured: list[tuple[str, int]] = []      # (point label, timed repeats)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from harness import budget
+
+    fake = FakeClock()
+    monkeypatch.setattr(budget, "CLOCK", fake)
+    return fake
+
+
 class Sleepy(Experiment):
-    """Points that take ``sleep`` seconds per repeat: the default budget level is one repeat."""
+    """Points that take ``ms`` milliseconds per repeat on the test's clock: the default budget
+    level is one repeat."""
 
     id = "zzbudget.table1"
     title = "budget test"
@@ -202,8 +248,12 @@ class Sleepy(Experiment):
                 yield Point(impl, {"i": i})
 
     def run_point(self, point, ctx):
+        from harness import budget
+
         repeats = ctx.cfg.repeats_or(3)
-        time.sleep(self.param(ctx.cfg, "ms") / 1000 * repeats)
+        budget.CLOCK.starts.append((f"{self.id} {point.label()}", budget.CLOCK()))
+        budget.CLOCK.measured.append((f"{self.id} {point.label()}", repeats))
+        budget.CLOCK.advance(self.param(ctx.cfg, "ms") / 1000 * repeats)
         return [Measurement("time", "s", Stats.from_samples([1.0 + point.params["i"]] * repeats))]
 
     def report(self, rows, runs):
@@ -216,7 +266,7 @@ class Sleepy(Experiment):
 
 
 @pytest.fixture
-def sleepy(registry_sandbox):
+def sleepy(registry_sandbox, clock):
     registry_sandbox.impl("zztest", "a")
     registry_sandbox.impl("zztest", "b")
     return registry_sandbox.experiment(Sleepy)
@@ -235,11 +285,41 @@ def test_dry_run_lists_points_needs_and_estimates_and_runs_nothing(sleepy, tmp_p
     assert "plan: 6 points on cpu" in out
 
 
-def test_a_budget_that_fits_ends_with_every_point_at_full_fidelity(sleepy, tmp_path):
-    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0)     # 2 s for points, 8 s reserve
-    began = time.time()
+def test_the_budget_counts_from_its_start_and_keeps_a_reserve_for_the_end_and_the_report(clock):
+    from harness.budget import Budget, Stop, reserve_for
+
+    assert reserve_for(120, 2) == pytest.approx(9.6 + 6)          # 8% of 2 min, and 3 s per artifact
+    assert reserve_for(10, 1) == 5.0                               # never more than half the budget
+    assert reserve_for(3600, 30) == 60 + 90                        # at most 60 s besides the report
+    b = Budget.begin(100.0, artifacts=2)
+    assert b.text == "1 min 40 s" and b.reserve_s == 14.0 and b.left() == 86.0
+    clock.advance(78)
+    assert b.left() == 8.0 and not b.ended() and b.took() == 78
+    assert Stop(b).due(first=True) is False and Stop(b, until=clock() - 1).due(first=True) is False
+    assert Stop(b, until=clock() - 1).due(first=False) is True     # a group's share is spent
+    clock.advance(8)
+    assert b.ended() and not b.over() and Stop(b).due(first=True)  # the points' time is over...
+    clock.advance(14)
+    assert b.over()                                                # ...and then the reserve too
+    assert Budget.begin(100.0, start=clock() - 95).left() == 0.0   # a start before now counts
+
+
+def test_time_left_says_when_the_budget_ends_before_the_points_could_all_run(clock):
+    from harness.budget import Budget
+
+    b = Budget.begin(63.0)                                         # 52 s for points, 11 s reserve
+    eta = Eta(3, {0: 512.0, 1: 52.0}, budget=b)                    # as issue 38 saw: "about 9 min 24 s left;
+    assert eta.text() == "budget ends in 52 s, before the points left could all run (about 9 min 24 s)"
+    eta.finish(0, 512.0)                                           # budget ends in 52 s"
+    assert eta.text() == "about 52 s left; budget ends in 52 s"
+    clock.advance(30)
+    assert eta.text() == "budget ends in 22 s, before the points left could all run (about 52 s)"
+
+
+def test_a_budget_that_fits_ends_with_every_point_at_full_fidelity(sleepy, clock, tmp_path):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0)     # 5 s for points, 5 s reserve
     outcome = runner.run(["zzbudget.table1"], cfg, ["x"])
-    assert time.time() - began < 10
+    assert outcome.budget.took() < 10 - outcome.budget.reserve_s
     run = load_run(outcome.store.path)
     assert [(r["impl"], r["params"]["i"]) for r in run.rows] == [(i, n) for i in "ab" for n in range(3)]
     assert all(r["status"] == "ok" and "fidelity" not in r and r["stats"]["repeats"] == 3 for r in run.rows)
@@ -247,26 +327,29 @@ def test_a_budget_that_fits_ends_with_every_point_at_full_fidelity(sleepy, tmp_p
     assert run.manifest["status"] == "complete" and not budget["ended"]
     assert [p["planned_level"] for p in budget["points"]] == [1] * 6       # no history: cheapest first
     assert [p["measured_level"] for p in budget["points"]] == [0] * 6      # then refined
+    assert len(clock.starts) == 12                                         # each point twice, no more
 
 
-def test_the_budget_stops_the_run_cleanly_and_names_the_points_it_did_not_reach(sleepy, tmp_path):
-    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0, params={"ms": "600"})
-    began = time.time()
+def test_the_budget_stops_the_run_cleanly_and_names_the_points_it_did_not_reach(sleepy, clock, tmp_path):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0, params={"ms": "1500"})
     outcome = runner.run(["zzbudget.table1"], cfg, ["x"])          # returns: the budget is not an error
-    assert time.time() - began < 4
     assert outcome.budget_ended
+    points_end = outcome.budget.points_end
+    assert [t for _, t in clock.starts] == [1000.0, 1001.5, 1003.0, 1004.5]   # none started after the points' time
+    assert all(t < points_end for _, t in clock.starts)
     rows = load_run(outcome.store.path).rows
     ok = [r for r in rows if r["status"] == "ok"]
-    assert ok and all(r["fidelity"]["level"] == 1 and r["fidelity"]["note"] == "1 timed repeat" for r in ok)
+    assert len(ok) == 4 and all(r["fidelity"]["level"] == 1 and r["fidelity"]["note"] == "1 timed repeat" for r in ok)
     assert all(r["stats"]["repeats"] == 1 for r in ok)
     missing = [r for r in rows if r["status"] == "skipped"]
-    assert missing and all(r["reason"] == runner.budget_reason(cfg) for r in missing)
+    assert len(missing) == 2 and all(r["reason"] == outcome.budget.unreached_reason for r in missing)
+    assert all(r["skip_cause"] == "unreached" for r in missing)
     assert len(ok) + len(missing) == 6                            # every point has its row, once
     run = load_run(outcome.store.path)
     assert run.manifest["status"] == "interrupted" and run.manifest["budget"]["ended"]
 
 
-def test_a_budgeted_cli_run_writes_its_report_and_says_where_everything_is(sleepy, tmp_path, capsys):
+def test_a_budgeted_cli_run_writes_its_report_and_says_where_everything_is(sleepy, clock, tmp_path, capsys):
     code = cli.main(["run", "zzbudget.table1", "--device", "cpu", "--out", str(tmp_path),
                      "--time-budget", "9s", "--param", "ms=400"])
     assert code == 0
@@ -281,6 +364,21 @@ def test_a_budgeted_cli_run_writes_its_report_and_says_where_everything_is(sleep
     assert any(ln.startswith("  zzbudget.table1: measured: sleepy headline") for ln in lines)
     assert "budget 9.0 s" in err and "the time budget of 9.0 s ended" in err
     assert "[1/6]" in err and "budget ends in" in err
+    assert "time budget 9.0 s: took 5 s; it ended before every point was measured at full fidelity" in out
+
+
+def test_a_budget_spent_before_the_report_leaves_it_unwritten_and_says_how_to_write_it(sleepy, clock, tmp_path,
+                                                                                     capsys):
+    """The one point that started ran past the whole budget (no alarm on an injected clock): the
+    run ends there, its rows kept, and no artifact is written after the budget's end."""
+    code = cli.main(["run", "zzbudget.table1", "--device", "cpu", "--out", str(tmp_path),
+                     "--time-budget", "9s", "--param", "ms=10000"])
+    out = capsys.readouterr().out
+    (run_dir,) = list(tmp_path.iterdir())
+    assert code == 0 and len(clock.measured) == 1
+    assert not (run_dir / "report" / "zzbudget" / "table1.md").exists()
+    assert f"  not written, the time budget having ended: zzbudget.table1 (`python -m harness report {run_dir}` " \
+           "writes them)" in out
 
 
 def test_refined_rows_replace_the_coarse_ones_in_the_plans_order(sleepy, tmp_path):
@@ -293,7 +391,7 @@ def test_refined_rows_replace_the_coarse_ones_in_the_plans_order(sleepy, tmp_pat
         [(i, n, False) for i in "ab" for n in range(3)]
 
 
-def test_a_refinement_that_fails_keeps_the_coarse_measurement(registry_sandbox, tmp_path):
+def test_a_refinement_that_fails_keeps_the_coarse_measurement(registry_sandbox, clock, tmp_path):
     class Fragile(Sleepy):
         id = "zzfragile.table1"
 
@@ -311,6 +409,76 @@ def test_a_refinement_that_fails_keeps_the_coarse_measurement(registry_sandbox, 
     assert [("fidelity" in r) for r in run.rows] == [False] * 3 + [True] * 3      # b stays at one repeat
     failed = run.manifest["budget"]["refinements_failed"]
     assert len(failed) == 3 and all("out of memory at full fidelity" in f for f in failed)
+
+
+class Stubborn(Sleepy):
+    """A second table whose points take 2 s and have no cheaper level (as XGNN Table 5's at two
+    epochs)."""
+
+    id = "zzbudget.table2"
+    impls = ("a",)
+
+    def cheaper(self, point, level, cfg):
+        return None
+
+    def run_point(self, point, ctx):
+        return super().run_point(point, replace(ctx, cfg=replace(ctx.cfg, repeats=1, params={"ms": "2000"})))
+
+
+def test_a_table_whose_points_were_underestimated_cannot_take_the_time_of_the_next(sleepy, registry_sandbox,
+                                                                                    clock, tmp_path):
+    """No estimates at all (as on a CPU without history): the first table's points take 8 s each, so
+    measured one after the other they would use the whole 46 s and leave the second table none. Each
+    table's group stops at its share of the time left, and a later round takes up what a share cut
+    short: the second table fills, the first gets what remains, and no point starts after the time
+    for points is over."""
+    registry_sandbox.experiment(Stubborn)
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=60.0, params={"ms": "8000"})
+    outcome = runner.run(["zzbudget.table1", "zzbudget.table2"], cfg, ["x"])
+    budget = outcome.budget
+    assert budget.reserve_s == 14.0 and budget.points_end == 1046.0
+    assert all(t < budget.points_end for _, t in clock.starts)
+    run = load_run(outcome.store.path)
+    ok = {(r["experiment"], r["impl"], r["params"]["i"]) for r in run.rows if r["status"] == "ok"}
+    assert {(e, i) for e, _, i in ok if e == "zzbudget.table2"} == {("zzbudget.table2", i) for i in range(3)}
+    assert len([p for p in ok if p[0] == "zzbudget.table1"]) >= 4
+    assert len(run.rows) == 9 and len({(r["experiment"], r["impl"], r["params"]["i"]) for r in run.rows}) == 9
+    assert outcome.budget_ended and run.manifest["status"] == "interrupted"
+
+
+def test_a_campaign_reaches_a_complete_set_over_sittings_with_no_point_measured_twice(sleepy, clock, tmp_path,
+                                                                                      capsys):
+    """Sitting 1's budget ends with two points unreached; sitting 2 (--resume, a budget again)
+    measures those first, then refines while its time lasts; sitting 3 (no budget) measures at
+    full fidelity what is still reduced. No point is measured twice at one level."""
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, time_budget_s=10.0, params={"ms": "1500"})
+    first = runner.run(["zzbudget.table1"], cfg, ["first"])
+    run_dir = first.store.path
+    unreached = {f"zzbudget.table1 {r['impl']} i={r['params']['i']}" for r in load_run(run_dir).rows
+                 if r["status"] == "skipped"}
+    assert len(unreached) == 2 and len(clock.measured) == 4
+    assert cli.main(["run", "zzbudget.table1", "--device", "cpu", "--param", "ms=1500", "--out", str(tmp_path),
+                     "--time-budget", "10s", "--resume", str(run_dir), "--dry-run"]) == 0
+    assert (f"resuming {run_dir}: 0 points already measured, 2 to measure, 4 stored at reduced fidelity "
+            "(refined while time remains)") in " ".join(capsys.readouterr().out.split())
+    assert len(clock.measured) == 4                       # a dry run measures nothing
+
+    clock.advance(3600)                                   # an hour later
+    second = runner.run(["zzbudget.table1"], replace(cfg, started_at=None), ["second"], resume=run_dir)
+    assert {label for label, _ in clock.measured[4:6]} == unreached               # what it lacked, first
+    assert all(repeats == 1 for _, repeats in clock.measured[4:6])
+    assert all(t < second.budget.points_end for _, t in clock.starts[4:])
+    rows = load_run(run_dir).rows
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
+
+    runner.run(["zzbudget.table1"], replace(cfg, time_budget_s=None), ["third"], resume=run_dir)
+    run = load_run(run_dir)
+    assert len(run.rows) == 6 and all(r["status"] == "ok" and "fidelity" not in r for r in run.rows)
+    assert len(clock.measured) == len(set(clock.measured))          # no point measured twice at one level
+    assert {label for label, repeats in clock.measured if repeats == 3} == \
+        {f"zzbudget.table1 {i} i={n}" for i in "ab" for n in range(3)}
+    assert [s["status"] for s in run.manifest["sittings"]] == ["interrupted", "complete", "complete"]
+    assert run.manifest["status"] == "complete"
 
 
 # ------------------------------------------------------------------------------ the experiments' levels
@@ -343,39 +511,17 @@ def test_xgnn_training_keeps_the_synced_epochs_and_one_free_one():
     from harness import registry
 
     exp = registry.get_experiment("xgnn.table5")
-    cfg = RunConfig(device="cuda")              # the paper's settings (3 epochs, 1 of them synced)
+    cfg = RunConfig(device="cuda")              # the timed-epoch rule's epochs, some of them synced
     point = exp.point("xgnn", "twitter-2010", "gcn", 1, cfg)
-    assert point.params["epochs"] == 3
-    assert exp.cheaper(point, 1, cfg).point.params == {**point.params, "epochs": 2}
+    synced = point.params["synced_epochs"]
+    assert point.params["epochs"] > synced + 1
+    assert exp.cheaper(point, 1, cfg).point.params == {**point.params, "epochs": synced + 1}
     assert exp.cheaper(point, 2, cfg) is None
-    assert exp.cheaper(Point(point.impl, {**point.params, "epochs": 2}, 1), 1, cfg) is None
+    assert exp.cheaper(Point(point.impl, {**point.params, "epochs": synced + 1}, 1), 1, cfg) is None
 
 
-def test_table5_dry_run_answers_in_seconds(py_env):
-    began = time.time()
+def test_table5_dry_run_lists_every_point_and_the_estimate(py_env):
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "table5", "--device", "cpu", "--dry-run"],
                           cwd=REPO_ROOT, env=py_env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert time.time() - began < 30
     assert "plan: 54 points on cpu" in proc.stdout and "estimate:" in proc.stdout
-
-
-def test_cpu_table5_under_a_budget_fills_every_cell_or_says_why_and_ends_in_time(py_env, tmp_path):
-    began = time.time()
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", "table5", "--device", "cpu",
-                           "--time-budget", "2m", "--out", str(tmp_path)],
-                          cwd=REPO_ROOT, env=py_env, capture_output=True, text=True, timeout=300)
-    took = time.time() - began
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert took < 120
-    (run_dir,) = list(tmp_path.iterdir())
-    run = load_run(run_dir)
-    points = {(r["experiment"], r["impl"], json.dumps({k: v for k, v in r["params"].items()
-                                                       if k in ("dataset", "model", "system")}, sort_keys=True))
-              for r in run.rows}
-    assert len(points) == 54                         # every point of both tables, once
-    for r in run.rows:
-        assert r["status"] == "ok" or r.get("reason"), r
-    assert (run_dir / "report" / "wholegraph" / "table5.md").exists()
-    assert (run_dir / "report" / "xgnn" / "table5.md").exists()
-    assert "wholegraph.table5: " in proc.stdout and "xgnn.table5: " in proc.stdout

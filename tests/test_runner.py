@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness import cli, runner
@@ -229,3 +231,206 @@ def test_skip_summary_groups_and_counts_reasons_on_one_line():
     line = runner.skip_summary(rows, most=3)
     assert line == "skipped 21 of 23 rows: 6 x reason 0; 5 x reason 1; 4 x reason 2; 3 more reasons"
     assert runner.skip_summary([{"status": "ok"}]) is None
+
+
+# ------------------------------------------------------------------------------ a full disk
+
+def _disk(monkeypatch, *, full_from: int, until_reserve_freed: bool = False, manifest_too: bool = False):
+    """Writes of rows fail with ENOSPC from the ``full_from``-th on (each writing half its bytes
+    first); with ``until_reserve_freed`` only while the run still holds its reserved space (a disk
+    that the run's own reserve frees enough of); with ``manifest_too`` the manifest's as well."""
+    import errno
+    import os
+
+    from harness import store as store_mod
+
+    real = store_mod._write_all
+    seen = {"rows": 0}
+
+    def write_all(path, fd, data):
+        if path.name.startswith("rows.jsonl"):
+            seen["rows"] += 1
+        full = seen["rows"] >= full_from and (path.name.startswith("rows.jsonl") or manifest_too)
+        if full and until_reserve_freed and not (path.parent / store_mod.SPACE_RESERVE).exists():
+            full = False
+        if full:
+            os.write(fd, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, fd, data)
+
+    monkeypatch.setattr(store_mod, "_write_all", write_all)
+
+
+def _run_fast(tmp_path, capsys, n=4):
+    code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--impl", "fast", "--param", f"n={n}",
+                     "--out", str(tmp_path), "--no-report"])
+    err = capsys.readouterr().err
+    (run_dir,) = list(tmp_path.iterdir())
+    return code, err, run_dir
+
+
+def _one_line_error(err: str) -> str:
+    assert "Traceback" not in err and "During handling" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: ")
+    return last
+
+
+def test_a_disk_that_fills_mid_run_ends_it_failed_and_names_the_points_it_lost(fake, tmp_path, monkeypatch, capsys):
+    _disk(monkeypatch, full_from=3)                   # point 0's two rows fit, point 1's first does not
+    code, err, run_dir = _run_fast(tmp_path, capsys)
+    line = _one_line_error(err)
+    assert code == 2 and "No space left on device" in line
+    assert "3 points could not be recorded (zzrun.fig1 fast i=1, zzrun.fig1 fast i=2, zzrun.fig1 fast i=3)" in line
+    run = load_run(run_dir)                           # no torn line: no warning, the rows before the failure
+    assert [(r["params"]["i"], r["status"]) for r in run.rows] == [(0, "ok"), (0, "ok")]
+    assert run.manifest["status"] == "failed" and "end" in run.manifest
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "rows.jsonl"]     # no .tmp, no reserve
+
+
+def test_the_runs_reserved_space_lets_it_record_the_points_it_never_measured(fake, tmp_path, monkeypatch, capsys):
+    _disk(monkeypatch, full_from=3, until_reserve_freed=True)
+    code, err, run_dir = _run_fast(tmp_path, capsys)
+    line = _one_line_error(err)
+    assert code == 2 and "the points it did not measure are skipped rows" in line
+    run = load_run(run_dir)
+    by_point = {}
+    for r in run.rows:
+        by_point.setdefault(r["params"]["i"], set()).add(r["status"])
+    assert by_point == {0: {"ok"}, 1: {"ok"}, 2: {"skipped"}, 3: {"skipped"}}   # point 1's refused rows, rewritten
+    unreached = [r for r in run.rows if r["status"] == "skipped"]
+    assert all(r["skip_cause"] == "unreached" and "could not write its rows" in r["reason"] for r in unreached)
+    assert run.manifest["status"] == "failed" and run.manifest["counts"] == {"ok": 4, "skipped": 2, "error": 0}
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "rows.jsonl"]
+
+
+def test_when_not_even_the_manifest_can_be_written_the_message_says_so(fake, tmp_path, monkeypatch, capsys):
+    _disk(monkeypatch, full_from=3, manifest_too=True)
+    code, err, run_dir = _run_fast(tmp_path, capsys)
+    line = _one_line_error(err)
+    assert code == 2 and "its manifest could not be updated either (it still says running)" in line
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "rows.jsonl"]
+
+
+def test_rank_0_stops_its_launch_at_the_first_row_it_cannot_write(fake, tmp_path, monkeypatch):
+    """What rank 0 does inside a launch (world of one, no group needed): it stops the ranks before
+    the next point and tells the runner which rows it wrote and why it stopped."""
+    from harness.budget import Stop
+    from harness.launcher import RankContext
+    from harness.store import RunStore
+
+    store = RunStore.create(tmp_path, "ranks", {})
+    _disk(monkeypatch, full_from=2)
+    jobs = [runner.Job(i, 0, Point("fast", {"i": i})) for i in range(3)]
+    result = runner._rank_entry(RankContext(0, 1, 0, "cpu", "gloo"), "zzrun.fig1", RunConfig(device="cpu"),
+                                jobs, store, None, Stop())
+    assert "No space left on device" in result["store_error"]
+    assert [(index, len(rows), written) for index, _, rows, _, written in result["done"]] == [(0, 2, 1)]
+    assert len(load_run(store.path).rows) == 1
+
+
+# ------------------------------------------------------------------------------ resumed campaigns
+
+class Campaign(FakeExperiment):
+    """Points whose every measurement is counted: ``flaky`` fails the first time and works the
+    next, ``fast i=1`` is interrupted the first time (Ctrl-C), ``later`` cannot run in the first
+    sitting (the test says so), ``nopkg`` never can, ``skipper`` skips itself."""
+
+    id, paper = "zzcamp.fig1", "zzcamp"
+    impls = ("flaky", "skipper", "later", "fast", "nopkg")
+    calls: dict = {}
+
+    def run_point(self, point, ctx):
+        key = (point.impl, point.params["i"])
+        n = self.calls[key] = self.calls.get(key, 0) + 1
+        if point.impl == "flaky" and n == 1:
+            raise RuntimeError("lost a peer")
+        if key == ("fast", 1) and n == 1:
+            raise KeyboardInterrupt
+        if point.impl == "skipper":
+            raise SkipPoint("too big for this machine")
+        return super().run_point(Point("fast", point.params), ctx)[:1]
+
+    def report(self, rows, runs):
+        import pandas as pd
+
+        from harness.artifact import ReportArtifact
+
+        return ReportArtifact("fig1", self.title, "caption", pd.DataFrame({"impl": rows["impl"]}))
+
+
+@pytest.fixture
+def campaign(registry_sandbox, monkeypatch):
+    for name in ("flaky", "skipper", "later", "fast"):
+        registry_sandbox.impl("zztest", name)
+    registry_sandbox.impl("zztest", "nopkg", needs=Needs(packages=("zz_no_such_package_xyz",)))
+    Campaign.calls = {}
+    monkeypatch.setenv("HARNESS_GIT_DIRTY", "0")
+    return registry_sandbox.experiment(Campaign)
+
+
+def test_a_resumed_run_measures_only_what_it_lacks_and_keeps_each_rows_commit(campaign, tmp_path, monkeypatch):
+    real_skip = runner.impl_skip_reason
+    monkeypatch.setattr(runner, "impl_skip_reason", lambda exp, point, cfg: "package 'zz_later' is not installed"
+                        if point.impl == "later" else real_skip(exp, point, cfg))
+    monkeypatch.setenv("HARNESS_GIT_COMMIT", "aaaa1111")
+    cfg = RunConfig(device="cpu", out_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(["zzcamp.fig1"], cfg, ["first"])
+    (run_dir,) = list(tmp_path.iterdir())
+    first = load_run(run_dir)
+    assert first.manifest["status"] == "interrupted"
+    assert {(r["impl"], r["params"]["i"]): r.get("skip_cause") for r in first.rows if r["status"] == "skipped"} == {
+        ("skipper", 0): None, ("skipper", 1): None, ("later", 0): "plan", ("later", 1): "plan",
+        ("nopkg", 0): "plan", ("nopkg", 1): "plan", ("fast", 1): "unreached"}
+
+    monkeypatch.setattr(runner, "impl_skip_reason", real_skip)          # 'later' can run now
+    monkeypatch.setenv("HARNESS_GIT_COMMIT", "bbbb2222")
+    calls_before = dict(Campaign.calls)
+    outcome = runner.run(["zzcamp.fig1"], cfg, ["second"], resume=run_dir)
+    assert outcome.store.path == run_dir and len(list(tmp_path.iterdir())) == 1
+    measured_now = {k: Campaign.calls[k] - calls_before.get(k, 0) for k in Campaign.calls
+                    if Campaign.calls[k] > calls_before.get(k, 0)}
+    assert measured_now == {("flaky", 0): 1, ("flaky", 1): 1, ("later", 0): 1, ("later", 1): 1, ("fast", 1): 1}
+    run = load_run(run_dir)
+    final = {(r["impl"], r["params"]["i"]): (r["status"], r["commit"]) for r in run.rows}
+    assert len(run.rows) == len(final) == 10                             # one row per point
+    assert final == {("flaky", 0): ("ok", "bbbb2222"), ("flaky", 1): ("ok", "bbbb2222"),
+                     ("skipper", 0): ("skipped", "aaaa1111"), ("skipper", 1): ("skipped", "aaaa1111"),
+                     ("later", 0): ("ok", "bbbb2222"), ("later", 1): ("ok", "bbbb2222"),
+                     ("fast", 0): ("ok", "aaaa1111"), ("fast", 1): ("ok", "bbbb2222"),
+                     ("nopkg", 0): ("skipped", "bbbb2222"), ("nopkg", 1): ("skipped", "bbbb2222")}
+    m = run.manifest
+    assert m["status"] == "complete" and m["git"]["commits"] == ["aaaa1111", "bbbb2222"] and m["git"]["dirty"] is False
+    assert [s["command"] for s in m["sittings"]] == ["first", "second"]
+    assert [s["status"] for s in m["sittings"]] == ["interrupted", "complete"] and m["sittings"][1]["measured"] == 5
+
+    from harness.report import report_runs
+
+    artifacts: dict = {}
+    report_runs([run_dir], tmp_path / "rep", artifacts=artifacts)
+    assert "Run 0001 mixes commits (resumed): aaaa1111 (1 rows), bbbb2222 (5 rows)" in artifacts["zzcamp.fig1"][0].notes
+
+    calls_before = dict(Campaign.calls)                                 # a complete run: nothing left to measure
+    runner.run(["zzcamp.fig1"], cfg, ["third"], resume=run_dir)
+    assert Campaign.calls == calls_before and len(load_run(run_dir).rows) == 10
+
+
+def test_a_run_is_resumed_only_on_its_hardware_with_its_settings(fake, tmp_path, capsys):
+    cfg = RunConfig(device="cpu", out_dir=tmp_path, impl_patterns=("fast",), params={"n": "2"})
+    outcome = runner.run(["zzrun.fig1"], cfg, ["x"])
+    run_dir = outcome.store.path
+    capsys.readouterr()
+    code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--impl", "fast", "--param", "n=3", "--out",
+                     str(tmp_path), "--resume", str(run_dir)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: cannot resume {run_dir.name} here: params {{n=2}} there, {{n=3}} here"]
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps({**manifest, "hardware": "4xH200"}))
+    code = cli.main(["run", "zzrun.fig1", "--device", "cpu", "--impl", "fast", "--param", "n=2", "--out",
+                     str(tmp_path), "--resume", str(run_dir)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: cannot resume {run_dir.name} here: hardware 4xH200 there, cpu here"]
+    assert len(load_run(run_dir).rows) == 4 and json.loads((run_dir / "manifest.json").read_text())["status"] == \
+        "complete"                                                     # refused before anything changed

@@ -9,6 +9,8 @@ from harness.cli import main
 
 def test_a_quick_run_touches_neither_results_nor_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_GIT_COMMIT", "0123abcd")      # a clean tree: promote takes no other
+    monkeypatch.setenv("HARNESS_GIT_DIRTY", "0")
     assert main(["run", "wholegraph.table1", "--device", "cpu", "--quick", "--impl", "local",
                  "--param", "sizes_gb=8"]) == 0
     runs = list((tmp_path / "runs").iterdir())

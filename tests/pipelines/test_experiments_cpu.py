@@ -16,7 +16,7 @@ from harness.report import derived_ids, report_all, report_runs
 from harness.reportkit import PALETTE
 from harness.runner import run as run_experiments
 from harness.store import load_run
-from tests.helpers import CPU_MANIFEST, H200_MANIFEST, row, write_run
+from tests.helpers import CLEAN_CPU_MANIFEST, CPU_MANIFEST, H200_MANIFEST, row, write_run
 
 DERIVED = ("wholegraph.fig9", "wholegraph.table3", "wholegraph.table4", "wholegraph.fig7", "wholegraph.fig12",
            "wholegraph.fig11")
@@ -244,7 +244,7 @@ def test_derives_from_is_honoured_by_report_runs_and_report_all(registry_sandbox
     registry_sandbox.experiment(View)
     assert derived_ids({"sandbox.source"}) == ["sandbox.view"]
     assert derived_ids({"sandbox.view"}) == [] and derived_ids({"wholegraph.table1"}) == []
-    run = write_run(tmp_path / "results", "0001_cpu_source", CPU_MANIFEST,
+    run = write_run(tmp_path / "results", "0001_cpu_source", CLEAN_CPU_MANIFEST,
                     [row("local", 1.0, experiment="sandbox.source", metric="x", unit="s")])
     written = report_runs([run], tmp_path / "rep")
     assert (tmp_path / "rep" / "sandbox" / "view.md") in written
