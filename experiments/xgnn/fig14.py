@@ -114,9 +114,9 @@ class Fig14(Experiment):
 
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
-        from impls.sampling.bench import epoch_batches, implementation, load_graph
+        from ..kit.samplers import epoch_batches, implementation, load_graph
         from impls.sampling.minibatch import sample_blocks
-        from harness.timing import DeviceClock, Spans, measure_collective
+        from harness.timing import DeviceClock, Spans, measure_collective, timer_for
 
         p = point.params
         graph = load_graph(ctx, p["dataset"], p["scale"])
@@ -175,10 +175,8 @@ class Fig14(Experiment):
             epoch_kernel.append(spans.totals().get("sample", 0.0))
 
         epoch_kernel: list[float] = []
-        from impls.sampling.bench import timer_for
-
         warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
-        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank), warmup=warmup,
+        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank.device), warmup=warmup,
                                                 repeats=repeats)
         kernel_stats = Stats.from_samples(epoch_kernel[warmup:])
         scale_up = total_batches / len(batches)          # whole-epoch estimate when capped

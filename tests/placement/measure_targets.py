@@ -8,7 +8,7 @@ import numpy as np
 
 from harness.launcher import launch
 from impls.core.topology import by_name
-from impls.gather.placement_loader import MeasureJob, measure_jobs, portable
+from experiments.kit.placement_loading import MeasureJob, measure_jobs, portable
 from impls.placement import make_policy
 from impls.placement.hotness import lhop_hotness
 from impls.placement.policies import PlacementProblem

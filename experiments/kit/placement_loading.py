@@ -72,7 +72,7 @@ def measure_jobs(rank, jobs: list[MeasureJob]) -> list[dict]:
 
 
 def _zero_copy_host(rank, spec):
-    from .host_paths import HostZeroCopyGather
+    from impls.gather.host_paths import HostZeroCopyGather
 
     return HostZeroCopyGather(rank, spec)
 
@@ -82,7 +82,7 @@ def measure_placement(rank, job: MeasureJob) -> dict:
     import torch.distributed as dist
 
     from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, reduce_across_ranks
-    from .p2p_shared import SharedMemoryGather
+    from impls.gather.p2p_shared import SharedMemoryGather
     from impls.storage import HostTable
     from impls.core.layout import TableSpec, closed_form_rows
 
