@@ -361,3 +361,15 @@ def test_phases_sum_each_stage_and_sync_then_barrier_before_every_reading():
     bare.start()
     bare.lap("a")
     assert bare.seconds["a"] >= 0.0
+
+
+def test_the_process_start_is_carried_onto_the_host_clock():
+    """A time budget counts from the process's start (the process table keeps it on the wall clock):
+    on the host clock it is no later than now; with an injected clock it is that clock's now."""
+    from harness.timing import clock_is_real, now, process_start
+
+    assert clock_is_real()
+    assert process_start() <= now()
+    with injected_clock(lambda: 5.0):
+        assert not clock_is_real() and process_start() == 5.0
+    assert clock_is_real()
