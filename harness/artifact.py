@@ -66,7 +66,7 @@ class ReportArtifact:
     notes: list[str] = field(default_factory=list)
     figure: "object | None" = None   # matplotlib Figure
     headline: str = ""        # one line for the reports index: paper vs measured
-    status: str = ""          # reproduced | partly | not reproduced | measured (default)
+    status: str = ""          # the verdict of harness/verdicts.py over its claims, or measured (default)
     # every run's rows, where the headline table shows fewer (newest per machine kind): written
     # apart as <name>.history.csv and .md
     history: "object | None" = None

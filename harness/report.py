@@ -304,10 +304,16 @@ def _hardware_of(rows, run_id: str) -> str:
 def render_index(artifacts: dict, out_dir: Path, withdrawn: dict | None = None,
                  left_out: dict | None = None) -> str:
     lines = ["# Reports index", "",
-             "Every experiment the harness knows, with its committed reference runs. Status: "
-             "`reproduced` (the paper's claim holds in our measurement), `partly` (some of it), "
-             "`not reproduced`, `measured` (our own table, or a claim without a number to check), "
-             "`not measured` (every point skipped or failed), `no committed run`. Regenerate with `python -m harness report --all`.", "",
+             "Every experiment the harness knows, with its committed reference runs. Status: the verdict of "
+             "the one rule (harness/verdicts.py; [docs/metrics.md](../docs/metrics.md#verdicts)) over the "
+             "paper's claims the artifact measures, each an effect with its confidence interval and a stated "
+             "tolerance: `reproduced` (every judged claim: the paper's sign, within the tolerance, the interval "
+             "excluding no effect), `partly` (some claims reproduced or only outside the tolerance), "
+             "`not reproduced` (the opposite sign, beyond the noise), `inconclusive (within noise)` (the "
+             "intervals include no effect), `no verdict (...)` (smoke or reduced-fidelity runs, too few points), "
+             "`measured` (no claim to judge), `not measured` (every point skipped or failed), `no committed "
+             "run`. The headline starts with the claims' tally; each claim's line is in the artifact's notes. "
+             "Regenerate with `python -m harness report --all`.", "",
              "A page per paper, each artifact's figure inline: "
              + ", ".join(f"[{paper_title(p)}]({p}/README.md)"
                          for p in sorted({e.paper for e in registry.experiments()})), "",

@@ -15,8 +15,12 @@ kit holds what they all do alike, so that a change of layout happens here once:
   values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's ``history`` (every
   run, where its headline table shows fewer) is written apart from its table;
 - paper tables: :func:`group` (records by cell), :func:`pivot` (rows -> one column per
-  implementation), :func:`ratio`,
-  :func:`span` ("lo-hi"), :func:`verdict` (reproduced / partly / not reproduced);
+  implementation), :func:`ratio`, :func:`span` ("lo-hi");
+- verdicts: every artifact's status comes from the one rule of harness/verdicts.py: the report
+  passes its paper's claims (:class:`Claim`, each an :class:`Estimate` with its interval and a
+  :class:`Band` of tolerance) to :meth:`Report.artifact`, which judges them, states the rule and
+  tolerance in the caption, notes each claim's verdict and leads the headline with the tally;
+  smoke (``--quick``) and reduced-fidelity runs get no verdict (:meth:`Report.unjudgeable`);
 - runs: :func:`run_labels`, :func:`machine_kind`, :func:`newest_per_kind` (the newest run per
   machine kind of every cell), :func:`newest_rows` (the rows of those runs),
   :func:`several_runs_per_kind`, :func:`skip_notes`, :func:`caption_hardware`;
@@ -32,6 +36,8 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
+from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_MEASURED, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE,
+                       TOLERANCE, Band, Claim, Estimate, Verdict, verdict_of)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,14 +161,6 @@ def span(values, fmt: str = ".2f", sep: str = "-") -> str:
     """'lo-hi' of ``values`` in ``fmt``."""
     values = list(values)
     return f"{min(values):{fmt}}{sep}{max(values):{fmt}}"
-
-
-def verdict(flags: Iterable[bool], none: str = "measured") -> str:
-    """reproduced (every claim held), partly (some), not reproduced (none); ``none`` without claims."""
-    flags = list(flags)
-    if not flags:
-        return none
-    return "reproduced" if all(flags) else "partly" if any(flags) else "not reproduced"
 
 
 def group(items: Iterable, key: Callable, sub: Callable | None = None) -> dict:
@@ -323,18 +321,41 @@ class Report:
     def skip_notes(self, rows: "pd.DataFrame | None" = None) -> list[str]:
         return skip_notes(self.rows if rows is None else rows, self.labels)
 
-    def artifact(self, title: str, caption: str, table, figure=None, *, headline: str = "", status: str = "",
-                 skips: "bool | pd.DataFrame" = True, history=None) -> ReportArtifact:
+    def unjudgeable(self) -> dict[str, str]:
+        """run id -> why its numbers get no verdict: a smoke run (``--quick``), or rows measured at
+        reduced fidelity to fit a time budget."""
+        out = {r.run_id: SMOKE for r in self.runs if (r.manifest.get("config") or {}).get("quick")}
+        if "fidelity" in self.rows:
+            for run_id, fidelity in zip(self.rows["run_id"], self.rows["fidelity"]):
+                if isinstance(fidelity, dict) and fidelity.get("level"):
+                    out.setdefault(run_id, REDUCED)
+        return out
+
+    def judge(self, claims: Iterable[Claim]) -> Verdict:
+        """The claims judged by the one rule (harness/verdicts.py), this report's smoke and
+        reduced-fidelity runs getting none."""
+        return verdict_of(claims, self.unjudgeable())
+
+    def artifact(self, title: str, caption: str, table, figure=None, *, headline: str = "",
+                 claims: "Iterable[Claim] | Verdict | None" = None, skips: "bool | pd.DataFrame" = True,
+                 history=None, status: str = "") -> ReportArtifact:
         """The artifact, its notes ending with those of the skipped and failed points among the rows
-        (``skips=True``) or among the given rows; ``history``: every run's table, written apart."""
+        (``skips=True``) or among the given rows; ``history``: every run's table, written apart.
+        ``claims``: the paper's claims this artifact measured: judged here, their rule and
+        tolerance added to the caption, a note per claim first among the notes, the tally leading
+        the headline; the status is their verdict (``measured`` without claims). ``status``: only
+        ``not measured``, for an artifact with no measured row (a verdict comes from claims alone)."""
+        if status and (status != NOT_MEASURED or claims):
+            raise ValueError(f"status {status!r}: an artifact's verdict comes from its claims (harness/verdicts.py)")
         if skips is True or skips is False:
             skips = self.rows if skips else None
-        notes = self.notes + (self.skip_notes(skips) if skips is not None else [])
+        verdict = claims if isinstance(claims, Verdict) else self.judge(claims or ())
+        notes = verdict.notes() + self.notes + (self.skip_notes(skips) if skips is not None else [])
+        if verdict.judgements:
+            caption = f"{caption.rstrip()} {verdict.caption()}"
+            headline = f"{verdict.tally()}: {headline}" if headline else verdict.tally()
         return ReportArtifact(self.exp.artifact, title, caption, table, notes, figure, headline=headline,
-                              status=status, history=history)
-
-
-NOT_MEASURED = "not measured"
+                              status=status or verdict.status, history=history)
 
 
 def unmeasured(exp, rows: "pd.DataFrame", runs: list["RunInfo"]) -> ReportArtifact:

@@ -94,22 +94,23 @@ class Generation(Experiment):
         latest = newest_per_kind(points, {r.run_id: r.hardware for r in rep.runs}, cell=lambda key: key[1:],
                                  run_of=lambda key: key[0])
         records = [generation_row(kind, key[1], key[2], points[key]) for (kind, *_), key in sorted(latest.items())]
-        met, parts = [], []
+        parts = []
         for rec in records:
             target = TARGETS.get((rec["Dataset"], rec["Backend"]))
             if target and rec["Scale"] == 1.0:
                 rss = rec["Peak RSS (GiB)"] or 0
-                met.append(rec["Seconds"] < target[0] and (target[1] is None or rss < target[1]))
+                met = rec["Seconds"] < target[0] and (target[1] is None or rss < target[1])
                 parts.append(f"{rec['Machine']}: {rec['Dataset']} x1.0 on {rec['Backend']} {rec['Seconds']:.1f} s, "
-                             f"{rec['Peak RSS (GiB)']:.2f} GiB RSS (target {rec['Target']})")
+                             f"{rec['Peak RSS (GiB)']:.2f} GiB RSS (target {rec['Target']}: "
+                             f"{'met' if met else 'missed'})")
         shown = {run_id for run_id, *_ in latest.values()}
         caption = rep.caption("Wall seconds to generate a stand-in and write its cache (CSR, labels, splits, "
                               "features), in a fresh process; peak resident memory of that process; each machine's "
-                              "newest run per dataset, scale and backend (every run: generation.history.md).",
+                              "newest run per dataset, scale and backend (every run: generation.history.md). The "
+                              "targets are the harness's own, not a paper's: no verdict.",
                               runs=shown)
         return rep.artifact("Stand-in generation benchmark", caption, pd.DataFrame.from_records(records),
                             headline="; ".join(parts),
-                            status=("reproduced" if met and all(met) else "partly" if any(met) else "measured"),
                             skips=rep.rows[rep.rows["run_id"].isin(shown)], history=history)
 
 

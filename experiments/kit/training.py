@@ -287,7 +287,8 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("dat
             reading: Callable[[dict, str], dict] | None = None) -> list[dict]:
     """One record per trained point (run, world size, implementation and ``key_params``):
     ``{"key": {"run_id", "impl", "world_size", *key_params}, "run_id", "world", "params", "status",
-    "reason", "metrics": {metric: value}, "extra": {metric: extra}, "experiment", "device"}``, and
+    "reason", "metrics": {metric: value}, "extra": {metric: extra}, "stats": {metric: the repeats'
+    stats}, "experiment", "device"}``, and
     ``"fidelity"`` where the point was measured at a reduced budget level (``run --time-budget``).
 
     Rows of the experiment ``prefer`` come first where several experiments trained the same
@@ -315,11 +316,13 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("dat
         rec = records.setdefault(key, {
             "key": {"run_id": r["run_id"], "impl": r["impl"], "world_size": world, **values},
             "run_id": r["run_id"], "world": world, "params": params, "status": r["status"], "reason": None,
-            "metrics": {}, "extra": {}, "experiment": r["experiment"], "device": r.get("device")})
+            "metrics": {}, "extra": {}, "stats": {}, "experiment": r["experiment"], "device": r.get("device")})
         if r["status"] != "ok":
             rec["status"], rec["reason"] = r["status"], r.get("reason")
             continue
         rec["metrics"][r["metric"]] = r["value"]
+        if isinstance(r.get("stats"), dict):
+            rec["stats"][r["metric"]] = r["stats"]
         extra = r.get("extra")
         if isinstance(extra, dict):
             rec["extra"][r["metric"]] = extra

@@ -14,7 +14,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, verdict
+from harness.reportkit import TOLERANCE, Band, Claim, Estimate, Report, figure
 
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
@@ -106,12 +106,12 @@ class Fig7(MGGCNExperiment):
             rep,
             "Epoch time with the graph's own vertex order over epoch time after a random permutation (> 1: "
             "permutation helps), uniform 1D partition, overlap on; each machine's newest run per dataset and GPU "
-            "count. The verdict checks the paper's trend: on every dataset permutation gains more at the most GPUs "
-            "measured than at the fewest.",
+            "count. The claim judged: permutation speeds the epoch up at the most GPUs measured on each dataset (the "
+            "paper's 1.5x is at 8 GPUs).",
             shown, PAPER_HARDWARE_V100)
         return rep.artifact("MG-GCN Fig. 7: effect of permutation", caption, table,
                             improvement_figure(records), headline=improvement_headline(records),
-                            status=verdict(improvement_grows(records), none="measured"),
+                            claims=permutation_claims(shown),
                             skips=self.shown_skips(rep, shown), history=history)
 
 
@@ -136,16 +136,27 @@ def permutation_row(grp) -> dict:
             "paper improvement": PAPER_IMPROVEMENT.get((ds, gpus))}
 
 
-def improvement_grows(records) -> list[bool]:
-    """Per machine and dataset measured at two GPU counts or more: does permutation gain more at the
-    most GPUs than at the fewest (the paper: slightly slower with few GPUs, 1.5x with 8)?"""
-    flags = []
-    for key in dict.fromkeys((r["Machine"], r["dataset"]) for r in records if r.get("Machine")):
-        mine = sorted((r["#G"], r["improvement (orig/perm)"]) for r in records
-                      if (r.get("Machine"), r["dataset"]) == key and r["improvement (orig/perm)"])
-        if len(mine) > 1:
-            flags.append(mine[-1][1] > mine[0][1])
-    return flags
+def permutation_claims(shown) -> list[Claim]:
+    """Per machine and dataset the paper names (PRODUCTS, REDDIT): epoch time original / permuted at the
+    most GPUs measured, within 1.5x of the paper's 1.5x at 8 GPUs, or of its sign at fewer."""
+    out = []
+    epochs = shown[shown["metric"] == "epoch_time"]
+    for (machine, ds), grp in epochs.groupby(["machine", "p_dataset"], sort=False):
+        if ds not in {d for d, _ in PAPER_IMPROVEMENT}:
+            continue
+        gpus = int(grp["p_gpus"].astype(int).max())
+        at = grp[grp["p_gpus"].astype(int) == gpus]
+        orig, perm = (at[at["p_permute"] == flag] for flag in (False, True))
+        if orig.empty or perm.empty:
+            continue
+        a, b = (Estimate.from_stats(x["stats"].iloc[0], "epochs") for x in (orig, perm))
+        paper = PAPER_IMPROVEMENT.get((ds, gpus))
+        band = Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0, text=f"faster with the permutation (the paper's "
+                                                                             f"1.5x is at 8 GPUs, not measured here)")
+        out.append(Claim(f"{machine} {dataset_label(ds)}, {gpus} GPUs: epoch time original / permuted",
+                         a.ratio(b) if a is not None and b is not None else None, band,
+                         "1.5x at 8 GPUs", runs=tuple(sorted(set(at["run_id"])))))
+    return out
 
 
 def improvement_headline(records) -> str:

@@ -221,7 +221,8 @@ class LossExperiment(Experiment):
             f"{self.artifact}.history.md." + (f" Note: {SMOKE_NOTE}." if shown.smoke else "")
             + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs))
         fig = self._figure(shown) if records else None
-        return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history)
+        return rep.artifact(self.title, caption, table, fig, headline=headline, skips=shown.rows, history=history,
+                            claims=_las_claims(shown))
 
     def _figure(self, shown):
         """The paper's layout: one panel per GPU configuration, a loss curve per method (one row of
@@ -295,6 +296,37 @@ def _loss_records(ok, label, column: str) -> list[dict]:
                         else None,
                         "Test acc": float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None})
     return records
+
+
+LAS_SAME = 0.05          # "the two lines almost overlap": the final losses within 5% of each other
+LAST_EPOCHS = 3          # the epochs a final loss is averaged over (their spread its interval)
+
+
+def _las_claims(shown) -> list:
+    """Per machine kind and configuration that trained Our both ways: the final loss with LAS over
+    without within LAS_SAME of 1 (the paper: the two curves almost overlap), each final loss the mean
+    of the last LAST_EPOCHS epochs with its t interval."""
+    from harness.reportkit import Band, Claim, Estimate
+
+    ok = shown.rows[(shown.rows["status"] == "ok") & (shown.rows["metric"] == "train_loss")] \
+        if not shown.rows.empty else shown.rows
+    if ok.empty or "p_loss_per_epoch" not in ok:
+        return []
+    finals = {}
+    for _, r in ok[ok["impl"] == "clique_opt"].iterrows():
+        losses = r["p_loss_per_epoch"] if isinstance(r["p_loss_per_epoch"], (list, tuple)) else []
+        if losses:
+            finals[(shown.kind(r["run_id"]), r["p_topology"], bool(r["p_las"]))] = (
+                Estimate.from_samples(losses[-LAST_EPOCHS:], "last epochs"), r["run_id"])
+    out = []
+    for (kind, topology, las), (with_las, run_a) in sorted(finals.items()):
+        if not las or (kind, topology, False) not in finals:
+            continue
+        without, run_b = finals[(kind, topology, False)]
+        out.append(Claim(f"[{kind}] {topology}: final loss with LAS / without",
+                         with_las.ratio(without) if with_las.value > 0 and without.value > 0 else None,
+                         Band.around(1.0, LAS_SAME), "almost the same", null=None, runs=tuple(sorted({run_a, run_b}))))
+    return out
 
 
 def _las_changes(records) -> list[tuple]:

@@ -6,6 +6,10 @@
   stays in the artifact's history (:func:`history`), with the options it differed by
   (:func:`variant`).
 - Which machine a one-machine figure draws (:func:`figure_machine`: the most GPUs).
+- What a measurement's interval is (:class:`Intervals`): the repeats' t interval where a point
+  repeated its epochs; where it measured one epoch, the spread over runs of the same point at the
+  same settings on the same machine kind, pooled over the points measured more than once: an upper
+  bound on the noise, since runs of different commits also differ by the code's changes.
 - How a bar says what it is (:func:`bar`, :func:`legend`): a system's palette colour, filled where
   measured, hatched where extrapolated from a capped epoch or only an upper bound, hollow with a
   dashed edge for the paper's value (labelled with the paper's hardware; the paper's WholeGraph
@@ -16,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-from harness.reportkit import PALETTE, finite, machine_kind, newest_per_kind
+from harness.reportkit import PALETTE, TOLERANCE, Band, Claim, Estimate, finite, machine_kind, newest_per_kind
+from harness.verdicts import Noise
 
 from .training import HOST_PIPELINES, MODEL_NAMES, SHORT, TABLE5
 
@@ -77,6 +82,49 @@ def shown_records(records: list[dict], labels: dict, cell=lambda r: ()) -> tuple
     newest = newest_per_kind(at_paper or records, labels, lambda r: (*cell(r), r["key"]["impl"]),
                              lambda r: r["key"]["run_id"])
     return list(newest.values()), bool(at_paper)
+
+
+class Intervals:
+    """The interval of a record's metric (module doc): its repeats' t interval, or for one repeat the
+    run-to-run spread of that metric pooled over every point of ``records`` measured in several runs
+    at the same settings on the same machine kind."""
+
+    def __init__(self, records: list[dict], labels: dict):
+        self.records, self.labels, self._noise = records, labels, {}
+
+    def noise(self, metric: str) -> Noise | None:
+        if metric not in self._noise:
+            groups: dict = {}
+            for r in self.records:
+                v = r["metrics"].get(metric)
+                if r["status"] == "ok" and finite(v) and v > 0:
+                    key = (kind_of(r, self.labels), r["world"], r["key"]["impl"],
+                           tuple(sorted((k, str(x)) for k, x in r["params"].items())))
+                    groups.setdefault(key, []).append(v)
+            self._noise[metric] = Noise.pooled(groups.values(), f"the {metric.replace('_', ' ')} of a point "
+                                                                "(code changes between runs included)")
+        return self._noise[metric]
+
+    def of(self, rec: dict | None, metric: str) -> Estimate | None:
+        if rec is None or rec["status"] != "ok" or not finite(v := rec["metrics"].get(metric)):
+            return None
+        est = Estimate.from_stats(rec.get("stats", {}).get(metric), "epochs")
+        if (est is None or est.n < 2) and v > 0 and (noise := self.noise(metric)) is not None:
+            return Estimate.with_noise(v, noise)
+        return est
+
+
+def speedup_claim(what: str, slow: dict | None, fast: dict | None, intervals: Intervals, paper: float | None,
+                  metric: str = "epoch_time", band: Band | None = None) -> Claim:
+    """``fast`` beats ``slow`` in ``metric``: slow / fast, within the kit's tolerance of the paper's
+    ratio (None: its sign only) or in ``band``; no verdict where either epoch is only an upper bound."""
+    a, b = intervals.of(slow, metric), intervals.of(fast, metric)
+    effect = a.ratio(b) if a is not None and b is not None and a.value > 0 and b.value > 0 else None
+    bound = [SYSTEMS.get(r["key"]["impl"], r["key"]["impl"]) for r in (slow, fast) if partial_wave(r)]
+    band = band or (Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0))
+    return Claim(what, effect, band, f"{paper:.3g}x" if paper else "faster",
+                 runs=tuple(sorted({r["key"]["run_id"] for r in (slow, fast) if r is not None})),
+                 withheld=f"{', '.join(bound)}: epoch capped below whole loader waves (an upper bound)" if bound else "")
 
 
 def gpus_of(kind: str) -> int:

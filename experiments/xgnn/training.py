@@ -525,6 +525,27 @@ def cell(rec, metric: str):
     return "x" if rec["status"] == "skipped" else "error"
 
 
+def estimate(rec, metric: str, what: str = "epochs"):
+    """A record's metric as the mean of its repeats with its t interval (harness/verdicts.py), or None."""
+    from harness.verdicts import Estimate
+
+    if rec is None or rec["status"] != "ok":
+        return None
+    return Estimate.from_stats(rec.get("stats", {}).get(metric), what)
+
+
+def speedup_claim(what: str, slow, fast, metric: str, paper: float | None, band=None):
+    """The claim that ``fast`` beats ``slow`` in ``metric`` (a time): slow / fast, judged within the
+    kit's TOLERANCE of the paper's ratio (``paper``; None: its sign only) or in ``band``."""
+    from harness.verdicts import TOLERANCE, Band, Claim
+
+    a, b = estimate(slow, metric), estimate(fast, metric)
+    band = band or (Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0))
+    runs = tuple(sorted({r["run_id"] for r in (slow, fast) if r is not None}))
+    effect = a.ratio(b) if a is not None and b is not None and a.value > 0 and b.value > 0 else None
+    return Claim(what, effect, band, f"{paper:.3g}x" if paper else "faster", runs=runs)
+
+
 def datasets_caption(records) -> str:
     seen = {}
     for rec in sorted(records, key=lambda r: r["status"] != "ok"):      # trained points first

@@ -51,10 +51,23 @@ def format_like(value: float, printed: str, kind: str) -> str:
     return f"{value / scale:.{digits}f}{space}{unit}"
 
 
-def printed_matches(printed: str, value: float, kind: str) -> bool:
-    """True when ``value`` rounds or truncates to the printed cell (within one last-digit unit)."""
-    shown, step = parse_cell(printed, kind)
-    return abs(value - shown) <= step * (1 + 1e-9)
+def printed_matches(printed: str, value: float, kind: str, rules: tuple[str, ...] = ("round",)) -> bool:
+    """True when ``value`` written at the printed cell's digits by one of the paper's ``rules``
+    (``round``: half up; ``truncate``: toward zero) is exactly the printed number."""
+    from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+
+    m = _CELL.match(printed)
+    if not m:
+        raise ValueError(f"not a number: {printed!r}")
+    number, decimals, _, unit = m.groups()
+    scale = _BYTES[unit.upper()] if kind.endswith("_bytes") else _SUFFIX[unit.upper()]
+    digits = Decimal(1).scaleb(-len(decimals)) if decimals else Decimal(1)
+    exact = Decimal(repr(float(value))) / Decimal(repr(scale))
+    modes = {"round": ROUND_HALF_UP, "truncate": ROUND_DOWN}
+    unknown = set(rules) - set(modes)
+    if unknown:
+        raise ValueError(f"unknown printing rule(s) {sorted(unknown)} (round, truncate)")
+    return any(exact.quantize(digits, rounding=modes[rule]) == Decimal(number) for rule in rules)
 
 
 def edges_for_basis(spec: DatasetSpec, basis: str) -> int:
@@ -193,8 +206,7 @@ def compare_table(table_id: str, data_root: str | Path | None = None,
             cell = printed[name]
             agrees = None
             if value is not None and _CELL.match(cell):
-                agrees = (round(value) == int(float(cell)) if kind == "avg_degree"
-                          else printed_matches(cell, value, kind))
+                agrees = printed_matches(cell, value, kind, table.printed)
             entry = {"table": table_id, "dataset": spec.name, "row": printed[table.column_names[0]],
                      "column": name, "paper": cell, "registry": rendered[name],
                      "registry_value": value, "matches": agrees, "note": row.get("note", "")}

@@ -155,6 +155,7 @@ class TableSpec:
     location: str
     columns: tuple[dict[str, Any], ...]
     rows: tuple[dict[str, Any], ...]
+    printed: tuple[str, ...] = ("round",)    # how the paper wrote its numbers: round and/or truncate
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -295,4 +296,5 @@ def table_spec(table_id: str) -> TableSpec:
     raw = tables[table_id]
     return TableSpec(table_id=table_id, paper=raw["paper"], label=raw["label"],
                      caption=raw["caption"], location=raw["location"],
-                     columns=tuple(raw["columns"]), rows=tuple(raw["rows"]))
+                     columns=tuple(raw["columns"]), rows=tuple(raw["rows"]),
+                     printed=tuple(raw.get("printed", ("round",))))

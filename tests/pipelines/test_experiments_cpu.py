@@ -122,6 +122,12 @@ def test_fig9_alone_trains_its_own_points(tmp_path, data_root):
 
 # ----------------------------------------------------------------------------- derived reports from stored rows
 
+def utilization_summary(mean: float) -> dict:
+    """A trace's summary around ``mean``: a busy GPU idles never, a starved one a third of the time."""
+    return {"mean": mean, "p10": max(mean - 3, 0.0), "p50": mean, "p90": min(mean + 3, 100.0),
+            "share_ge_90": 1.0 if mean >= 93 else 0.0, "share_zero": 0.0 if mean >= 50 else 0.3}
+
+
 def _training_rows(experiment: str, impl: str, backend: str, model: str, epoch: float, *, device="cuda",
                    util: float = 93.0):
     params = {"dataset": "ogbn-papers100M", "scale": 0.04, "model": model, "backend": backend, "layers": 3,
@@ -139,9 +145,8 @@ def _training_rows(experiment: str, impl: str, backend: str, model: str, epoch: 
                      ("training", 5.0), ("total", 5.69)):
         out.append(mk(f"memory_{cat}", gib, "GiB"))
     util_row = mk("utilization", util, "%")
-    util_row["extra"] = {"utilization": {"kind": "gpu_nvml", "mean": util, "p10": 80.0, "p50": 95.0, "p90": 99.0,
-                                     "share_ge_90": 0.8, "share_zero": 0.0, "samples": 300, "interval_ms": 20,
-                                     "trace_s": [0.02, 0.04], "trace": [90.0, 96.0]}}
+    util_row["extra"] = {"utilization": {"kind": "gpu_nvml", **utilization_summary(util), "samples": 300,
+                                         "interval_ms": 20, "trace_s": [0.02, 0.04], "trace": [90.0, 96.0]}}
     return out + [util_row]
 
 
@@ -168,7 +173,11 @@ def test_stored_table5_rows_regenerate_every_view(tmp_path):
     assert "gpu_nvml" in fig12 and "93" in fig12
     table4 = (tmp_path / "rep" / "wholegraph" / "table4.md").read_text()
     assert "Node Feature" in table4 and "0.53" in table4
-    assert artifacts["wholegraph.table5"][0].status == "reproduced"      # 40x faster than PyG everywhere
+    # 40x faster than PyG everywhere: within 1.5x of the paper's 52.5x on GraphSAGE, not of its 62.9x on GCN
+    table5_art = artifacts["wholegraph.table5"][0]
+    assert table5_art.status == "partly" and table5_art.headline.startswith("1 of 2 claims reproduced, 1 partly")
+    assert any("papers100M GCN: PyG / ours epoch: 40x" in n and "not within 1.5x of the paper's 62.9x" in n
+               for n in table5_art.notes)
     assert artifacts["wholegraph.fig12"][0].status == "reproduced"
     report_all(tmp_path / "results", tmp_path / "rep3")
     index = (tmp_path / "rep3" / "README.md").read_text()
@@ -201,7 +210,7 @@ def test_table5_merges_each_cells_latest_paper_setting_runs_and_judges_on_them(t
     assert set(art.history["Machine"]) == {"4xH200 #0001", "4xH200 #0002", "4xH200 #0003"}
     assert art.history[art.history["Machine"] == "4xH200 #0003"].iloc[0]["options"] == "layer_impl=segment"
     assert "4xH200 papers100M GraphSAGE: pyg_host #0001, wholegraph #0002 (ratios across runs)" in art.notes
-    assert art.headline.startswith("ours vs PyG 40.0x-40.0x")                      # neither 10x nor 400x
+    assert art.headline.startswith("1 of 1 claim reproduced: ours vs PyG 40.0x-40.0x")   # neither 10x nor 400x
     assert "0003" not in art.caption and "0002_h200x4_ours" in art.caption        # the runs shown, not every run
 
 
@@ -284,7 +293,7 @@ def test_fig12_judges_the_latest_long_enough_window(tmp_path):
         for r in dataset_rows:
             if r["metric"] == "utilization":
                 r["value"] = run_util
-                r["extra"]["utilization"].update(mean=run_util, samples=samples)
+                r["extra"]["utilization"].update(**utilization_summary(run_util), samples=samples)
         return dataset_rows
 
     first = write_run(tmp_path / "results", "0001_h200x4_wholegraph.table5", {**H200_MANIFEST, "hardware": "4xH200"},
@@ -305,7 +314,7 @@ def test_fig12_judges_the_latest_long_enough_window(tmp_path):
     assert re.search(r"\|\s+60\s+\|", history) and re.search(r"\|\s+97\s+\|", history)
     artifacts = {}
     report_runs([first], tmp_path / "rep1", artifacts=artifacts)
-    assert artifacts["wholegraph.fig12"][0].status == "partly"
+    assert artifacts["wholegraph.fig12"][0].status == "not reproduced"          # busy 57-63% of the time, not 95%
 
 
 def test_table3_spread_leaves_out_capped_pipelines():
@@ -414,7 +423,9 @@ def test_table5_figure_draws_capped_bounds_and_the_paper_apart(tmp_path):
             "upper bound (capped below whole loader waves)"} <= set(legend)
     row = art.table[art.table["Machine"] == "4xH200"].iloc[0]
     assert row["capped"] == "PyG 12/97 (upper bound), DGL 16/97"
-    assert art.headline.startswith("ours vs PyG at most 40.0x-40.0x") and "vs DGL 20.0x-20.0x" in art.headline
+    # the bound cell gets no verdict; DGL's capped but whole-wave cell is judged
+    assert art.headline.startswith("1 of 2 claims partly, 1 no verdict: ours vs PyG at most 40.0x-40.0x")
+    assert "vs DGL 20.0x-20.0x" in art.headline
     # a toy run is not the paper's workload: no paper bars beside it
     cpu_rows = _training_rows("wholegraph.table5", "wholegraph", "native", "sage", 1.0, device="cpu")
     cpu = write_run(tmp_path / "results", "0002_cpu_t5", CPU_MANIFEST, cpu_rows)
@@ -486,7 +497,8 @@ def test_every_view_of_a_gpu_run_passes_figlint(tmp_path):
     gcn_top = max(p.get_y() + p.get_height() for p in pyg.patches if abs(p.get_x() + p.get_width() / 2) < 1e-9)
     assert gcn_top == pytest.approx(synced.iloc[0])
     table4 = artifacts["wholegraph.table4"][0]
-    assert table4.status == "reproduced" and "stores per GPU 1.00-1.01x" in table4.headline   # 0.13 GiB x 4 GPUs
+    # the stores' share per GPU is theirs by construction: no claim, no left panel of ratios of 1
+    assert table4.status == "measured" and "no claim judged" in table4.headline and len(table4.figure.axes) == 1
 
 
 def test_table5_names_dgl_layers_once_where_log_lines_differ_by_clock_time_alone():

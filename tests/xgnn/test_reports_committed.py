@@ -49,7 +49,9 @@ def test_table5_and_fig10_judge_each_combination_on_its_latest_run(tmp_path):
     report_runs([RESULTS / r for r in ("0048_h200x4_xgnn.table5", "0095_h200x4_xgnn.table5-fused-tiers")],
                 tmp_path / "t5", only=["xgnn.table5"], artifacts=artifacts)
     art = artifacts["xgnn.table5"][0]
-    assert art.headline.startswith("4xH200: WholeGraph / XGNN E2E 0.91-1.01x (paper 1.9-3.5x)")
+    assert art.headline.startswith("2 of 6 claims reproduced, 1 partly, 3 inconclusive (within noise): 4xH200: "
+                                   "WholeGraph / XGNN E2E 0.91-1.01x (paper 1.9-3.5x)")
+    assert art.status == "partly"             # the memory claims hold; the E2E gains are within the noise
     assert "Every run: WholeGraph / XGNN E2E 0.80-1.01x over 6 run-combinations" in art.notes
     assert set(art.table["Source"]) == {"4xH200", "paper (8x A100)"}
     assert "0095_h200x4" in art.caption and "0048_h200x4" not in art.caption          # the runs shown
@@ -59,10 +61,13 @@ def test_table5_and_fig10_judge_each_combination_on_its_latest_run(tmp_path):
     assert "| 4xH200 #0048 |" in history and "| 4xH200 #0095 |" in history          # both runs listed
     headline = _headline(tmp_path / "f10", "xgnn.fig10", "0062_h200x4_xgnn.fig10-x2-synced3",
                          "0093_h200x4_xgnn.fig10-uk-synced9")
-    # GCN+TW, GCN+PA, GSG+CF from 0062 and GSG+UK from 0093: 4 steps each
-    assert headline.startswith("4xH200: step gains with the paper's sign in 15/16")
+    # GCN+TW, GCN+PA, GSG+CF from 0062 and GSG+UK from 0093, every step of a combination from one run;
+    # gains such as +MSF's 1.3-1.4x lie inside the launch-to-launch noise of +OGA and +PSA (the same work)
+    assert headline.startswith("4 of 12 claims reproduced, 3 partly, 5 inconclusive (within noise): 4xH200:")
+    assert "+PSA not judged" in headline
     md = (tmp_path / "f10" / "xgnn" / "fig10.md").read_text()
     assert md.count("| GSG+UK     | 4xH200 #0093 |") == 5 and "| GSG+UK     | 4xH200 #0062 |" not in md
+    assert md.count("| GCN+TW     | 4xH200 #0062 |") == 5
 
 
 def test_table4_over_budget_runs_summarized_and_pinsage_gain_explained(tmp_path):
@@ -97,7 +102,8 @@ def test_table1_and_fig15_read_stored_dgl_rows_as_the_reimplemented_policy(tmp_p
     assert "| DGL policy (re-impl.) | 0.194     | 0.0707    | 2.95 " in md
     assert "DGL policy (re-impl.) / XGNN epoch time 2.77x (paper, 1 GPU(s): 3.21x)" in md
     assert _headline(tmp_path / "h1", "xgnn.table1", "0051_h200x4_xgnn.table1") == \
-        "4xH200: XGNN faster than the others in 4/5 cells (0.70-2.77x; paper 1.6-7.9x)"
+        ("1 of 5 claims reproduced, 1 partly, 3 inconclusive (within noise): 4xH200: XGNN faster than the others in "
+         "4/5 cells (0.70-2.77x; paper 1.6-7.9x)")
     _md(tmp_path / "f15", "fig15", "0069_h200x4_xgnn.fig15b-120-epochs")
     import pandas as pd
 
