@@ -18,7 +18,7 @@ topology (rank g = GPU g). For each :class:`MeasureJob`:
      larger part), each row read from where dev_num says, straight into the batch's order;
    - ``gather="split"`` (and every CPU run): one ``p2p_shared`` gather over the store rows, one
      host gather, and both scattered into the batch's order.
-   Each step is barrier-bracketed and timed by CUDA events (GPU) or ``perf_counter`` (CPU); ranks
+   Each step is barrier-bracketed and timed by CUDA events (GPU) or the host clock (CPU); ranks
    past their last batch time an empty step.
 3. The first ``check_batches`` batches are compared with the features of their node ids
    (closed form, ``impls.core.layout.closed_form_rows``); a mismatch on any rank fails the
