@@ -11,7 +11,7 @@ fails on a clock or CUDA timing event read anywhere else.
   device synchronization), optionally flushing the L2 (:class:`CacheFlush`) before each, and
   summarize with the median and its quantiles (:class:`Stats`); across ranks, barriers around
   every iteration, an iteration's time its slowest rank's, and the spread of the ranks' medians
-  (:class:`RankSpread`). Counts are minimums; time budgets (:class:`Budget`, in milliseconds, as
+  (:class:`RankSpread`). Counts are minimums; time budgets (:class:`RepeatBudget`, in milliseconds, as
   in Triton's ``do_bench``) add warm-ups and repeats where one iteration is short.
 - :class:`DeviceClock`, :class:`Laps`, :class:`Spans`: timestamps on the device that does the
   work, read once it is done (the steps of a gather, the operations of an epoch).
@@ -276,7 +276,7 @@ REPEAT_MS = 100.0
 
 
 @dataclass(frozen=True)
-class Budget:
+class RepeatBudget:
     """How long a measurement warms up and repeats: counts that are minimums, and time budgets in
     milliseconds on top of them (0: none), each bounded by a maximum count.
 
@@ -302,7 +302,7 @@ class Budget:
 
     @classmethod
     def for_run(cls, cfg, warmup: tuple[int, int] = (3, 1), repeats: tuple[int, int] = (10, 3),
-                warmup_ms: float = WARMUP_MS, repeat_ms: float = REPEAT_MS) -> "Budget":
+                warmup_ms: float = WARMUP_MS, repeat_ms: float = REPEAT_MS) -> "RepeatBudget":
         """A run's budget: the counts (default, ``--quick``) unless ``--warmup`` / ``--repeats``
         set them, and the time budgets on GPUs, except where the run set the count itself
         (``--repeats 3`` is 3 repeats, as is a ``--time-budget`` run's cheaper level) or is
@@ -335,9 +335,9 @@ class Budget:
         return {"warmup_ms": self.warmup_ms, "repeat_ms": self.repeat_ms} if self.timed else {}
 
 
-def _budget(budget: Budget | None, warmup: int, repeats: int, warmup_ms: float, repeat_ms: float,
-            max_warmup: int, max_repeats: int) -> Budget:
-    return budget or Budget(warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
+def _budget(budget: RepeatBudget | None, warmup: int, repeats: int, warmup_ms: float, repeat_ms: float,
+            max_warmup: int, max_repeats: int) -> RepeatBudget:
+    return budget or RepeatBudget(warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
 
 
 def _iterate(fn, timer, setup, flush, before=None) -> float:
@@ -353,13 +353,13 @@ def _iterate(fn, timer, setup, flush, before=None) -> float:
 def measure(fn: Callable[[], object], *, timer=None, warmup: int = 3, repeats: int = 10,
             setup: Callable[[], object] | None = None, flush: Callable[[], object] | None = None,
             warmup_ms: float = 0.0, repeat_ms: float = 0.0, max_warmup: int = 1000,
-            max_repeats: int = 1000, budget: Budget | None = None) -> Stats:
+            max_repeats: int = 1000, budget: RepeatBudget | None = None) -> Stats:
     """Time ``fn`` and summarize in seconds.
 
     ``setup`` runs before every iteration outside the timed region (re-initializing
     state such as migrated pages); ``flush`` likewise (e.g. an L2 flush). ``warmup`` and
     ``repeats`` are counts at least; ``warmup_ms`` / ``repeat_ms`` time budgets on top, bounded by
-    ``max_warmup`` / ``max_repeats`` (:class:`Budget`, which ``budget`` passes whole).
+    ``max_warmup`` / ``max_repeats`` (:class:`RepeatBudget`, which ``budget`` passes whole).
     """
     plan = _budget(budget, warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
     timer = timer or CpuTimer()
@@ -405,7 +405,7 @@ def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3,
                        setup: Callable[[], object] | None = None, group=None,
                        flush: Callable[[], object] | None = None, warmup_ms: float = 0.0,
                        repeat_ms: float = 0.0, max_warmup: int = 1000, max_repeats: int = 1000,
-                       budget: Budget | None = None) -> tuple[Stats, RankSpread]:
+                       budget: RepeatBudget | None = None) -> tuple[Stats, RankSpread]:
     """Time a region that every rank runs together.
 
     ``setup`` and ``flush`` run before every iteration, outside the timed region (as in

@@ -197,7 +197,7 @@ BUDGET = dict(warmup=2, repeats=3, warmup_ms=156.25, repeat_ms=390.625)
 
 def collective_timing_under_a_budget(ctx):
     """Every rank runs as many warm-ups and repeats as the slowest rank's estimate gives."""
-    from harness.timing import Budget, measure_collective
+    from harness.timing import RepeatBudget, measure_collective
 
     calls = []
 
@@ -206,7 +206,7 @@ def collective_timing_under_a_budget(ctx):
             fn()
             return BUDGET_SECONDS[ctx.rank]
 
-    stats, _ = measure_collective(lambda: calls.append(1), timer=Fixed(), budget=Budget(**BUDGET))
+    stats, _ = measure_collective(lambda: calls.append(1), timer=Fixed(), budget=RepeatBudget(**BUDGET))
     return {"calls": len(calls), "repeats": stats.repeats, "median": stats.median}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.launcher import launch
-from harness.timing import Budget, CpuTimer, DeviceClock, Laps, Phases, RankSpread, Spans, Stats, \
+from harness.timing import CpuTimer, DeviceClock, Laps, Phases, RankSpread, RepeatBudget, Spans, Stats, \
     injected_clock, measure, measure_collective, quantile, reduce_across_ranks
 
 from . import launch_targets
@@ -186,19 +186,19 @@ def test_a_budget_runs_one_warm_up_to_estimate_and_estimates_from_the_median():
 def test_budget_for_a_run_keeps_the_counts_as_its_floor_and_budgets_only_full_gpu_runs():
     from harness.config import RunConfig
 
-    full = Budget.for_run(RunConfig(device="cuda"), warmup=(3, 1), repeats=(20, 5))
+    full = RepeatBudget.for_run(RunConfig(device="cuda"), warmup=(3, 1), repeats=(20, 5))
     assert (full.warmup, full.repeats, full.warmup_ms, full.repeat_ms) == (3, 20, 25.0, 100.0)
     assert full.extra() == {"warmup_ms": 25.0, "repeat_ms": 100.0}
-    quick = Budget.for_run(RunConfig(device="cuda", quick=True), warmup=(3, 1), repeats=(20, 5))
+    quick = RepeatBudget.for_run(RunConfig(device="cuda", quick=True), warmup=(3, 1), repeats=(20, 5))
     assert (quick.warmup, quick.repeats, quick.timed) == (1, 5, False) and quick.extra() == {}
-    cpu = Budget.for_run(RunConfig(device="cpu"), warmup=(3, 1), repeats=(20, 5))
+    cpu = RepeatBudget.for_run(RunConfig(device="cpu"), warmup=(3, 1), repeats=(20, 5))
     assert (cpu.warmup, cpu.repeats, cpu.timed) == (3, 20, False)
-    asked = Budget.for_run(RunConfig(device="cuda", repeats=2), warmup=(3, 1), repeats=(20, 5))
+    asked = RepeatBudget.for_run(RunConfig(device="cuda", repeats=2), warmup=(3, 1), repeats=(20, 5))
     assert (asked.repeats, asked.repeat_ms, asked.warmup_ms) == (2, 0.0, 25.0)    # --repeats 2 is 2 repeats
     with pytest.raises(ValueError, match="repeats"):
-        Budget(repeats=0)
+        RepeatBudget(repeats=0)
     with pytest.raises(ValueError, match="budgets"):
-        Budget(repeat_ms=-1.0)
+        RepeatBudget(repeat_ms=-1.0)
 
 
 def test_measure_rejects_bad_counts():

@@ -19,7 +19,7 @@ import torch
 from harness import datasets, registry
 from harness.errors import HarnessError
 from harness.ranks import load_on_ranks
-from harness.timing import Budget, measure_collective, timer_for
+from harness.timing import RepeatBudget, measure_collective, timer_for
 
 UNIFORM_PREFIX = "uniform:"
 
@@ -166,7 +166,7 @@ class Feed:
         self.results.append(self.fn(self._next))
 
 
-def timed(fn_of_input, inputs: Iterator, ctx, budget: Budget, on_gpu: bool = True, flush=None):
+def timed(fn_of_input, inputs: Iterator, ctx, budget: RepeatBudget, on_gpu: bool = True, flush=None):
     """Stats of fn over fresh inputs, one per call (barrier per iteration; ``flush`` before each,
     untimed; warm-ups and repeats as ``budget`` says), the per-iteration results of the timed
     iterations (in order) and the number of inputs the calls took."""

@@ -28,7 +28,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (PAPER_STYLE, Band, Claim, Estimate, Report, colour, figure, finish, machine_kind, newest_rows, ratio,
                                several_runs_per_kind, span)
-from harness.timing import Budget, CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 from impls.sampling.minibatch import sample_blocks
 
@@ -130,7 +130,7 @@ class Fig10(Experiment):
                 for ids in id_lists:
                     gatherer.gather(ids, check=False)
 
-            budget = Budget.for_run(cfg, warmup=(2, 1), repeats=(10, 3))
+            budget = RepeatBudget.for_run(cfg, warmup=(2, 1), repeats=(10, 3))
             stats, _ = measure_collective(all_batches, timer=timer, budget=budget)
             alltoall_ms = None
             if hasattr(gatherer, "profile"):

@@ -15,13 +15,13 @@ from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
 from harness.ranks import agree
-from harness.timing import Budget, CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CacheFlush, CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
 
 
-def measure_gather(point, cfg, rank, budget: Budget, link_counters: bool = False) -> list[Measurement]:
+def measure_gather(point, cfg, rank, budget: RepeatBudget, link_counters: bool = False) -> list[Measurement]:
     """The point's rows, timed as ``budget`` says (warm-ups and repeats: counts at least, time
     budgets on top). ``link_counters``: on GPUs, also run the point back to back for half a second
     with NVML's NVLink counters read around it (payload vs protocol bytes on the links;

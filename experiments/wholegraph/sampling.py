@@ -22,7 +22,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
-from harness.timing import Budget, Stats
+from harness.timing import RepeatBudget, Stats
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, sampling_datasets, short_name
@@ -306,7 +306,7 @@ class SamplingTable(Experiment):
         graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         host = point.impl in ("pyg", "dgl")
-        budget = Budget.for_run(cfg, warmup=(1, 1) if host else (3, 1), repeats=(5, 2) if host else (10, 3))
+        budget = RepeatBudget.for_run(cfg, warmup=(1, 1) if host else (3, 1), repeats=(5, 2) if host else (10, 3))
         if p["kind"] == "loader":
             if point.impl not in LOADERS:
                 raise SkipPoint("the loader points are PyG's NeighborLoader and DGL's DataLoader")

@@ -16,7 +16,7 @@ from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, colour, figure, finish, machine_kind, newest_rows, several_runs_per_kind
-from harness.timing import Budget, CacheFlush
+from harness.timing import CacheFlush, RepeatBudget
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
@@ -120,7 +120,7 @@ class UniqueTable(Experiment):
             flush()
             targets.max(), neighbors.max()
 
-        budget = Budget.for_run(cfg, warmup=(5, 2), repeats=(30, 5))
+        budget = RepeatBudget.for_run(cfg, warmup=(5, 2), repeats=(30, 5))
         stats, _, _, _ = timed(fn, itertools.repeat(None), rank, budget, flush=flush_and_read_inputs)
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
                  "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra(), **budget.extra()}

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from harness.timing import Budget, TorchCudaTimer, measure, measure_collective
+from harness.timing import RepeatBudget, TorchCudaTimer, measure, measure_collective
 
 
 def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,7 +24,7 @@ def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
     return src, torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", 1))
 
 
-def peer_copy_seconds(rank, nbytes: int, budget: Budget):
+def peer_copy_seconds(rank, nbytes: int, budget: RepeatBudget):
     """Rank 0 copies ``nbytes`` from its GPU to GPU 1 (cudaMemcpyPeerAsync through torch);
     the other ranks wait. Returns Stats (seconds) on rank 0, None elsewhere."""
     stats = None
@@ -40,7 +40,7 @@ def peer_copy_seconds(rank, nbytes: int, budget: Budget):
     return stats
 
 
-def alltoall_seconds(rank, nbytes_per_rank: int, budget: Budget):
+def alltoall_seconds(rank, nbytes_per_rank: int, budget: RepeatBudget):
     """Raw all_to_all_single of ``nbytes_per_rank`` per rank: NCCL's own ceiling.
 
     Each rank sends ``nbytes_per_rank`` split as evenly as bytes allow; where the ranks do not
@@ -66,7 +66,7 @@ def alltoall_seconds(rank, nbytes_per_rank: int, budget: Budget):
     return stats
 
 
-def copy_all(rank, nbytes_per_peer: int, direction: str, budget: Budget, link_counters: bool = False):
+def copy_all(rank, nbytes_per_peer: int, direction: str, budget: RepeatBudget, link_counters: bool = False):
     """Every rank moves ``nbytes_per_peer`` to (push) or from (pull) each peer at once through the
     copy engines. Returns (Stats in seconds, NVLink traffic of this rank's device or None); the
     bytes a rank receives per call are (world - 1) x ``nbytes_per_peer``."""

@@ -1,6 +1,6 @@
 """The timing engine on CUDA: device marks (DeviceClock, Laps, Spans) time the work they bracket on
 the stream, Phases with a device sync count queued work in its phase and without one do not, a
-Budget adds repeats where an iteration is short, and on NCCL ranks every rank runs the slowest
+RepeatBudget adds repeats where an iteration is short, and on NCCL ranks every rank runs the slowest
 rank's count. The work is ``torch.cuda._sleep`` (a spin of a given number of GPU cycles), so the
 checks compare 8x longer spins with shorter ones, never a duration with a fixed bound."""
 
@@ -13,7 +13,7 @@ from tests.gpu import require_gpus
 torch = require_gpus(packages=())
 
 from harness.launcher import launch  # noqa: E402
-from harness.timing import (Budget, DeviceClock, Laps, Phases, Spans, TorchCudaTimer,  # noqa: E402
+from harness.timing import (DeviceClock, Laps, Phases, RepeatBudget, Spans, TorchCudaTimer,  # noqa: E402
                             measure)
 from tests.gpu import timing_targets  # noqa: E402
 
@@ -69,7 +69,7 @@ def test_phases_count_queued_work_only_where_they_sync():
 def test_a_budget_adds_repeats_where_an_iteration_is_short():
     counted = measure(lambda: torch.cuda._sleep(CYCLES), timer=TorchCudaTimer(), warmup=2, repeats=3)
     budgeted = measure(lambda: torch.cuda._sleep(CYCLES), timer=TorchCudaTimer(),
-                       budget=Budget(warmup=2, repeats=3, warmup_ms=10.0, repeat_ms=50.0))
+                       budget=RepeatBudget(warmup=2, repeats=3, warmup_ms=10.0, repeat_ms=50.0))
     assert counted.repeats == 3
     assert 3 < budgeted.repeats <= 1000
 
