@@ -335,11 +335,6 @@ class RepeatBudget:
         return {"warmup_ms": self.warmup_ms, "repeat_ms": self.repeat_ms} if self.timed else {}
 
 
-def _budget(budget: RepeatBudget | None, warmup: int, repeats: int, warmup_ms: float, repeat_ms: float,
-            max_warmup: int, max_repeats: int) -> RepeatBudget:
-    return budget or RepeatBudget(warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
-
-
 def _iterate(fn, timer, setup, flush, before=None) -> float:
     if setup:
         setup()
@@ -352,16 +347,15 @@ def _iterate(fn, timer, setup, flush, before=None) -> float:
 
 def measure(fn: Callable[[], object], *, timer=None, warmup: int = 3, repeats: int = 10,
             setup: Callable[[], object] | None = None, flush: Callable[[], object] | None = None,
-            warmup_ms: float = 0.0, repeat_ms: float = 0.0, max_warmup: int = 1000,
-            max_repeats: int = 1000, budget: RepeatBudget | None = None) -> Stats:
+            budget: RepeatBudget | None = None) -> Stats:
     """Time ``fn`` and summarize in seconds.
 
     ``setup`` runs before every iteration outside the timed region (re-initializing
     state such as migrated pages); ``flush`` likewise (e.g. an L2 flush). ``warmup`` and
-    ``repeats`` are counts at least; ``warmup_ms`` / ``repeat_ms`` time budgets on top, bounded by
-    ``max_warmup`` / ``max_repeats`` (:class:`RepeatBudget`, which ``budget`` passes whole).
+    ``repeats`` are counts; ``budget`` replaces them with counts at least and time budgets on top
+    (:class:`RepeatBudget`).
     """
-    plan = _budget(budget, warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
+    plan = budget or RepeatBudget(warmup, repeats)
     timer = timer or CpuTimer()
     warm_times = [_iterate(fn, timer, setup, flush) for _ in range(plan.warmups())]
     estimate = statistics.median(warm_times) if warm_times and plan.timed else None
@@ -403,8 +397,7 @@ def reduce_across_ranks(value: float, group=None) -> RankSpread:
 
 def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3, repeats: int = 10,
                        setup: Callable[[], object] | None = None, group=None,
-                       flush: Callable[[], object] | None = None, warmup_ms: float = 0.0,
-                       repeat_ms: float = 0.0, max_warmup: int = 1000, max_repeats: int = 1000,
+                       flush: Callable[[], object] | None = None,
                        budget: RepeatBudget | None = None) -> tuple[Stats, RankSpread]:
     """Time a region that every rank runs together.
 
@@ -417,7 +410,7 @@ def measure_collective(fn: Callable[[], object], *, timer=None, warmup: int = 3,
     """
     import torch.distributed as dist
 
-    plan = _budget(budget, warmup, repeats, warmup_ms, repeat_ms, max_warmup, max_repeats)
+    plan = budget or RepeatBudget(warmup, repeats)
     timer = timer or CpuTimer()
     distributed = dist.is_available() and dist.is_initialized()
 

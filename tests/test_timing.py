@@ -154,8 +154,8 @@ def test_the_injected_clock_reaches_callers_that_imported_now_by_name():
 ])
 def test_measure_repeat_budget_bounds(repeat_ms, repeats, max_repeats, expected):
     log = []
-    stats = measure(lambda: None, timer=FixedTimer(0.25, log), warmup=2, repeats=repeats,
-                    repeat_ms=repeat_ms, max_repeats=max_repeats, setup=lambda: log.append("setup"))
+    stats = measure(lambda: None, timer=FixedTimer(0.25, log), setup=lambda: log.append("setup"),
+                    budget=RepeatBudget(warmup=2, repeats=repeats, repeat_ms=repeat_ms, max_repeats=max_repeats))
     assert stats.repeats == expected
     assert log.count("timed") == 2 + expected
     assert log.count("setup") == 2 + expected
@@ -169,18 +169,19 @@ def test_measure_repeat_budget_bounds(repeat_ms, repeats, max_repeats, expected)
 ])
 def test_measure_warmup_budget_bounds(warmup_ms, warmup, max_warmup, expected):
     log = []
-    stats = measure(lambda: None, timer=FixedTimer(0.25, log), warmup=warmup, repeats=3,
-                    warmup_ms=warmup_ms, max_warmup=max_warmup)
+    stats = measure(lambda: None, timer=FixedTimer(0.25, log),
+                    budget=RepeatBudget(warmup=warmup, repeats=3, warmup_ms=warmup_ms, max_warmup=max_warmup))
     assert stats.repeats == 3
     assert log.count("timed") == expected + 3
 
 
 def test_a_budget_runs_one_warm_up_to_estimate_and_estimates_from_the_median():
-    stats = measure(lambda: None, timer=FixedTimer(0.25, []), warmup=0, repeats=3, repeat_ms=1000.0)
+    stats = measure(lambda: None, timer=FixedTimer(0.25, []),
+                    budget=RepeatBudget(warmup=0, repeats=3, repeat_ms=1000.0))
     assert stats.repeats == 4                     # one warm-up at 0.25 s: 1 s holds 4
     # a first call that compiles (1 s) does not make the estimate: the median of 1, 0.1, 0.1 is 0.1
     timer = launch_targets.SequenceTimer([1.0, 0.1, 0.1] + [0.1] * 10)
-    assert measure(lambda: None, timer=timer, warmup=3, repeats=2, repeat_ms=1000.0).repeats == 10
+    assert measure(lambda: None, timer=timer, budget=RepeatBudget(warmup=3, repeats=2, repeat_ms=1000.0)).repeats == 10
 
 
 def test_budget_for_a_run_keeps_the_counts_as_its_floor_and_budgets_only_full_gpu_runs():
