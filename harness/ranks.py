@@ -2,11 +2,13 @@
 
 Every helper takes this process's :class:`harness.launcher.RankContext` (or None: one process, no
 group) and is collective: every rank of the group calls it at the same place, so a rank that
-gives up never leaves the others waiting inside a collective.
+gives up never leaves the others waiting inside a collective. The group is the context's (its
+``group``: a node's ranks in a ``node_view()``; else every rank).
 
 - :func:`agree`: True on every rank when every rank says ok (all skip a point together);
 - :func:`broadcast`: rank 0's value on every rank;
 - :func:`all_gather`: every rank's value, in rank order, on every rank;
+- :func:`barrier`: every rank of the group here;
 - :func:`load_on_ranks`: rank 0 prepares, the others then open what it prepared;
 - :func:`prepare_on_rank0`: rank 0 computes, every rank gets its result.
 """
@@ -36,7 +38,7 @@ def agree(rank, ok: bool) -> bool:
     import torch.distributed as dist
 
     flag = torch.tensor([0 if ok else 1], dtype=torch.int32, device=rank.torch_device())
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=rank.group)
     return int(flag.item()) == 0
 
 
@@ -47,7 +49,7 @@ def broadcast(rank, value: T) -> T:
     import torch.distributed as dist
 
     box = [value if rank.rank == 0 else None]
-    dist.broadcast_object_list(box, src=0)
+    dist.broadcast_object_list(box, src=rank.global_rank(0), group=rank.group)
     return box[0]
 
 
@@ -58,8 +60,16 @@ def all_gather(rank, value: Any) -> list:
     import torch.distributed as dist
 
     out = [None] * rank.world_size
-    dist.all_gather_object(out, value)
+    dist.all_gather_object(out, value, group=rank.group)
     return out
+
+
+def barrier(rank) -> None:
+    """Every rank of the group here."""
+    if _grouped(rank):
+        import torch.distributed as dist
+
+        dist.barrier(group=rank.group)
 
 
 def _first(rank, build: Callable[[], T]):

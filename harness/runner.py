@@ -163,6 +163,8 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job], 
     of its rows rank 0 wrote), and the store's error if a write failed."""
     exp = registry.get_experiment(exp_id)
     stop = stop or Stop()
+    if ctx.is_main and store is not None and _under_torchrun():
+        store.update_manifest(topology=ctx.topology_record())      # torchrun's nodes, emulated or not
     progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=True) if ctx.is_main else None
     done, store_error = [], None
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
@@ -583,9 +585,18 @@ def _run_group(ledger: Ledger, exp: Experiment, world: int | None, jobs: list[Jo
     for n, group in enumerate(launches):
         if n and stop.due(first=False):
             return
+
+        def overdue(exc: LaunchError, group=group) -> None:
+            # under torchrun rank 0 ends the job at once (harness/launcher.py): the rows and the
+            # manifest say why first, as a failed launch's would
+            outcome.failed_launches.append(str(exc))
+            _recover(ledger, exp, group, cfg, exc)
+            _finish(ledger, cfg, f"not measured: the torchrun job ended, {exc.culprit or exc}", outcome)
+            _close(ledger, outcome, "failed", False)
+
         try:
             results = launch(_rank_entry, (exp.id, cfg, group, ledger.store, eta, stop), world_size=world,
-                             device=cfg.device, timeout_s=cfg.timeout_s)
+                             device=cfg.device, timeout_s=cfg.timeout_s, on_overdue=overdue)
         except LaunchError as exc:
             outcome.failed_launches.append(str(exc))
             _recover(ledger, exp, group, cfg, exc)
