@@ -11,8 +11,8 @@ fails on a clock or CUDA timing event read anywhere else.
   device synchronization), optionally flushing the L2 (:class:`CacheFlush`) before each, and
   summarize with the median and its quantiles (:class:`Stats`); across ranks, barriers around
   every iteration, an iteration's time its slowest rank's, and the spread of the ranks' medians
-  (:class:`RankSpread`). Counts are minimums; time budgets (:class:`RepeatBudget`, in milliseconds, as
-  in Triton's ``do_bench``) add warm-ups and repeats where one iteration is short.
+  (:class:`RankSpread`). Counts are minimums; time budgets (:class:`RepeatBudget`, in
+  milliseconds, as in Triton's ``do_bench``) add warm-ups and repeats where one iteration is short.
 - :class:`DeviceClock`, :class:`Laps`, :class:`Spans`: timestamps on the device that does the
   work, read once it is done (the steps of a gather, the operations of an epoch).
 - :class:`Phases`: seconds per stage of an epoch's loop (sample / gather / train).
