@@ -13,10 +13,10 @@ import random
 import numpy as np
 import pytest
 
-from harness.timing import Stats
 from experiments.kit import probes
-from impls.probes import chain
 from experiments.kit.probes import Launches, chase_steps, line_reuse
+from harness.timing import Stats
+from impls.probes import chain
 
 MiB, GiB = 1 << 20, 1 << 30
 

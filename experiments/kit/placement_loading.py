@@ -82,9 +82,9 @@ def measure_placement(rank, job: MeasureJob) -> dict:
     import torch.distributed as dist
 
     from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, reduce_across_ranks
+    from impls.core.layout import TableSpec, closed_form_rows
     from impls.gather.p2p_shared import SharedMemoryGather
     from impls.storage import HostTable
-    from impls.core.layout import TableSpec, closed_form_rows
 
     placement = job.placement
     n_gpus, bsize = placement.num_gpus, placement.buffer_size

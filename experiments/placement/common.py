@@ -337,6 +337,7 @@ class BreakdownExperiment(Experiment):
         replays the point's batches as the simulated point does, every rank gathers its own for
         real, and the rows put the measured time beside the modeled one of the same batches."""
         from harness.ranks import all_gather, prepare_on_rank0
+
         from ..kit.placement_loading import measure_placement
 
         job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))

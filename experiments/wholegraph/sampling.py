@@ -84,8 +84,9 @@ def _wholegraph_minibatch(lib, wg_unique, seeds, fanouts) -> int:
 def minibatch_fn(impl: str, ctx, graph, params):
     """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
     kept in the run's cache ``ctx``)."""
-    from ..kit.samplers import implementation
     from impls.sampling.minibatch import sample_blocks
+
+    from ..kit.samplers import implementation
 
     fanouts = list(params["fanouts"])
     sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))

@@ -114,9 +114,10 @@ class Fig14(Experiment):
 
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
-        from ..kit.samplers import epoch_batches, implementation, load_graph
-        from impls.sampling.minibatch import sample_blocks
         from harness.timing import DeviceClock, Spans, measure_collective, timer_for
+        from impls.sampling.minibatch import sample_blocks
+
+        from ..kit.samplers import epoch_batches, implementation, load_graph
 
         p = point.params
         graph = load_graph(ctx, p["dataset"], p["scale"])

@@ -73,8 +73,8 @@ class FakeSampler:
 @pytest.mark.parametrize("kind", ["minibatch", "hop"])
 @pytest.mark.parametrize("warmup", [None, 0])
 def test_a_host_samplers_first_call_stays_out_of_its_row(monkeypatch, clock, impl, kind, warmup):
-    from experiments.wholegraph.sampling import SamplingTable
     from experiments.kit import samplers
+    from experiments.wholegraph.sampling import SamplingTable
 
     cost = FirstCallCost(clock)
     monkeypatch.setattr(samplers, "implementation", lambda *a, **k: FakeSampler(cost))
@@ -118,8 +118,8 @@ def test_a_host_loaders_start_stays_out_of_its_rate(monkeypatch, clock, workers,
 def test_torch_unique_on_the_host_keeps_a_first_call_out_of_its_row(monkeypatch, clock, warmup):
     """wholegraph.unique's sort (torch.unique) on CPU, its first timed call made expensive."""
     import experiments.wholegraph.unique as unique_mod
-    from experiments.wholegraph.unique import UniqueTable
     from experiments.kit import samplers
+    from experiments.wholegraph.unique import UniqueTable
 
     real = samplers.implementation
     cost = FirstCallCost(clock, later=0.0005)
