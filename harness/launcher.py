@@ -547,9 +547,10 @@ GROUP_TIMEOUT_MARGIN_S = 120.0
 
 def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
            fn: Callable, args: tuple, results, parent_pid: int, shm_prefix: str,
-           board: ActivityBoard) -> None:
+           board: ActivityBoard, env: dict[str, str] | None = None) -> None:
     board.write(rank, STARTUP)
     _die_with_parent(parent_pid, shm_prefix, lambda where: board.beat(rank, where))
+    os.environ.update(env or {})
     os.environ.update({
         "RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
         "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
@@ -584,13 +585,16 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
 
 
 def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device: str = "cpu",
-           timeout_s: float = 3600.0, on_overdue: Callable[[LaunchError], None] | None = None) -> list[Any]:
+           timeout_s: float = 3600.0, on_overdue: Callable[[LaunchError], None] | None = None,
+           env: dict[str, str] | None = None) -> list[Any]:
     """Run ``fn(ctx, *args)`` on ``world_size`` ranks; return per-rank results in rank order.
-    ``timeout_s``: the longest a rank may stay in one activity (module doc).
+    ``timeout_s``: the longest a rank may stay in one activity (module doc). ``env``: variables set
+    in every rank before its process group forms.
 
     Under torchrun the current process is one rank: the group is formed from the
-    environment and only this rank's result is returned (others are ``None``); a rank overdue
-    in an activity calls ``on_overdue`` with the error, then ends (module doc).
+    environment (``env`` is the caller's to check) and only this rank's result is returned
+    (others are ``None``); a rank overdue in an activity calls ``on_overdue`` with the error, then
+    ends (module doc).
     """
     if world_size < 1:
         raise LaunchError("world size must be >= 1")
@@ -612,7 +616,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
     prefix = shm.new_launch_prefix()
     board = ActivityBoard(ctx, world_size)
     procs = [ctx.Process(target=_child, args=(r, world_size, device, port, timeout_s, fn, args, results,
-                                              os.getpid(), prefix, board),
+                                              os.getpid(), prefix, board, dict(env or {})),
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order

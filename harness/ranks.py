@@ -10,7 +10,8 @@ gives up never leaves the others waiting inside a collective. The group is the c
 - :func:`all_gather`: every rank's value, in rank order, on every rank;
 - :func:`barrier`: every rank of the group here;
 - :func:`load_on_ranks`: rank 0 prepares, the others then open what it prepared;
-- :func:`prepare_on_rank0`: rank 0 computes, every rank gets its result.
+- :func:`prepare_on_rank0`: rank 0 computes, every rank gets its result (the others waiting on the
+  host where the group is a gloo one: :func:`host_group`).
 """
 
 from __future__ import annotations
@@ -42,14 +43,15 @@ def agree(rank, ok: bool) -> bool:
     return int(flag.item()) == 0
 
 
-def broadcast(rank, value: T) -> T:
-    """Rank 0's ``value`` on every rank (any picklable object)."""
+def broadcast(rank, value: T, group=None) -> T:
+    """Rank 0's ``value`` on every rank (any picklable object), over ``group`` (default: the
+    context's; :func:`host_group`'s makes the others wait on the host, no kernel running)."""
     if not _grouped(rank):
         return value
     import torch.distributed as dist
 
     box = [value if rank.rank == 0 else None]
-    dist.broadcast_object_list(box, src=rank.global_rank(0), group=rank.group)
+    dist.broadcast_object_list(box, src=rank.global_rank(0), group=rank.group if group is None else group)
     return box[0]
 
 
@@ -72,7 +74,7 @@ def barrier(rank) -> None:
         dist.barrier(group=rank.group)
 
 
-def _first(rank, build: Callable[[], T]):
+def _first(rank, build: Callable[[], T], group=None):
     """``build()`` on rank 0 (or alone), and what every rank must do about its outcome:
     (value, skip reason, this rank's exception, rank 0's failure as text)."""
     value = skip = error = None
@@ -83,7 +85,7 @@ def _first(rank, build: Callable[[], T]):
             skip = str(exc)
         except Exception as exc:                    # noqa: BLE001 - every rank leaves the point together
             error = exc
-    skip, failed = broadcast(rank, (skip, None if error is None else f"{type(error).__name__}: {error}"))
+    skip, failed = broadcast(rank, (skip, None if error is None else f"{type(error).__name__}: {error}"), group)
     return value, skip, error, failed
 
 
@@ -108,10 +110,25 @@ def load_on_ranks(rank, load: Callable[[], T]) -> T:
     return value if rank is None or rank.rank == 0 else load()
 
 
-def prepare_on_rank0(rank, build: Callable[[], T]) -> T:
-    """``build()`` on rank 0 alone, its result on every rank (broadcast): for work whose result
-    the ranks share and must agree on (a placement and its replayed batches). Rank 0's skip or
-    failure is every rank's, as in :func:`load_on_ranks`."""
-    value, skip, error, failed = _first(rank, build)
+def prepare_on_rank0(rank, build: Callable[[], T], group=None) -> T:
+    """``build()`` on rank 0 alone, its result on every rank (broadcast over ``group``): for work
+    whose result the ranks share and must agree on (a placement and its replayed batches, a probe
+    only rank 0 runs). Rank 0's skip or failure is every rank's, as in :func:`load_on_ranks`."""
+    value, skip, error, failed = _first(rank, build, group)
     _settle(skip, error, failed)
-    return broadcast(rank, value)
+    return broadcast(rank, value, group)
+
+
+def host_group(rank, ctx=None):
+    """A gloo group of every rank (cached in ``ctx``, a RunContext, when given): collectives on it
+    wait on the host, so no rank runs a kernel on its GPU while it waits for another. Collective
+    (every rank creates it at the same place); the context's own group in a node view (a group of
+    the default one's ranks cannot be made from some of them alone), None without a group."""
+    if not _grouped(rank):
+        return None
+    if rank.group is not None:
+        return rank.group
+    import torch.distributed as dist
+
+    build = lambda: dist.new_group(backend="gloo")  # noqa: E731
+    return ctx.cached(("host_group",), build) if ctx is not None else build()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -222,6 +223,9 @@ def test_under_torchrun_the_current_process_is_the_rank(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    # the in-place launch names its shared-memory prefix in os.environ: undone with the test, so no
+    # later test's torchrun nodes inherit one prefix (tests/test_torchrun.py)
+    monkeypatch.setenv("HARNESS_SHM_PREFIX", f"harness-{os.getpid()}-inplace")
     assert under_torchrun()
     (res,) = launch(launch_targets.all_reduce_sum, (5,), world_size=1, device="cpu", timeout_s=60)
     assert res["sum"] == 6.0 and res["dist_world"] == 1 and res["env_rank"] == "0"

@@ -227,3 +227,6 @@ def test_a_paper_reads_tables_then_figures_by_number_then_its_other_artifacts():
     assert got == ["table1", "table2", "table3", "table4", "table5", "fig7", "fig8", "fig9", "fig10", "fig11",
                    "fig12", "fig13", "gather", "sampling", "unique"]
     assert registry.reading_order("p.table2") < registry.reading_order("p.table10") < registry.reading_order("p.fig1")
+    # a panel with an artifact of its own reads right after its figure, before the next one
+    assert registry.reading_order("p.fig6") < registry.reading_order("p.fig6b") < registry.reading_order("p.fig7")
+    assert registry.reading_order("p.fig6b") < registry.reading_order("p.fig16") < registry.reading_order("p.other")

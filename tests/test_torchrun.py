@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_spawned_experiment_under_torchrun_writes_one_run(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     env.pop("HARNESS_SPAWNED", None)
+    env.pop("HARNESS_SHM_PREFIX", None)    # each torchrun node names its own (harness.shm.node_prefix)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "harness", "run", "wholegraph.gather", "--device", "cpu", "--quick",
            "--impl", "nccl_alltoallv,p2p_shared", "--param", "row_bytes=128", "--repeats", "2",
@@ -40,6 +41,7 @@ def _torchrun(*args: str) -> list[str]:
 def _env(tmp_path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HARNESS_SHM_DIR": str(tmp_path / "shm")}
     env.pop("HARNESS_SPAWNED", None)
+    env.pop("HARNESS_SHM_PREFIX", None)    # each torchrun node names its own (harness.shm.node_prefix)
     (tmp_path / "shm").mkdir(exist_ok=True)
     return env
 
