@@ -4,8 +4,9 @@
 #   0. GPU tests: tests/gpu/test_timing_gpu.py (CUDA-event laps and spans, phases with and without a
 #      device sync, a time budget adding repeats, two NCCL ranks running the slowest rank's budget), the
 #      probes' GPU tests (experiments/kit/probes.py, moved from impls/probes/bench.py), the measured
-#      placement loading's (experiments/kit/placement_loading.py, moved from impls/gather) and the training
-#      pipelines' on 2 GPUs (their epochs' stage times now from harness.timing.Phases);
+#      placement loading's (experiments/kit/placement_loading.py, moved from impls/gather), the training
+#      pipelines' on 2 GPUs (their epochs' stage times now from harness.timing.Phases) and XGNN Fig. 6(b)'s
+#      VMM chase (tests/gpu/test_vmm_gpu.py, its chase now from experiments/kit/probes.py);
 #   1. wholegraph.gather at 512 B on 2 GPUs, as reference run 0169 (p2p_shared, p2p_push, ceiling_peer_copy):
 #      now under time budgets (warm-up 25 ms, repeats 100 ms, the old 3 / 20 as floors);
 #   2. wholegraph.unique on 1 GPU, products, hops 1-2, as reference run 0144 (hash_append, dense_append, sort);
@@ -16,12 +17,13 @@
 # then per point of steps 1-3: the reference's value and repeats beside the new ones. Expected: every row ok;
 # repeats >= the reference's (more for points under 5 ms); medians within 5% of the reference (gathers)
 # or 10% (unique, sampling) on H200; extra.warmup_ms = 25 and extra.repeat_ms = 100 on the new rows.
-# About 7 minutes; the limits add up to 515 s.
+# About 7.5 minutes; the limits add up to 535 s.
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/harness-out}; mkdir -p "$OUT"
-timeout --signal=INT --kill-after=10 180 .ci/device.sh --tests --pytest tests/gpu/test_timing_gpu.py \
+timeout --signal=INT --kill-after=10 200 .ci/device.sh --tests --pytest tests/gpu/test_timing_gpu.py \
   --pytest tests/gpu/test_probes_gpu.py --pytest tests/gpu/test_placement_measure_gpu.py \
-  --pytest tests/pipelines/test_pipelines_gpu.py
+  --pytest tests/pipelines/test_pipelines_gpu.py \
+  --pytest "tests/gpu/test_vmm_gpu.py::test_fig6b_chase_reads_the_owners_shard_through_the_continuous_range"
 .ci/device.sh --limit 110 -- wholegraph.gather --device cuda --gpus 2 --param row_bytes=512 \
   --impl p2p_shared,p2p_push,ceiling_peer_copy --timeout 110 --label x2_i37-gather-budget
 .ci/device.sh --limit 75 -- wholegraph.unique --device cuda --gpus 1 --impl hash_append,dense_append,sort \
