@@ -22,6 +22,7 @@ from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (Band, Claim, Estimate, Report, colour, figure, machine_kind, newest_rows,
                                several_runs_per_kind)
+from harness.timing import RepeatBudget
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
@@ -264,9 +265,9 @@ class GatherTable(Experiment):
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
         host = point.impl in HOST_IMPLS
-        repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
-        return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),
-                              repeats=cfg.repeats if cfg.repeats else repeats,
+        repeats = (self.param(cfg, "host_repeats"),) * 2 if host else (20, 5)
+        budget = RepeatBudget.for_run(cfg, warmup=(1 if host else 3, 1), repeats=repeats)
+        return measure_gather(point, cfg, rank, budget,
                               link_counters=self.param(cfg, "link_counters") == "on" and not host)
 
     def report(self, rows, runs) -> ReportArtifact:

@@ -15,16 +15,17 @@ from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
 from harness.ranks import agree
-from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CacheFlush, CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
 
 
-def measure_gather(point, cfg, rank, warmup: int, repeats: int,
-                   link_counters: bool = False) -> list[Measurement]:
-    """``link_counters``: on GPUs, also run the point back to back for half a second with NVML's
-    NVLink counters read around it (payload vs protocol bytes on the links; extra["nvlink"])."""
+def measure_gather(point, cfg, rank, budget: RepeatBudget, link_counters: bool = False) -> list[Measurement]:
+    """The point's rows, timed as ``budget`` says (warm-ups and repeats: counts at least, time
+    budgets on top). ``link_counters``: on GPUs, also run the point back to back for half a second
+    with NVML's NVLink counters read around it (payload vs protocol bytes on the links;
+    extra["nvlink"])."""
     p = point.params
     world = rank.world_size
     device = rank.torch_device()
@@ -32,7 +33,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     if point.impl == "ceiling_peer_copy":
         from impls.gather.ceiling import peer_copy_seconds
 
-        stats = peer_copy_seconds(rank, p["copy_bytes"], warmup, repeats)
+        stats = peer_copy_seconds(rank, p["copy_bytes"], budget)
         traffic = peer_copy_traffic(rank, p["copy_bytes"], stats) if link_counters and device.type == "cuda" \
             else None
         if stats is None:
@@ -43,7 +44,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     if point.impl == "ceiling_copy_all":
         from impls.gather.ceiling import copy_all
 
-        stats, traffic = copy_all(rank, p["copy_bytes"], p["direction"], warmup, repeats,
+        stats, traffic = copy_all(rank, p["copy_bytes"], p["direction"], budget,
                                   link_counters=link_counters and device.type == "cuda")
         received = (world - 1) * p["copy_bytes"]
         extra = {"received_bytes_per_rank": received, **({"nvlink": traffic} if traffic else {})}
@@ -51,7 +52,7 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     if point.impl == "ceiling_alltoall":
         from impls.gather.ceiling import alltoall_seconds
 
-        stats = alltoall_seconds(rank, p["alltoall_bytes"], warmup, repeats)
+        stats = alltoall_seconds(rank, p["alltoall_bytes"], budget)
         algbw = stats.rate(p["alltoall_bytes"] / GB)
         out = [Measurement("algbw", "GB/s", algbw, better="higher")]
         if world > 1:
@@ -73,8 +74,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         gathered = p["ids_per_rank"] * spec.row_bytes
         # a repeat that reads less than 4 caches' worth could be served by the last one's lines
         cold = gathered < 4 * flush.cache_bytes
-        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
-                                           warmup=warmup, repeats=repeats, flush=flush if cold else None)
+        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer, budget=budget,
+                                           flush=flush if cold else None)
         where = gatherer.describe()
         steps = None
         if hasattr(gatherer, "profile"):  # one more call with per-step events (after timing)
@@ -89,7 +90,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     nbytes = p["ids_per_rank"] * spec.row_bytes
     algbw = stats.rate(nbytes / GB)
     extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3],
-             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0}
+             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0,
+             **budget.extra()}
     if steps:
         extra["steps_ms"] = steps
     if traffic:

@@ -22,7 +22,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
-from harness.timing import Stats
+from harness.timing import RepeatBudget, Stats
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, sampling_datasets, short_name
@@ -84,8 +84,9 @@ def _wholegraph_minibatch(lib, wg_unique, seeds, fanouts) -> int:
 def minibatch_fn(impl: str, ctx, graph, params):
     """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
     kept in the run's cache ``ctx``)."""
-    from impls.sampling.bench import implementation
     from impls.sampling.minibatch import sample_blocks
+
+    from ..kit.samplers import implementation
 
     fanouts = list(params["fanouts"])
     sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
@@ -103,7 +104,7 @@ def minibatch_fn(impl: str, ctx, graph, params):
 
 
 def hop_fn(impl: str, ctx, graph, params):
-    from impls.sampling.bench import implementation
+    from ..kit.samplers import implementation
 
     sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
     fanout = params["fanout"]
@@ -290,7 +291,7 @@ class SamplingTable(Experiment):
             except SkipPoint as exc:
                 return str(exc)
         if point.impl in ("pyg", "dgl") and p["kind"] == "minibatch":
-            from impls.sampling.bench import expected_edges
+            from ..kit.samplers import expected_edges
 
             bound = expected_edges(p["batch"], p["fanouts"])
             if bound > self.param(cfg, "cpu_max_edges"):
@@ -299,30 +300,27 @@ class SamplingTable(Experiment):
         return None
 
     def run_point(self, point, ctx):
-        from impls.sampling.bench import load_graph, seed_batches, timed
+        from ..kit.samplers import load_graph, seed_stream, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
-        warmup = cfg.warmup_or(3, 1)
-        repeats = cfg.repeats_or(10, 3)
-        if point.impl in ("pyg", "dgl"):
-            warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
+        host = point.impl in ("pyg", "dgl")
+        budget = RepeatBudget.for_run(cfg, warmup=(1, 1) if host else (3, 1), repeats=(5, 2) if host else (10, 3))
         if p["kind"] == "loader":
             if point.impl not in LOADERS:
                 raise SkipPoint("the loader points are PyG's NeighborLoader and DGL's DataLoader")
-            return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed, point.impl)
+            return loader_point(rank, graph, p, budget.warmup, cfg.repeats_or(3, 2), cfg.seed, point.impl)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
         fn, where = make(point.impl, ctx, graph, p)
         on_gpu = point.impl not in CPU_IMPLS
         # every call samples its own batch of seeds, as an epoch's batches are
-        inputs = seed_batches(graph, p["batch"], warmup + repeats, cfg.seed, rank.rank,
-                              device if on_gpu else "cpu")
-        stats, spread, edges = timed(fn, inputs, rank, warmup, repeats, on_gpu)
+        inputs = seed_stream(graph, p["batch"], cfg.seed, rank.rank, device if on_gpu else "cpu")
+        stats, spread, edges, batches = timed(fn, inputs, rank, budget, on_gpu)
         rate = Stats.from_samples([e / t for e, t in zip(edges, stats.samples)])
-        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": len(inputs),
-                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": batches,
+                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3], **budget.extra()}
         return [Measurement("time", "ms", stats.scaled(1e3), extra=extra),
                 Measurement("edges_per_s", "edges/s", rate, better="higher")]
 
@@ -491,7 +489,7 @@ def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
 
 def figure_name(ds: str) -> str:
     """A graph's name short enough for a tick label."""
-    from impls.sampling.bench import is_uniform, parse_uniform
+    from ..kit.samplers import is_uniform, parse_uniform
 
     if is_uniform(ds):
         nodes, degree = parse_uniform(ds)

@@ -7,6 +7,8 @@ against the sort reference before it is timed.
 
 from __future__ import annotations
 
+import itertools
+
 from harness.argtypes import dataset_names as name_list
 from harness.argtypes import fanout_sets, int_list, positive_int
 from harness.artifact import ReportArtifact
@@ -14,7 +16,7 @@ from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, colour, figure, finish, machine_kind, newest_rows, several_runs_per_kind
-from harness.timing import CacheFlush
+from harness.timing import CacheFlush, RepeatBudget
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
@@ -25,7 +27,7 @@ UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
 
 def frontier(graph, ctx, batch: int, fanouts, hop: int):
     """(targets, neighbors) of hop ``hop`` (1-based) of one path_doubling mini-batch."""
-    from impls.sampling.bench import implementation, seed_batches
+    from ..kit.samplers import implementation, seed_batches
 
     cfg = ctx.cfg
     sampler = implementation(ctx, "sampling", "path_doubling", graph, store="local")
@@ -92,7 +94,7 @@ class UniqueTable(Experiment):
                                        "fanouts": list(fanouts), "hop": hop}, world)
 
     def run_point(self, point, ctx):
-        from impls.sampling.bench import implementation, load_graph, timed
+        from ..kit.samplers import implementation, load_graph, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
@@ -118,10 +120,10 @@ class UniqueTable(Experiment):
             flush()
             targets.max(), neighbors.max()
 
-        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
-                            flush=flush_and_read_inputs)
+        budget = RepeatBudget.for_run(cfg, warmup=(5, 2), repeats=(30, 5))
+        stats, _, _, _ = timed(fn, itertools.repeat(None), rank, budget, flush=flush_and_read_inputs)
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
-                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
+                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra(), **budget.extra()}
         return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
 
     def report(self, rows, runs) -> ReportArtifact:

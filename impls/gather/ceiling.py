@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import register_impl
-from harness.timing import TorchCudaTimer, measure, measure_collective
+from harness.timing import RepeatBudget, TorchCudaTimer, measure, measure_collective
 
 
 def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,15 +24,14 @@ def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
     return src, torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", 1))
 
 
-def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
+def peer_copy_seconds(rank, nbytes: int, budget: RepeatBudget):
     """Rank 0 copies ``nbytes`` from its GPU to GPU 1 (cudaMemcpyPeerAsync through torch);
     the other ranks wait. Returns Stats (seconds) on rank 0, None elsewhere."""
     stats = None
     dist.barrier()
     if rank.rank == 0:
         src, dst = peer_copy_buffers(rank, nbytes)
-        stats = measure(lambda: dst.copy_(src, non_blocking=True), timer=TorchCudaTimer(),
-                        warmup=warmup, repeats=repeats)
+        stats = measure(lambda: dst.copy_(src, non_blocking=True), timer=TorchCudaTimer(), budget=budget)
         if not torch.equal(dst[:4096].cpu(), src[:4096].cpu()):
             raise RuntimeError("peer copy did not copy")
         del src, dst
@@ -41,7 +40,7 @@ def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
     return stats
 
 
-def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
+def alltoall_seconds(rank, nbytes_per_rank: int, budget: RepeatBudget):
     """Raw all_to_all_single of ``nbytes_per_rank`` per rank: NCCL's own ceiling.
 
     Each rank sends ``nbytes_per_rank`` split as evenly as bytes allow; where the ranks do not
@@ -63,12 +62,11 @@ def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
         def exchange():
             dist.all_to_all_single(recv, send)
     stats, _ = measure_collective(exchange, timer=TorchCudaTimer() if device.type == "cuda" else None,
-                                  warmup=warmup, repeats=repeats)
+                                  budget=budget)
     return stats
 
 
-def copy_all(rank, nbytes_per_peer: int, direction: str, warmup: int, repeats: int,
-             link_counters: bool = False):
+def copy_all(rank, nbytes_per_peer: int, direction: str, budget: RepeatBudget, link_counters: bool = False):
     """Every rank moves ``nbytes_per_peer`` to (push) or from (pull) each peer at once through the
     copy engines. Returns (Stats in seconds, NVLink traffic of this rank's device or None); the
     bytes a rank receives per call are (world - 1) x ``nbytes_per_peer``."""
@@ -101,7 +99,7 @@ def copy_all(rank, nbytes_per_peer: int, direction: str, warmup: int, repeats: i
             main.wait_stream(stream)
 
     try:
-        stats, _ = measure_collective(exchange, timer=TorchCudaTimer(), warmup=warmup, repeats=repeats)
+        stats, _ = measure_collective(exchange, timer=TorchCudaTimer(), budget=budget)
         traffic = None
         if link_counters:
             from .link_counters import link_traffic

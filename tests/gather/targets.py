@@ -6,6 +6,7 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
+from harness.timing import RepeatBudget
 from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 
@@ -69,7 +70,7 @@ def gather_against_the_table(ctx, variants: list[tuple[str, str | None]], num_ro
 def alltoall_ceiling(ctx, nbytes: int) -> int:
     from impls.gather.ceiling import alltoall_seconds
 
-    return alltoall_seconds(ctx, nbytes, warmup=0, repeats=2).repeats
+    return alltoall_seconds(ctx, nbytes, RepeatBudget(warmup=0, repeats=2)).repeats
 
 
 def check_adversarial(ctx, variants: list, num_rows: int, row_elems: int, dtypes: list[str], seed: int) -> dict:
@@ -124,7 +125,7 @@ def check_adversarial(ctx, variants: list, num_rows: int, row_elems: int, dtypes
 def copy_all_ceiling(ctx, nbytes: int, directions: tuple[str, ...]) -> list[int]:
     from impls.gather.ceiling import copy_all
 
-    return [copy_all(ctx, nbytes, direction, warmup=0, repeats=2)[0].repeats for direction in directions]
+    return [copy_all(ctx, nbytes, direction, RepeatBudget(warmup=0, repeats=2))[0].repeats for direction in directions]
 
 
 def device_memory_after_rounds(ctx, impl: str, options: dict, rounds: int) -> tuple[int, int]:

@@ -6,9 +6,9 @@ import importlib.util
 
 import numpy as np
 
+from experiments.kit.placement_loading import MeasureJob, measure_jobs, portable
 from harness.launcher import launch
 from impls.core.topology import by_name
-from impls.gather.placement_loader import MeasureJob, measure_jobs, portable
 from impls.placement import make_policy
 from impls.placement.hotness import lhop_hotness
 from impls.placement.policies import PlacementProblem
