@@ -9,7 +9,7 @@
   per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
-  (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
+  (experiments/kit/placement_loading.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
   topology's GPUs or NVLinks; its report is breakdown_report.py.
 """
 
@@ -375,7 +375,8 @@ class BreakdownExperiment(Experiment):
         replays the point's batches as the simulated point does, every rank gathers its own for
         real, and the rows put the measured time beside the modeled one of the same batches."""
         from harness.ranks import all_gather, prepare_on_rank0
-        from impls.gather.placement_loader import measure_placement
+
+        from ..kit.placement_loading import measure_placement
 
         job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
         result = measure_placement(ctx.rank, job)
@@ -383,7 +384,7 @@ class BreakdownExperiment(Experiment):
 
     def measure_job(self, point: Point, ctx):
         """(what every rank gathers, what the simulator says of the same batches)."""
-        from impls.gather.placement_loader import MeasureJob, portable
+        from ..kit.placement_loading import MeasureJob, portable
 
         cfg = ctx.cfg
         setup = self.setup(point, ctx)

@@ -30,7 +30,6 @@ for convergence the paper accepts); ``adaptive`` runs Algorithm 2 with r = model
 from __future__ import annotations
 
 import contextlib
-import time
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.reportkit import Report, figure
+from harness.timing import now
 from harness.worlds import Worlds
 
 from ..kit import training as kit
@@ -674,7 +674,7 @@ class LossTrainer:
         steps = min(steps, cap) if cap else steps
         losses, reads, compute_s = [], np.zeros(3), 0.0
         for step in range(steps):
-            started = time.perf_counter()
+            started = now()
             self.opt.zero_grad()
             total, count = 0.0, 0
             for g in range(n):
@@ -695,7 +695,7 @@ class LossTrainer:
             (total / count).backward()                           # = averaging the GPUs' gradients
             self.opt.step()
             losses.append(float(total.detach()) / count)
-            compute_s += time.perf_counter() - started
+            compute_s += now() - started
         load_s = float(self.cost.read_cost(*reads)) / n                  # modeled, per GPU on average
         ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
         las = self.point.params["las"]

@@ -125,7 +125,7 @@ class Table1(Experiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
-        from impls.probes.bench import Launches, chase_steps, time_chase
+        from ..kit.probes import Launches, chase_steps, time_chase
 
         cfg = ctx.cfg
         gpus = selected_gpus(self, cfg)

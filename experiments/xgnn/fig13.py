@@ -20,7 +20,7 @@ from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, ratio
-from harness.timing import measure
+from harness.timing import RepeatBudget, measure
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
@@ -121,7 +121,8 @@ class Fig13(Experiment):
                Measurement("host_fraction", "fraction", value=frac["host"], better="lower")]
         if registry.get_impl(self.interface, point.impl).has("solver"):
             policy = workbench(ctx).policy(point.impl)
-            stats = measure(lambda: policy.search(topology), warmup=cfg.warmup_or(2, 1), repeats=cfg.repeats_or(20, 5))
+            budget = RepeatBudget.for_run(cfg, warmup=(2, 1), repeats=(20, 5))
+            stats = measure(lambda: policy.search(topology), budget=budget)
             plan = policy.search(topology)
             out.append(Measurement("search_time", "ms", stats.scaled(1e3),
                                    extra={"plans_found": plan.plans_found, "states_visited": plan.states_visited,

@@ -141,8 +141,8 @@ class Fig6b(Experiment):
 
     def chase(self, probe, cfg) -> list[Measurement]:
         """The timed chains over ``probe``'s region (on rank 0): verified, then cold launches."""
+        from experiments.kit.probes import Launches, chase_steps, time_chase
         from impls.probes import chain
-        from impls.probes.bench import Launches, chase_steps, time_chase
 
         warmup, repeats = cfg.warmup_or(1), cfg.repeats_or(3, 2)
         lines = chain.region_lines(probe.nparts_used, probe.part_elems)

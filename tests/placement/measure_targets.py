@@ -6,10 +6,10 @@ import importlib.util
 
 import numpy as np
 
+from experiments.kit.placement_loading import MeasureJob, measure_jobs, portable
 from harness import registry
 from harness.launcher import launch
 from impls.core.topology import by_name
-from impls.gather.placement_loader import MeasureJob, measure_jobs, portable
 from impls.placement import make_policy
 from impls.placement.hotness import lhop_hotness
 from impls.placement.policies import PlacementProblem

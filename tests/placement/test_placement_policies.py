@@ -141,23 +141,23 @@ def test_pagraph_partition_and_time_cap(small_graph):
         policy.place(problem)
 
 
-def test_pagraph_stops_early_when_projected_far_past_the_cap(small_graph, monkeypatch):
-    import impls.placement.pagraph as pagraph
+def test_pagraph_stops_early_when_projected_far_past_the_cap(small_graph):
+    from harness.timing import injected_clock
 
     indptr, indices, train = small_graph
     many = np.tile(train, 40)                   # a long run: each check costs 2 s on a fake clock
     ticks = iter(range(0, 10**6, 2))
-    monkeypatch.setattr(pagraph.time, "perf_counter", lambda: float(next(ticks)))
-    with pytest.raises(PlacementTimeout) as info:
-        pagraph_partition(indptr, indices, many, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
-    # a tenth of the cap (10 s) passes at the 5th check (80 nodes); projected 10 s x N / 80 > 4 x 100 s
-    assert info.value.done == 80 and info.value.elapsed_s == 10.0
-    assert info.value.projected_s > 4 * 100 and "projection" in str(info.value)
-    # a run projected within the factor keeps going to the cap itself
-    ticks = iter(range(0, 10**6, 2))
-    few = np.tile(train, 40)[:2000]
-    with pytest.raises(PlacementTimeout) as info:
-        pagraph_partition(indptr, indices, few, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
+    with injected_clock(lambda: float(next(ticks))):
+        with pytest.raises(PlacementTimeout) as info:
+            pagraph_partition(indptr, indices, many, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
+        # a tenth of the cap (10 s) passes at the 5th check (80 nodes); projected 10 s x N / 80 > 4 x 100 s
+        assert info.value.done == 80 and info.value.elapsed_s == 10.0
+        assert info.value.projected_s > 4 * 100 and "projection" in str(info.value)
+        # a run projected within the factor keeps going to the cap itself
+        ticks = iter(range(0, 10**6, 2))
+        few = np.tile(train, 40)[:2000]
+        with pytest.raises(PlacementTimeout) as info:
+            pagraph_partition(indptr, indices, few, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
     assert info.value.elapsed_s > 100 and "at the time cap" in str(info.value)
 
 
