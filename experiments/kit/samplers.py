@@ -97,10 +97,6 @@ def implementation(ctx, interface: str, name: str, graph, **options):
     rank = ctx.rank
 
     def build():
-        if interface == "sampling" and name == "wholegraph_lib":
-            from impls.sampling.baselines import make_lib_adapter
-
-            return make_lib_adapter(rank, graph.indptr, graph.indices, **options)
         if interface == "sampling":
             return registry.get_impl("sampling", name).factory(rank, graph.indptr, graph.indices, **options)
         return registry.get_impl(interface, name).factory(rank, **options)

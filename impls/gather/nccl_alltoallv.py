@@ -101,6 +101,7 @@ def _rows_at(table: torch.Tensor, index: torch.Tensor, spec: TableSpec) -> torch
 
 
 @register_impl("gather", "nccl_alltoallv", needs=Needs(devices=("cpu", "cuda")),
-               summary="distributed shards; bucket, exchange counts, alltoallv ids, local gather, alltoallv rows")
+               summary="distributed shards; bucket, exchange counts, alltoallv ids, local gather, alltoallv rows",
+               label="NCCL alltoallv (5 steps)", family="NCCL", order=30, traits=("collective",))
 def make(rank, spec: TableSpec, **options):
     return AllToAllGather(rank, spec, **options)

@@ -324,6 +324,12 @@ class PaGraph(Policy):
         self._memo: dict = {}          # partition (or its timeout) per graph and GPU count
         self._closures: dict = {}      # closure_bits per graph (any GPU count)
 
+    def preprocessing(self, indptr, indices, train_idx, parts: int, num_layers: int, seed: int = 0,
+                      symmetric: bool | None = None):
+        """PaGraph's own partitioning loop (:func:`pagraph_partition`) under the time cap: the step
+        returns its partition, which times itself (``elapsed_s``), or raises PlacementTimeout."""
+        return lambda: pagraph_partition(indptr, indices, train_idx, parts, num_layers, self.time_cap_s)
+
     def partition(self, problem: PlacementProblem) -> PaGraphPartition:
         key = _problem_key(problem)
         if key not in self._memo:

@@ -182,6 +182,13 @@ class Metis(PartitionPolicy):
                                       seed=problem.seed, symmetric=problem.symmetric)
         return [np.flatnonzero(membership == g) for g in range(problem.topology.num_gpus)]
 
+    def preprocessing(self, indptr, indices, train_idx, parts: int, num_layers: int, seed: int = 0,
+                      symmetric: bool | None = None):
+        """METIS k-way into ``parts``, given the CSR in its own index type (converted here, before
+        the step a timer measures: 'Our' reads the CSR as stored)."""
+        indptr, indices = metis_index_arrays(indptr, indices)
+        return lambda: metis_membership(indptr, indices, parts, seed=seed, symmetric=symmetric)
+
 
 def metis_input(indptr, indices) -> tuple[np.ndarray, np.ndarray]:
     """A symmetric CSR without self loops, as METIS requires (directed graphs get both directions)."""
@@ -269,6 +276,19 @@ class CliqueOpt(Policy):
         return self._result(problem, buffers, started,
                             meta={"alpha": self.alpha, "cliques": cliques, **info})
 
+    def preprocessing(self, indptr, indices, train_idx, parts: int, num_layers: int, seed: int = 0,
+                      symmetric: bool | None = None):
+        """ICS'22's preprocessing: the L-hop reach estimate of p (``num_layers`` SpMVs), then
+        Algorithm 1 over ``parts`` GPUs whose buffers together hold every node."""
+        from .hotness import lhop_hotness
+
+        buffer = -(-(len(indptr) - 1) // parts)
+
+        def step():
+            reach = lhop_hotness(indptr, indices, train_idx, num_layers, symmetric=symmetric)
+            return ics22.algorithm1(reach, parts, buffer, alpha=self.alpha)
+        return step
+
 
 class XGNNSolver(Policy):
     """XGNN GGMS features: hottest nodes split modulo n into logical partitions, placed by the solver.
@@ -280,11 +300,15 @@ class XGNNSolver(Policy):
 
     name = "xgnn_solver"
 
-    def place(self, problem):
+    def search(self, topology):
+        """The solver's plan for ``topology``: which partitions each GPU stores (XGNN Fig. 8)."""
         from .xgnn_solver import solve
 
+        return solve(topology)
+
+    def place(self, problem):
         started = now()
-        plan = solve(problem.topology)
+        plan = self.search(problem.topology)
         n = problem.topology.num_gpus
         part_size = problem.buffer_size // plan.max_partitions_per_gpu
         order = hottest_first(np.arange(problem.num_nodes), problem.hotness)[:n * part_size]

@@ -9,6 +9,8 @@ can fail).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -103,9 +105,14 @@ def test_a_host_loaders_start_stays_out_of_its_rate(monkeypatch, clock, workers,
                 cost.charge()
                 yield 10
 
-    monkeypatch.setattr(sampling, "_host_loader", lambda impl, graph, params, w: (Loader(), lambda b: b, "fake"))
+    class LoaderSampler:
+        def loader(self, seeds, fanouts, batch, workers):
+            return Loader(), (lambda b: b), "fake"
+
+    spec = SimpleNamespace(factory=lambda *args, **options: LoaderSampler())
+    graph = SimpleNamespace(indptr=None, indices=None, train_idx=np.arange(100))
     monkeypatch.setattr("os.cpu_count", lambda: 8)
-    out = sampling.loader_point(None, None, {"workers": workers}, warmup, 3, seed=0, impl="dgl")
+    out = sampling.loader_point(spec, graph, {"workers": workers, "fanouts": [3, 2], "batch": 8}, warmup, 3, seed=0)
     per_batch = out[0].stats
     if warmup or workers:           # the warm-up windows take the first batch
         assert per_batch.repeats == 3 and per_batch.max == pytest.approx(4.0)
