@@ -81,7 +81,7 @@ class LifecycleSteps(Experiment):
         if point.params["i"] == self.param(cfg, "interrupt_point") and flag and not os.path.exists(flag):
             if rank.rank == 0:
                 open(flag, "w").close()
-                os.kill(os.getppid(), signal.SIGINT)
+                os.kill(int(os.environ["HARNESS_LAUNCHER_PID"]), signal.SIGINT)   # as Ctrl-C would
             time.sleep(120)               # inside the point until the run stops its ranks
         dist.barrier()
         if self.param(cfg, "log") and rank.rank == 0:
