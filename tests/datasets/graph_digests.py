@@ -1,0 +1,85 @@
+"""Checksums of every graph view, per dataset, against digests stored in graph_digests.json.
+
+Each registered dataset's stand-in is loaded at a small scale (the smallest scale, from about 2e4
+stored edges up, whose stand-in can exist: classes need nodes, and a graph must stay sparse), and
+every field a view promises is hashed (dtype, shape and bytes of an array; repr of a value). The
+stored digests were taken through the four loaders and two direct ``datasets.load`` calls that
+``harness.graphs.load`` replaced; a view whose bits change shows here by dataset and field.
+
+A deliberate change of the generator (its ``GENERATOR_VERSION``) changes every digest:
+``python -m tests.datasets.graph_digests`` rewrites the file (then say why in the commit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+DIGESTS = Path(__file__).with_name("graph_digests.json")
+EDGES = 2e4                     # the stand-ins' size: about this many stored edges
+UNIFORM = ("uniform:20000:50", 0.1)
+
+# what each view promises, field by field
+FIELDS = {
+    "host": ("name", "num_nodes", "num_edges", "indptr", "indices", "features", "labels", "train_idx",
+             "val_idx", "test_idx", "is_standin", "scale", "num_classes", "symmetric", "feature_dtype"),
+    "structure": ("name", "num_nodes", "indptr", "indices", "train_idx"),
+    "fullbatch": ("name", "num_nodes", "num_edges", "indptr", "indices", "features", "labels", "train_idx",
+                  "num_classes", "feature_dim", "is_standin", "scale"),
+    "placement": ("name", "scale", "seed", "num_nodes", "indptr", "indices", "train_idx", "val_idx", "test_idx",
+                  "features", "labels", "symmetric", "is_standin", "description", "feature_dim", "row_bytes"),
+}
+
+
+def small_scale(name: str) -> float:
+    """The smallest scale, from about EDGES stored edges up in steps of 1.5x, at which the
+    stand-in of ``name`` can be planned (two significant digits)."""
+    from harness import datasets
+    from harness.datasets.generators import plan_for
+    from harness.errors import HarnessError
+
+    scale = datasets.scale_for_edges(name, EDGES)
+    while True:
+        try:
+            plan_for(name, float(f"{scale:.2g}"), 0)
+            return float(f"{scale:.2g}")
+        except HarnessError:
+            scale *= 1.5
+
+
+def value_digest(value) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        h.update(f"{array.dtype.str}{array.shape}".encode())
+        h.update(array.view(np.uint8).reshape(-1).data if array.size else b"")
+    else:
+        h.update(repr(value).encode())
+    return h.hexdigest()
+
+
+def field_digests(values: dict) -> dict[str, str]:
+    return {name: value_digest(value) for name, value in values.items()}
+
+
+def view_fields(graph, view: str) -> dict:
+    """The fields ``view`` promises, read from a graph of that view."""
+    out = {}
+    for name in FIELDS[view]:
+        value = getattr(graph, name) if name != "description" else graph.describe()
+        if view == "placement" and name == "symmetric":
+            value = bool(value)
+        out[name] = value
+    return out
+
+
+def expected(view: str, name: str) -> dict[str, str] | None:
+    stored = json.loads(DIGESTS.read_text())
+    return stored["views"][view].get(name)
+
+
+def write(digests: dict) -> None:
+    DIGESTS.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
