@@ -299,11 +299,12 @@ class SamplingTable(Experiment):
         return None
 
     def run_point(self, point, ctx):
-        from impls.sampling.bench import load_graph, seed_batches, timed
+        from harness import graphs
+        from impls.sampling.bench import seed_batches, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(ctx, p["dataset"], p["scale"])
+        graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         warmup = cfg.warmup_or(3, 1)
         repeats = cfg.repeats_or(10, 3)
@@ -491,7 +492,7 @@ def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
 
 def figure_name(ds: str) -> str:
     """A graph's name short enough for a tick label."""
-    from impls.sampling.bench import is_uniform, parse_uniform
+    from harness.graphs import is_uniform, parse_uniform
 
     if is_uniform(ds):
         nodes, degree = parse_uniform(ds)

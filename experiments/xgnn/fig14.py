@@ -116,12 +116,13 @@ class Fig14(Experiment):
         import torch
 
         cfg, rank = ctx.cfg, ctx.rank
-        from impls.sampling.bench import epoch_batches, implementation, load_graph
+        from harness import graphs
+        from impls.sampling.bench import epoch_batches, implementation
         from impls.sampling.minibatch import sample_blocks
         from harness.timing import measure_collective
 
         p = point.params
-        graph = load_graph(ctx, p["dataset"], p["scale"])
+        graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         parts = p["parts"]
         count_rank = rank.rank if rank.world_size == parts else 0

@@ -1,9 +1,9 @@
 """Interface `fullbatch`: full-graph GCN training (MG-GCN and its baselines).
 
 Every implementation is built by its factory as ``factory(graph, model, device=..., seed=...,
-rank=..., world=..., **options)`` from a :class:`problem.FullGraph` and a
-:class:`model.ModelConfig`, and offers ``train_epoch()``, ``compute_gradients() -> (loss,
-logits, dW)``, ``loss_value()`` and ``close()``.  All train the same model (model.py) from the
+rank=..., world=..., **options)`` from a :class:`harness.datasets.Graph` (the ``fullbatch`` view
+of ``harness.graphs.load``) and a :class:`model.ModelConfig`, and offers ``train_epoch()``,
+``compute_gradients() -> (loss, logits, dW)``, ``loss_value()`` and ``close()``.  All train the same model (model.py) from the
 same initial weights, so their losses and gradients agree.  ``mggcn`` and ``cagnet_1d``
 span several ranks; they must be built on every rank of an initialized process group.
 """
