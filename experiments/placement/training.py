@@ -33,7 +33,7 @@ from harness.worlds import Worlds
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE
-from .common import cost_model, load_graph, scaled, workbench
+from .common import cost_model, scaled, workbench
 from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS, POLICY_ORDER,
                     QUICK_PAGRAPH_CAP_S, paper_alpha)
 from .shown import SMOKE_NOTE, shown_rows
@@ -353,12 +353,13 @@ class LossTrainer:
     def setup(self) -> None:
         import torch
 
+        from harness import graphs
         from impls.core.topology import by_name
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
 
         exp, prm, cfg, bench = self.exp, self.point.params, self.ctx.cfg, workbench(self.ctx)
-        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"])
+        graph = self.graph = graphs.load(self.ctx, exp.dataset, prm["scale"])
         if graph.features is None or graph.labels is None or graph.labels.ndim != 1:
             raise SkipPoint(f"{exp.dataset}: needs node features and single-label classes")
         topology = by_name(prm["topology"])
