@@ -38,6 +38,9 @@ class RunInfo:
         else:
             host = m.get("host", {})
             parts.append(f"CPU only ({host.get('cpu_model', 'unknown CPU')}, {host.get('cpu_count')} cores)")
+        nodes = m.get("topology") or {}
+        if nodes.get("nodes", 1) > 1:
+            parts.append(nodes.get("label") or f"{nodes['nodes']} nodes")     # says "emulated nodes (one host)"
         if sw.get("cuda"):
             parts.append(f"CUDA {sw['cuda']}")
         if sw.get("torch"):

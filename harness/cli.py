@@ -313,7 +313,10 @@ def cmd_report(args) -> int:
     if args.all:
         if args.runs:
             raise HarnessError("report --all takes no run directories (it reads --results)")
-        written = report_all(args.results, args.out or Path("reports"))   # references only; the index lists the rest
+        # references only (the index lists the rest); the default layout puts the table of each
+        # artifact's newest reference per machine beside the other docs
+        written = report_all(args.results, args.out or Path("reports"),
+                             references=None if args.out else Path("docs/references.md"))
     else:
         for path in map(Path, args.runs):
             try:

@@ -226,6 +226,13 @@ class Experiment:
         point's ``world_size`` of them), False when it runs it in its own process."""
         return self.spawn_ranks
 
+    def rank_env(self, point: Point, cfg: "RunConfig") -> dict[str, str]:
+        """Environment variables ``point``'s ranks must have before their process group forms
+        (NCCL reads its settings once per process, e.g. ``NCCL_P2P_DISABLE``): the runner launches
+        points whose environments differ apart and sets it in each rank; under torchrun, where the
+        ranks exist already, a point whose variables the environment lacks is a skipped row."""
+        return {}
+
     def run_point(self, point: Point, ctx: RunContext) -> list[Measurement]:
         """Measure one point: ``ctx.cfg`` is the run's configuration, ``ctx.rank`` this process's
         rank where the experiment runs its points on ranks (``spawn_ranks``), else None."""

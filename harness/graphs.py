@@ -18,7 +18,9 @@ Views (:data:`VIEWS`):
   training ids as int64, single-label classes required (ValueError otherwise).
 
 At scale 1.0 the real dataset is read where it is under the data root or converted in the cache,
-unless ``standin=True`` (the dataset tables measure their stand-ins).
+unless ``standin=True`` (the dataset tables measure their stand-ins). ``overrides`` change the
+stand-in's generation (``harness.datasets.load``: ``feature_signal``, say); such a stand-in is a
+graph of its own, cached under its own key.
 """
 
 from __future__ import annotations
@@ -40,22 +42,24 @@ GRAPH, ON_GRAPH = "graph", "on-graph"       # the kinds of the run cache's entri
 
 
 def load(ctx: "RunContext", dataset: str, scale: float, view: str = "host", *,
-         standin: bool = False) -> "Graph":
+         standin: bool = False, **overrides: Any) -> "Graph":
     """``dataset`` at ``scale`` as ``view`` (module doc), loaded once per process."""
     if view not in VIEWS:
         raise HarnessError(f"unknown graph view '{view}' ({', '.join(VIEWS)})")
     if is_uniform(dataset) and view != "structure":
         raise HarnessError(f"a uniform graph ('{dataset}') has no features or labels: "
                            "only the 'structure' view reads it")
+    if is_uniform(dataset) and overrides:
+        raise HarnessError(f"a uniform graph ('{dataset}') takes no stand-in overrides ({', '.join(overrides)})")
     cfg = ctx.cfg
     data_root = str(cfg.data_root) if cfg.data_root else None
-    key = (GRAPH, view, dataset, float(scale), cfg.seed, data_root, bool(standin))
+    key = (GRAPH, view, dataset, float(scale), cfg.seed, data_root, bool(standin), tuple(sorted(overrides.items())))
 
     def build() -> "Graph":
         from .ranks import load_on_ranks
 
         return load_on_ranks(ctx.rank, lambda: _read(view, dataset, float(scale), cfg.seed, data_root,
-                                                     standin, cfg.device))
+                                                     standin, cfg.device, overrides))
 
     return ctx.cached(key, build, replaces=(GRAPH, ON_GRAPH))
 
@@ -70,12 +74,12 @@ def built_on(ctx: "RunContext", graph: "Graph", what: tuple, build: Callable[[],
 
 
 def _read(view: str, dataset: str, scale: float, seed: int, data_root: str | None, standin: bool,
-          device: str) -> "Graph":
+          device: str, overrides: dict) -> "Graph":
     from . import datasets
 
     if view == "structure" and is_uniform(dataset):
         return uniform_graph(dataset, scale, seed)
-    overrides = {}
+    overrides = dict(overrides)
     if view == "structure" and not (scale == 1.0 and not standin and datasets.real_available(dataset, data_root)):
         overrides["feature_dim"] = 1
     graph = datasets.load(dataset, scale=scale, seed=seed, data_root=data_root, prefer_real=not standin,

@@ -16,10 +16,26 @@ waiting in a collective for it.
 Spawned ranks die with the process that launched them, also while blocked in a collective that
 will never return (Linux: PR_SET_PDEATHSIG, and a thread watching the parent pid and SIGTERM),
 and the shared-memory files of a launch are removed however it ends (``harness.shm``).
+
+Under torchrun (``torchrun --nnodes N --nproc-per-node G``, c10d rendezvous) this process is one
+rank: the group is formed from torchrun's environment, and the same rules hold with the agent of
+this node as the launcher. The rank dies with its agent. The board is kept in the job's c10d store
+(:class:`StoreBoard`), so that rank 0 sees every rank, whichever host it runs on: where a rank has
+stayed in one activity longer than ``timeout_s``, rank 0 says so on stderr with the same error the
+harness's launcher raises (the rank, its activity, where its main thread is; the others waiting),
+lets the caller record it (``on_overdue``: the point's error row) and ends, which ends the job;
+every other rank ends itself ``BACKSTOP_S`` after its own timeout, in case rank 0 cannot. The ranks
+learn their
+:class:`Topology` (which node each rank runs on, torchrun's ``GROUP_RANK``, and on which host): a
+store that maps peers' memory maps only its own node's (``RankContext.node_view``: the ranks of this
+node as a group of their own), and the ranks of a node share host shared-memory files under a
+prefix of their own (``harness.shm.node_prefix``), so nodes emulated on one host share none.
+Under the harness's own launcher every rank is on one node.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import queue
@@ -34,7 +50,57 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import shm
-from .errors import LaunchError
+from .errors import LaunchError, SkipPoint
+
+
+EMULATED = "emulated nodes (one host)"      # how tables, figures and manifests name nodes sharing a host
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Which node each rank of a group runs on (``node_of``, by rank) and the host of each node
+    (``hosts``, by node). Nodes are torchrun's (``GROUP_RANK``); several nodes on one host are
+    emulated nodes (a 4-GPU machine run as two torchrun nodes of 2 GPUs)."""
+
+    node_of: tuple[int, ...]
+    hosts: tuple[str, ...]
+
+    def __post_init__(self):
+        if sorted(set(self.node_of)) != list(range(len(self.hosts))):
+            raise LaunchError(f"nodes {sorted(set(self.node_of))} of the ranks do not number the "
+                              f"{len(self.hosts)} hosts 0..{len(self.hosts) - 1}")
+
+    @property
+    def nodes(self) -> int:
+        return len(self.hosts)
+
+    def ranks_of(self, node: int) -> tuple[int, ...]:
+        return tuple(r for r, n in enumerate(self.node_of) if n == node)
+
+    @property
+    def per_node(self) -> int | None:
+        """Ranks per node, where every node has as many (else None)."""
+        sizes = {len(self.ranks_of(n)) for n in range(self.nodes)}
+        return sizes.pop() if len(sizes) == 1 else None
+
+    @property
+    def emulated(self) -> bool:
+        """Several nodes on fewer hosts: nodes emulated by torchrun node processes on one machine."""
+        return self.nodes > 1 and len(set(self.hosts)) < self.nodes
+
+    def label(self, unit: str = "GPUs") -> str:
+        """'1 node x 4 GPUs', '2 nodes x 2 GPUs, emulated nodes (one host)'."""
+        per = self.per_node
+        if per == 1:
+            unit = unit.removesuffix("s")
+        ranks = f"{per} {unit}" if per is not None else "/".join(str(len(self.ranks_of(n))) for n in range(self.nodes))
+        text = f"{self.nodes} node{'s' if self.nodes > 1 else ''} x {ranks}"
+        return f"{text}, {EMULATED}" if self.emulated else text
+
+    def record(self) -> dict:
+        """What a manifest and a row keep of it."""
+        return {"nodes": self.nodes, "ranks_per_node": [len(self.ranks_of(n)) for n in range(self.nodes)],
+                "hosts": len(set(self.hosts)), "emulated": self.emulated, "label": self.label()}
 
 
 @dataclass(frozen=True)
@@ -45,6 +111,11 @@ class RankContext:
     device: str          # cpu | cuda
     backend: str         # gloo | nccl
     board: "ActivityBoard | None" = field(default=None, compare=False, repr=False)
+    topology: Topology | None = None        # None: every rank on one node
+    # a node view's process group and the global ranks of its members (None / (): the default group)
+    group: Any = field(default=None, compare=False, repr=False)
+    members: tuple[int, ...] = ()
+    node_groups: tuple = field(default=(), compare=False, repr=False)   # one process group per node
 
     @property
     def is_main(self) -> bool:
@@ -53,11 +124,66 @@ class RankContext:
     def set_activity(self, text: str) -> None:
         """Say what this rank is doing now; a launch that fails names it for the failing rank."""
         if self.board is not None:
-            self.board.write(self.rank, text)
+            self.board.write(self.global_rank(self.rank), text)
 
     def __reduce__(self):
-        # the board is shared memory of this launch: a copy sent elsewhere goes without it
-        return (RankContext, (self.rank, self.world_size, self.local_rank, self.device, self.backend))
+        # the board is shared memory of this launch, the groups live in this process: a copy sent
+        # elsewhere goes without them
+        return (RankContext, (self.rank, self.world_size, self.local_rank, self.device, self.backend, None,
+                              self.topology))
+
+    # --- nodes ---------------------------------------------------------------------------
+    @property
+    def nodes(self) -> int:
+        return 1 if self.topology is None else self.topology.nodes
+
+    @property
+    def node(self) -> int:
+        return 0 if self.topology is None else self.topology.node_of[self.rank]
+
+    @property
+    def node_ranks(self) -> tuple[int, ...]:
+        """The ranks (of this group) on this rank's node, this one included."""
+        if self.topology is None:
+            return tuple(range(self.world_size))
+        return self.topology.ranks_of(self.node)
+
+    @property
+    def local_world_size(self) -> int:
+        """Ranks on this rank's node (torchrun's LOCAL_WORLD_SIZE; the whole group on one node)."""
+        return len(self.node_ranks)
+
+    def global_rank(self, r: int) -> int:
+        """Rank ``r`` of this group in the default group (the same, except in a node view)."""
+        return self.members[r] if self.members else r
+
+    def node_view(self) -> "RankContext":
+        """The ranks of this node as a group of their own (this context where every rank is on one
+        node): what a store mapping peers' memory is built on, so it maps only its node's peers
+        (WholeGraph: each node holds its own replica of the graph and features)."""
+        if self.nodes == 1:
+            return self
+        mine = self.node_ranks
+        return RankContext(mine.index(self.rank), len(mine), self.local_rank, self.device, self.backend,
+                           self.board, None, self.node_groups[self.node], tuple(self.global_rank(r) for r in mine))
+
+    def _topology(self) -> Topology:
+        return self.topology or Topology((0,) * self.world_size, (socket.gethostname(),))
+
+    def topology_label(self) -> str:
+        """'2 nodes x 2 GPUs, emulated nodes (one host)' (``Topology.label``)."""
+        return self._topology().label("GPUs" if self.device == "cuda" else "CPU ranks")
+
+    def topology_record(self) -> dict:
+        """The nodes of these ranks as a manifest and a row keep them (``Topology.record``)."""
+        return {**self._topology().record(), "label": self.topology_label()}
+
+    def require_one_node(self, what: str) -> None:
+        """Skip the point where this group spans nodes: ``what`` maps peers' memory, which only the
+        ranks of one node share (build it on ``node_view()``, or reach other nodes through NCCL)."""
+        if self.nodes > 1:
+            raise SkipPoint(f"{what} maps peers' memory, which only the ranks of one node share: these "
+                            f"{self.world_size} ranks span {self.topology_label()}")
 
     def torch_device(self):
         import torch
@@ -78,7 +204,7 @@ class RankContext:
 
         t = torch.tensor(values, dtype=torch.float64, device=self.torch_device())
         if dist.is_available() and dist.is_initialized():
-            dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, group=self.group)
         return [float(v) for v in t]
 
 
@@ -116,10 +242,12 @@ class ActivityBoard:
     def read(self) -> dict[int, str]:
         return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
 
-    def states(self) -> dict[int, "RankState"]:
-        return {r: RankState(self._get(self.array, r) or None, self.times[2 * r] or None,
-                             self._get(self.wheres, r) or None, self.times[2 * r + 1] or None)
-                for r in range(self.world_size)}
+    def states(self, now: float | None = None) -> dict[int, "RankState"]:
+        return {r: self.state_of(r) for r in range(self.world_size)}
+
+    def state_of(self, rank: int, now: float | None = None) -> "RankState":
+        return RankState(self._get(self.array, rank) or None, self.times[2 * rank] or None,
+                         self._get(self.wheres, rank) or None, self.times[2 * rank + 1] or None)
 
 
 @dataclass(frozen=True)
@@ -146,7 +274,7 @@ HEARTBEAT_S = 0.5
 
 
 def overdue(states: dict[int, RankState], running: list[int], now: float, timeout_s: float,
-            started: float) -> LaunchError | None:
+            started: float, why: str = "--timeout") -> LaunchError | None:
     """The error that ends a launch where a running rank has been in one activity longer than
     ``timeout_s`` (before its first activity: at least ``STARTUP_ALLOWANCE_S``), else None.
 
@@ -178,7 +306,7 @@ def overdue(states: dict[int, RankState], running: list[int], now: float, timeou
         return f" ({state.where}{stale})"
 
     first = named[0]
-    culprit = f"rank {first} was still {doing(first)} after {timeout_s:.0f} s (--timeout){where(first)}"
+    culprit = f"rank {first} was still {doing(first)} after {timeout_s:.0f} s ({why}){where(first)}"
     parts = [f"rank {r} {doing(r)}{where(r)}" for r in named[1:] + waiting]
     message = culprit + ("; " + "; ".join(parts) if parts else "")
     states_text = {r: s.activity for r, s in states.items() if s.activity}
@@ -211,16 +339,16 @@ def _init_group(ctx: RankContext, init_method: str | None, timeout_s: float) -> 
     dist.init_process_group(**kwargs)
 
 
-def _die_with_parent(parent_pid: int, shm_prefix: str, board: ActivityBoard | None = None,
-                     rank: int = 0) -> None:
+def _die_with_parent(parent_pid: int, shm_prefix: str, beat: Callable[[str], None] | None = None) -> None:
     """End this rank when the launching process is gone or sends SIGTERM, removing the launch's
     shared memory, also while the main thread waits in a collective that will never return.
 
     PR_SET_PDEATHSIG sends SIGTERM when the parent dies. Python runs a signal's handler only
     between bytecodes of the main thread, which a collective can block for good, so the C-level
     handler also writes the signal to a pipe (``signal.set_wakeup_fd``) that a thread reads; that
-    thread also watches the parent pid and writes this rank's heartbeat to ``board``. Either
-    thread leaves through :func:`_leave`, which works off the main thread.
+    thread also watches the parent pid and hands ``beat`` where the main thread is, every
+    ``HEARTBEAT_S`` (the rank's heartbeat on its board). Either thread leaves through
+    :func:`_leave`, which works off the main thread.
     """
     def leave(signum=signal.SIGTERM, frame=None):
         _leave(shm_prefix)
@@ -247,10 +375,127 @@ def _die_with_parent(parent_pid: int, shm_prefix: str, board: ActivityBoard | No
                 _leave(shm_prefix)
             if os.getppid() != parent_pid:
                 _leave(shm_prefix)
-            if board is not None:
-                board.beat(rank, where_is(sys._current_frames().get(main)))
+            if beat is not None:
+                beat(where_is(sys._current_frames().get(main)))
 
     threading.Thread(target=watch, name="harness-parent-watch", daemon=True).start()
+
+
+class StoreBoard:
+    """The activity board of a torchrun launch, over the job's c10d store (torchrun's rendezvous
+    store at MASTER_ADDR:MASTER_PORT): every rank writes its own slot (activity, where its main
+    thread is) and rank 0 reads every slot, whichever host it runs on. Ages travel, not times: the
+    hosts' clocks differ. A store that fails (its host gone) leaves the slots as they were: the
+    launch is ending anyway."""
+
+    def __init__(self, store, prefix: str, world_size: int):
+        self.store, self.prefix, self.world_size = store, prefix, world_size
+        self.mine: dict[int, list] = {}        # rank -> [activity, since, where, seen] on this process's clock
+
+    def _put(self, rank: int, now: float) -> None:
+        import json
+
+        activity, since, where, seen = self.mine[rank]
+        try:
+            self.store.set(f"{self.prefix}/{rank}", json.dumps([activity, now - since, where, now - seen]))
+        except Exception:                     # noqa: BLE001 - module doc
+            pass
+
+    def write(self, rank: int, text: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        slot = self.mine.setdefault(rank, ["", now, "", now])
+        slot[0], slot[1] = text, now
+        self._put(rank, now)
+
+    def beat(self, rank: int, where: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        slot = self.mine.setdefault(rank, ["", now, "", now])
+        slot[2], slot[3] = where, now
+        self._put(rank, now)
+
+    def states(self, now: float | None = None) -> dict[int, RankState]:
+        """Every rank's slot that has been written, on this process's clock."""
+        import json
+
+        now = time.monotonic() if now is None else now
+        out = {}
+        for r in range(self.world_size):
+            key = f"{self.prefix}/{r}"
+            try:
+                if not self.store.check([key]):
+                    continue
+                activity, age, where, stale = json.loads(self.store.get(key))
+            except Exception:                 # noqa: BLE001 - module doc
+                continue
+            out[r] = RankState(activity or None, now - age, where or None, now - stale)
+        return out
+
+    def read(self) -> dict[int, str]:
+        return {r: s.activity for r, s in self.states().items() if s.activity}
+
+    def state_of(self, rank: int, now: float | None = None) -> RankState | None:
+        """This process's own slot, read without the store."""
+        slot = self.mine.get(rank)
+        return None if slot is None else RankState(slot[0] or None, slot[1], slot[2] or None, slot[3])
+
+
+DONE = "done with the launch"
+BACKSTOP_S = 30.0       # a torchrun rank other than 0 ends itself this long after its own --timeout
+
+
+class _SelfWatch:
+    """A torchrun rank's watch of its launch (module doc): its heartbeat on the launch's board, and
+    the end of a point that overstays ``timeout_s``. Rank 0 judges every rank by the shared board
+    (:class:`StoreBoard`) as the harness's launcher would, records the point (``on_overdue``) and
+    ends, which ends the job; every rank also ends itself ``BACKSTOP_S`` after its own timeout, in
+    case rank 0 cannot."""
+
+    def __init__(self, shm_prefix: str):
+        self.shm_prefix = shm_prefix
+        self.launch: tuple | None = None     # (board, rank, timeout_s, started, on_overdue) while one runs
+
+    def beat(self, where: str, now: float | None = None) -> LaunchError | None:
+        launch = self.launch
+        if launch is None:
+            return None
+        board, rank, timeout_s, started, on_overdue = launch
+        now = time.monotonic() if now is None else now
+        board.beat(rank, where, now)
+        late = None
+        if rank == 0 and isinstance(board, StoreBoard):
+            states = board.states(now)
+            running = [r for r, state in states.items() if state.activity != DONE]
+            late = overdue(states, running, now, timeout_s, started)
+        mine = board.state_of(rank, now)
+        if late is None and mine is not None:
+            backstop = BACKSTOP_S if rank else 0.0
+            late = overdue({rank: mine}, [rank], now, timeout_s + backstop, started,
+                           f"--timeout {timeout_s:.0f} s, then {backstop:.0f} s for rank 0 to end the job"
+                           if backstop else "--timeout")
+        if late is not None:
+            self.end(late, on_overdue)
+        return late
+
+    def end(self, late: LaunchError, on_overdue) -> None:
+        self.launch = None
+        print(f"error: {late} (under torchrun this rank ends, and with it the job)", file=sys.stderr, flush=True)
+        if on_overdue is not None:
+            try:
+                on_overdue(late)
+            except Exception:                 # noqa: BLE001 - the rank ends either way
+                traceback.print_exc()
+        _leave(self.shm_prefix)
+
+
+_SELF_WATCH: list[_SelfWatch] = []          # armed once per process (signal handlers are process-wide)
+
+
+def _self_watch(shm_prefix: str) -> _SelfWatch:
+    if not _SELF_WATCH:
+        watch = _SelfWatch(shm_prefix)
+        _die_with_parent(os.getppid(), shm_prefix, watch.beat)
+        _SELF_WATCH.append(watch)
+    return _SELF_WATCH[0]
 
 
 def _leave(shm_prefix: str) -> None:
@@ -302,9 +547,10 @@ GROUP_TIMEOUT_MARGIN_S = 120.0
 
 def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
            fn: Callable, args: tuple, results, parent_pid: int, shm_prefix: str,
-           board: ActivityBoard) -> None:
+           board: ActivityBoard, env: dict[str, str] | None = None) -> None:
     board.write(rank, STARTUP)
-    _die_with_parent(parent_pid, shm_prefix, board, rank)
+    _die_with_parent(parent_pid, shm_prefix, lambda where: board.beat(rank, where))
+    os.environ.update(env or {})
     os.environ.update({
         "RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
         "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
@@ -339,17 +585,21 @@ def _child(rank: int, world_size: int, device: str, port: int, timeout_s: float,
 
 
 def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device: str = "cpu",
-           timeout_s: float = 3600.0) -> list[Any]:
+           timeout_s: float = 3600.0, on_overdue: Callable[[LaunchError], None] | None = None,
+           env: dict[str, str] | None = None) -> list[Any]:
     """Run ``fn(ctx, *args)`` on ``world_size`` ranks; return per-rank results in rank order.
-    ``timeout_s``: the longest a rank may stay in one activity (module doc).
+    ``timeout_s``: the longest a rank may stay in one activity (module doc). ``env``: variables set
+    in every rank before its process group forms.
 
     Under torchrun the current process is one rank: the group is formed from the
-    environment and only this rank's result is returned (others are ``None``).
+    environment (``env`` is the caller's to check) and only this rank's result is returned
+    (others are ``None``); a rank overdue in an activity calls ``on_overdue`` with the error, then
+    ends (module doc).
     """
     if world_size < 1:
         raise LaunchError("world size must be >= 1")
     if under_torchrun():
-        return _launch_in_place(fn, args, device, timeout_s)
+        return _launch_in_place(fn, args, device, timeout_s, on_overdue)
 
     import torch.multiprocessing as mp
 
@@ -366,7 +616,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
     prefix = shm.new_launch_prefix()
     board = ActivityBoard(ctx, world_size)
     procs = [ctx.Process(target=_child, args=(r, world_size, device, port, timeout_s, fn, args, results,
-                                              os.getpid(), prefix, board),
+                                              os.getpid(), prefix, board, dict(env or {})),
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
@@ -460,22 +710,89 @@ def _stop(procs) -> None:
             p.join(timeout=2)
 
 
-def _launch_in_place(fn, args, device, timeout_s):
+def _launch_in_place(fn, args, device, timeout_s, on_overdue=None):
+    import multiprocessing
+
     import torch.distributed as dist
 
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ["LOCAL_RANK"])
     backend = "nccl" if device == "cuda" else "gloo"
-    ctx = RankContext(rank, world, local, device, backend)
+    os.environ.setdefault(shm.PREFIX_ENV, shm.node_prefix())
+    shm.remove_orphans()
+    watch = _self_watch(os.environ[shm.PREFIX_ENV])
+    # until the group (and its store) forms, this rank watches its own startup on a board of its own
+    board = ActivityBoard(multiprocessing.get_context("spawn"), world)
+    board.write(rank, STARTUP)
+    started = time.monotonic()
+    watch.launch = (board, rank, timeout_s, started, on_overdue)
+    ctx = RankContext(rank, world, local, device, backend, board)
     created = not dist.is_initialized()
-    if created:
-        _init_group(ctx, None, timeout_s)
+    shared = None
     try:
+        if created:
+            # the watch ends an overdue point first; the group's timeout is a backstop
+            _init_group(ctx, None, timeout_s + GROUP_TIMEOUT_MARGIN_S)
+        shared = _store_board(world)
+        if shared is not None:
+            shared.write(rank, "")       # started: no activity named yet (still the startup allowance)
+            ctx = dataclasses.replace(ctx, board=shared)
+            watch.launch = (shared, rank, timeout_s, started, on_overdue)
+        ctx = with_topology(ctx, gather_topology(ctx))
+        board.write(rank, "")
         value = fn(ctx, *args)
     finally:
+        watch.launch = None
+        if shared is not None:
+            shared.write(rank, DONE)
         if created and dist.is_initialized():
             dist.destroy_process_group()
     out = [None] * world
     out[rank] = value
     return out
+
+
+_LAUNCHES = [0]          # launches of ranks in this process: every rank counts the same
+
+
+def _store_board(world: int) -> StoreBoard | None:
+    """A :class:`StoreBoard` over the job's store (a client of its own: the main thread's collectives
+    never wait on it), or None where there is none to reach."""
+    import datetime as dt
+
+    import torch.distributed as dist
+
+    _LAUNCHES[0] += 1
+    try:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                              timeout=dt.timedelta(seconds=30))
+    except Exception:                         # noqa: BLE001 - each rank then watches itself alone
+        return None
+    run = os.environ.get("TORCHELASTIC_RUN_ID", "job")
+    return StoreBoard(store, f"harness-board/{run}/{_LAUNCHES[0]}", world)
+
+
+def gather_topology(ctx: RankContext) -> Topology:
+    """The nodes of the group's ranks (torchrun's ``GROUP_RANK``; 0 elsewhere) and their hosts
+    (collective)."""
+    import torch.distributed as dist
+
+    mine = (int(os.environ.get("GROUP_RANK", "0")), socket.gethostname())
+    every: list = [None] * ctx.world_size
+    dist.all_gather_object(every, mine)
+    numbers = {node: i for i, node in enumerate(sorted({node for node, _ in every}))}
+    hosts = {numbers[node]: host for node, host in every}
+    return Topology(tuple(numbers[node] for node, _ in every), tuple(hosts[i] for i in range(len(numbers))))
+
+
+def with_topology(ctx: RankContext, topology: Topology) -> RankContext:
+    """``ctx`` knowing the nodes of its ranks, with a process group per node where there are
+    several (collective: every rank makes every node's group, in the same order)."""
+    import torch.distributed as dist
+
+    if len(topology.node_of) != ctx.world_size:
+        raise LaunchError(f"a topology of {len(topology.node_of)} ranks for a group of {ctx.world_size}")
+    groups = tuple(dist.new_group(list(topology.ranks_of(n))) for n in range(topology.nodes)) \
+        if topology.nodes > 1 else ()
+    return dataclasses.replace(ctx, topology=topology, node_groups=groups)

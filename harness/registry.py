@@ -145,10 +145,10 @@ def reimplementation_note(interface: str, names) -> str:
 
 
 def reading_order(exp_id: str) -> tuple:
-    """A paper's tables, then its figures, by number (Table 2 before Table 10), then the artifacts
-    the paper does not number."""
+    """A paper's tables, then its figures, by number (Table 2 before Table 10, a panel of its own
+    such as Fig. 6(b), ``fig6b``, right after Fig. 6), then the artifacts the paper does not number."""
     paper, _, artifact = exp_id.partition(".")
-    match = re.fullmatch(r"(table|fig)(\d+)", artifact)
+    match = re.fullmatch(r"(table|fig)(\d+)([a-z]?)", artifact)
     if match is None:
         return paper, 2, 0, artifact
     return paper, 0 if match[1] == "table" else 1, int(match[2]), artifact

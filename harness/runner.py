@@ -1,12 +1,13 @@
 """Runs experiments: expands grids, skips what cannot run here (as rows), measures, stores.
 
 A point runs in this process, or on ranks when its experiment says so (``on_ranks``: every point
-of a ``spawn_ranks`` experiment): the points of one world size run inside one launch of ranks
-(``RunConfig.launch_per_point``: one launch per point), and rank 0 appends the rows as each point
-ends. The runner is the only place ranks come from.
+of a ``spawn_ranks`` experiment): the points of one world size and rank environment
+(``Experiment.rank_env``) run inside one launch of ranks (``RunConfig.launch_per_point``: one
+launch per point), and rank 0 appends the rows as each point ends. The runner is the only place
+ranks come from.
 
 One loop measures a run: groups of points (an experiment's points in this process, or of one
-world size on ranks) in the plan's order. Under a time budget (harness.budget) the first pass goes
+world size and rank environment on ranks) in the plan's order. Under a time budget (harness.budget) the first pass goes
 cheapest first at the levels the plan chose, each group stopping at its share of the time left so
 that one experiment cannot take the whole budget, then further rounds take up what a share cut
 short, then refinements measure again at finer levels while time remains. What was measured is
@@ -163,6 +164,8 @@ def _rank_entry(ctx: RankContext, exp_id: str, cfg: RunConfig, jobs: list[Job], 
     of its rows rank 0 wrote), and the store's error if a write failed."""
     exp = registry.get_experiment(exp_id)
     stop = stop or Stop()
+    if ctx.is_main and store is not None and _under_torchrun():
+        store.update_manifest(topology=ctx.topology_record())      # torchrun's nodes, emulated or not
     progress = PointProgress(exp.id, eta or Eta(len(jobs)), enabled=True) if ctx.is_main else None
     done, store_error = [], None
     run = RunContext(cfg, ctx)           # one cache for the points of this launch
@@ -455,7 +458,8 @@ def _run_as_worker(plans, cfg: RunConfig) -> RunOutcome:
     for exp, points in plans:
         runnable = [p for p in points if exp.on_ranks(p) and not impl_skip_reason(exp, p, cfg)]
         world = int(__import__("os").environ["WORLD_SIZE"])
-        group = [Job(i, 0, p) for i, p in enumerate(runnable) if p.world_size == world]
+        group = [Job(i, 0, p) for i, p in enumerate(runnable)
+                 if p.world_size == world and not env_refusal(exp.rank_env(p, cfg))]
         if group:
             launch(_rank_entry, (exp.id, cfg, group, None), world_size=world, device=cfg.device,
                    timeout_s=cfg.timeout_s)
@@ -476,14 +480,14 @@ def _measure(ledger: Ledger, cfg: RunConfig, budget: Budget | None, outcome: Run
     _record_skips(ledger, cfg, eta)
     pending = plan.first_pass_order(run_plan.todo) if budget is not None else run_plan.todo
     while pending:
-        groups = _groups(run_plan, [_job(e, e.level) for e in pending])
+        groups = _groups(run_plan, [_job(e, e.level) for e in pending], cfg)
         cut: list[Job] = []
-        for n, (exp, world, jobs) in enumerate(groups):
+        for n, (exp, where, jobs) in enumerate(groups):
             if budget is not None and budget.ended():
                 raise BudgetEnded()
             ahead = [j for _, _, group in groups[n:] for j in group] + cut
             stop = Stop(budget, _share_end(run_plan, budget, jobs, ahead, eta) if budget is not None else None)
-            _run_group(ledger, exp, world, jobs, cfg, stop, outcome, eta)
+            _run_group(ledger, exp, where, jobs, cfg, stop, outcome, eta)
             cut += [j for j in jobs if not ledger.tried_now(j.index)]
         if budget is None or len(cut) == sum(len(jobs) for _, _, jobs in groups):
             break                        # no share cut anything short, or nothing moved: no next round
@@ -515,10 +519,12 @@ def _job(entry: plan.PlannedPoint, level: int) -> Job:
     return Job(entry.index, level, lv.point, lv.cfg_changes, entry.fidelity(level))
 
 
-def _groups(run_plan: plan.RunPlan, jobs: list[Job]) -> list[tuple[Experiment, int | None, list[Job]]]:
+def _groups(run_plan: plan.RunPlan, jobs: list[Job],
+            cfg: RunConfig) -> list[tuple[Experiment, tuple | None, list[Job]]]:
     """``jobs`` as the groups they run in: consecutive jobs of one experiment, those it runs in
-    this process first (world None), then those on ranks by world size (one launch each)."""
-    out: list[tuple[Experiment, int | None, list[Job]]] = []
+    this process first (None), then those on ranks by :func:`launch_key` (world size and rank
+    environment: one launch each)."""
+    out: list[tuple[Experiment, tuple | None, list[Job]]] = []
     chunks: list[tuple[Experiment, list[Job]]] = []
     for job in jobs:
         exp = run_plan.entries[job.index].exp
@@ -529,12 +535,29 @@ def _groups(run_plan: plan.RunPlan, jobs: list[Job]) -> list[tuple[Experiment, i
         local = [j for j in chunk if not exp.on_ranks(j.point)]
         if local:
             out.append((exp, None, local))
-        by_world: dict[int, list[Job]] = {}
+        by_launch: dict[tuple, list[Job]] = {}
         for j in chunk:
             if exp.on_ranks(j.point):
-                by_world.setdefault(j.point.world_size, []).append(j)
-        out += [(exp, world, by_world[world]) for world in sorted(by_world)]
+                by_launch.setdefault(launch_key(exp, j.point, cfg), []).append(j)
+        out += [(exp, key, by_launch[key]) for key in sorted(by_launch)]
     return out
+
+
+def launch_key(exp: Experiment, point: Point, cfg: RunConfig) -> tuple[int, tuple]:
+    """What a launch of ranks is shared by: the world size and the environment the point's ranks
+    need (``Experiment.rank_env``), as a sortable tuple."""
+    return point.world_size, tuple(sorted(exp.rank_env(point, cfg).items()))
+
+
+def env_refusal(env: dict[str, str]) -> str | None:
+    """Why ranks that already exist (torchrun) cannot run a point needing ``env``, or None."""
+    import os
+
+    wrong = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    if not wrong:
+        return None
+    return ("needs " + " ".join(f"{k}={v}" for k, v in sorted(wrong.items())) + " in the ranks' environment "
+            "before their process group forms; set it for the torchrun")
 
 
 def _record_skips(ledger: Ledger, cfg: RunConfig, eta: Eta) -> None:
@@ -552,11 +575,12 @@ def _record_skips(ledger: Ledger, cfg: RunConfig, eta: Eta) -> None:
                 progress.finish_point(e.point.label(), f"skipped: {e.skip}", e.index)
 
 
-def _run_group(ledger: Ledger, exp: Experiment, world: int | None, jobs: list[Job], cfg: RunConfig,
+def _run_group(ledger: Ledger, exp: Experiment, where: tuple | None, jobs: list[Job], cfg: RunConfig,
                stop: Stop, outcome: RunOutcome, eta: Eta) -> None:
-    """Measure ``jobs`` of ``exp`` until ``stop`` says so: in this process (world None), or in a
-    launch of ``world`` ranks (one per job with ``launch_per_point``), rank 0 appending the rows."""
-    if world is None:
+    """Measure ``jobs`` of ``exp`` until ``stop`` says so: in this process (``where`` None), or in a
+    launch of ranks (``where``: its world size and environment, :func:`launch_key`; one launch per
+    job with ``launch_per_point``), rank 0 appending the rows."""
+    if where is None:
         run = RunContext(cfg)            # one cache for the points run in this process
         with PointProgress(exp.id, eta) as progress:
             for n, job in enumerate(jobs):
@@ -569,23 +593,33 @@ def _run_group(ledger: Ledger, exp: Experiment, world: int | None, jobs: list[Jo
                 ledger.add(job.index, job.level, rows, seconds)
                 progress.finish_point(job.point.label(), _outcome_text(rows), job.index, seconds)
         return
+    world, env = where[0], dict(where[1])
     if _under_torchrun():
         import os
 
         world_now = int(os.environ["WORLD_SIZE"])
-        if world != world_now:
+        why = f"needs {world} ranks; this torchrun has {world_now}" if world != world_now else env_refusal(env)
+        if why:
             for job in jobs:
-                ledger.add(job.index, job.level, [make_row(exp, job.point, cfg, None, "skipped",
-                                                           f"needs {world} ranks; this torchrun has {world_now}", "plan")])
+                ledger.add(job.index, job.level, [make_row(exp, job.point, cfg, None, "skipped", why, "plan")])
                 eta.finish(job.index, None)
             return
     launches = [[j] for j in jobs] if cfg.launch_per_point else [jobs]
     for n, group in enumerate(launches):
         if n and stop.due(first=False):
             return
+
+        def overdue(exc: LaunchError, group=group) -> None:
+            # under torchrun rank 0 ends the job at once (harness/launcher.py): the rows and the
+            # manifest say why first, as a failed launch's would
+            outcome.failed_launches.append(str(exc))
+            _recover(ledger, exp, group, cfg, exc)
+            _finish(ledger, cfg, f"not measured: the torchrun job ended, {exc.culprit or exc}", outcome)
+            _close(ledger, outcome, "failed", False)
+
         try:
             results = launch(_rank_entry, (exp.id, cfg, group, ledger.store, eta, stop), world_size=world,
-                             device=cfg.device, timeout_s=cfg.timeout_s)
+                             device=cfg.device, timeout_s=cfg.timeout_s, on_overdue=overdue, env=env)
         except LaunchError as exc:
             outcome.failed_launches.append(str(exc))
             _recover(ledger, exp, group, cfg, exc)
@@ -667,10 +701,10 @@ def _refine(ledger: Ledger, cfg: RunConfig, budget: Budget, outcome: RunOutcome)
         eta = Eta(len(chosen), {e.index: e.cost(level) for e, level in chosen}, budget=budget, tag="refine ")
         levels = dict((e.index, level) for e, level in chosen)
         jobs = [_job(e, levels[e.index]) for e in sorted((e for e, _ in chosen), key=lambda e: e.index)]
-        for exp, world, group in _groups(run_plan, jobs):
+        for exp, where, group in _groups(run_plan, jobs, cfg):
             if budget.ended():
                 raise BudgetEnded()
-            _run_group(ledger, exp, world, group, cfg, Stop(budget), outcome, eta)
+            _run_group(ledger, exp, where, group, cfg, Stop(budget), outcome, eta)
         for e, level in chosen:
             mine = [r for a in ledger.level_attempts(e.index, level) for r in a.rows]
             if not mine:                 # the budget ended before this refinement could start

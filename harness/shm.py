@@ -5,6 +5,10 @@ ranks in ``HARNESS_SHM_PREFIX``, so the launcher can remove what a launch left b
 its ranks ended: a rank killed or stopped mid-point never reaches its store's ``close()``.
 Files of launchers that died without cleaning up are removed by the next launch.
 ``HARNESS_SHM_DIR`` moves the folder (default /dev/shm).
+
+Under torchrun the launcher of a node's ranks is that node's agent (their parent process): the ranks
+of one node share :func:`node_prefix`, and ranks of other nodes (other agents), even nodes emulated on
+one host, never open each other's files.
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ def segment_path(name: str) -> Path:
 
 def new_launch_prefix() -> str:
     return f"harness-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def node_prefix() -> str:
+    """The prefix of the ranks a torchrun agent (this process's parent) started: its pid, and the
+    job's id, so that every rank of the node names it alike and nobody else does."""
+    import hashlib
+
+    job = os.environ.get("TORCHELASTIC_RUN_ID", "") + os.environ.get("MASTER_PORT", "")
+    return f"harness-{os.getppid()}-{hashlib.blake2b(job.encode(), digest_size=4).hexdigest()}"
 
 
 def remove_segments(prefix: str) -> None:

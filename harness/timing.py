@@ -202,6 +202,62 @@ class CacheFlush:
                 "flush_mib": round(self.flush_bytes / (1 << 20), 3)}
 
 
+class TlbFlush:
+    """Evicts the address translations earlier work left in a TLB before a timed repeat (call it
+    untimed, before a :class:`CacheFlush`, whose overwrite then evicts the lines this one read):
+    reads one byte every ``stride_bytes`` of a ``span_bytes`` buffer on each listed CUDA device (or
+    of one host buffer with no devices), so the TLB ends up holding translations of that buffer's
+    ``span_bytes / stride_bytes`` pages instead. It evicts every earlier translation where
+    ``span_bytes`` exceeds the TLB's reach and the stride is at most the page size, and says nothing
+    about a TLB that reaches further: rows record both (``extra``)."""
+
+    def __init__(self, devices=(), span_bytes: int = 16 << 30, stride_bytes: int = 64 << 10):
+        if span_bytes < stride_bytes or stride_bytes < 1:
+            raise ValueError("a TLB flush reads at least one page: span_bytes >= stride_bytes >= 1")
+        self.devices = list(devices)
+        self.span_bytes, self.stride_bytes = int(span_bytes), int(stride_bytes)
+        self._buffers: list = []
+
+    @property
+    def pages(self) -> int:
+        """Pages (strides) each flush reads, on each device."""
+        return self.span_bytes // self.stride_bytes
+
+    def _allocate(self) -> None:
+        if self.devices:
+            import torch
+
+            self._buffers = [torch.zeros(self.span_bytes, dtype=torch.uint8, device=d) for d in self.devices]
+        else:
+            import numpy as np
+
+            self._buffers = [np.zeros(self.span_bytes, dtype=np.uint8)]
+
+    def __call__(self) -> int:
+        """Reads every page of the buffers; returns the pages read per device."""
+        if not self._buffers:          # allocated (and zeroed: every page mapped) on first use
+            self._allocate()
+        for buf in self._buffers:
+            strided = buf[:: self.stride_bytes]     # one byte of every page, read by one reduction
+            if self.devices:
+                import torch
+
+                strided.sum(dtype=torch.int64)
+            else:
+                import numpy as np
+
+                strided.sum(dtype=np.int64)
+        return self.pages
+
+    def extra(self) -> dict:
+        """Row fields: the buffer each flush reads through and the stride, in MiB and KiB."""
+        return {"tlb_flush_mib": round(self.span_bytes / (1 << 20), 3),
+                "tlb_flush_stride_kib": round(self.stride_bytes / (1 << 10), 3)}
+
+    def close(self) -> None:
+        self._buffers = []
+
+
 def timer_for(device: str):
     if device == "cuda":
         return TorchCudaTimer()

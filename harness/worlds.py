@@ -20,6 +20,11 @@ and :func:`world_sizes` turns the run's count into the counts its points run wit
   any number of GPUs, but a CPU run has one host memory).
 
 A count is never replaced silently: what the points use is what the rows and the manifest say.
+
+Nodes (:func:`run_nodes`): under ``torchrun --nnodes N --nproc-per-node G`` the run's ranks span N
+nodes of G ranks (torchrun's ``GROUP_WORLD_SIZE`` and ``LOCAL_WORLD_SIZE``); under the harness's own
+launcher every rank is on one node. Which node each rank is on, and on which host, the ranks learn
+when their group forms (``harness.launcher.Topology``).
 """
 
 from __future__ import annotations
@@ -65,6 +70,14 @@ def run_world(cfg) -> int:
     if cfg.device == "cuda":
         return max(1, _visible_gpus())
     return CPU_RANKS
+
+
+def run_nodes(cfg) -> tuple[int, int]:
+    """(nodes, ranks per node) of the run (module doc)."""
+    if under_torchrun():
+        nodes = int(os.environ.get("GROUP_WORLD_SIZE", "1"))
+        return nodes, int(os.environ.get("LOCAL_WORLD_SIZE", str(run_world(cfg) // max(1, nodes))))
+    return 1, run_world(cfg)
 
 
 def _visible_gpus() -> int:

@@ -282,6 +282,30 @@ def test_report_all_reads_only_complete_runs_of_committed_code(capsys, tmp_path)
     assert "- `0003_cpu`: interrupted" in index
 
 
+def test_report_all_lists_each_artifacts_newest_reference_per_machine(tmp_path):
+    """The references table: per artifact and machine, the newest reference with measured rows of
+    it, its rank count, commit and day; a dirty run, though newer, is no reference; an artifact with
+    no run says so."""
+    from .helpers import CLEAN_CPU_MANIFEST, table1_row, write_run
+
+    results = tmp_path / "results"
+    for name, commit, start in (("0001_cpu", "1111111aaaa", "2026-11-01T10:00:00+00:00"),
+                                ("0002_cpu", "2222222bbbb", "2026-11-02T10:00:00+00:00")):
+        write_run(results, name, {**CLEAN_CPU_MANIFEST, "git": {"commit": commit, "dirty": False}, "start": start},
+                  [table1_row("local", 8, 0.1, gpus=2, device="cpu")])
+    _finished_run(results, "0003_cpu", dirty=True)
+    table = tmp_path / "docs" / "references.md"
+    assert cli.main(["report", "--all", "--results", str(results), "--out", str(tmp_path / "reports")]) == 0
+    assert (tmp_path / "reports" / "references.md").exists()        # beside the reports when --out is given
+    from harness.report import report_all
+
+    report_all(results, tmp_path / "reports", references=table)
+    lines = table.read_text().splitlines()
+    (row,) = [ln for ln in lines if ln.startswith("| `wholegraph.table1` |")]
+    assert "`0002_cpu`" in row and "2 CPU ranks" in row and "`2222222`" in row and "2026-11-02" in row
+    assert "| `xgnn.fig10` | - | no committed run | - | - | - |" in lines
+
+
 @pytest.mark.parametrize("how, code, said", [("sigterm", 143, "terminated"), ("ctrl-c", 130, "interrupted")])
 def test_sigterm_exits_143_and_ctrl_c_130(monkeypatch, capsys, how, code, said):
     """A command ended by `kill` exits 128 + SIGTERM, as a process SIGTERM ends does; Ctrl-C 130."""

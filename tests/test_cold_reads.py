@@ -122,6 +122,38 @@ def test_time_chase_gives_each_launch_the_next_range_after_a_flush(reset_each):
     assert extra["flush_mib"] == 4 and extra["l2_mib"] == 1
 
 
+def test_a_tlb_flush_runs_before_the_l2_flush_of_every_launch():
+    """XGNN Fig. 6(b)'s chase: no launch finds the translations (nor the lines) an earlier one left."""
+    probe = RecordingProbe()
+
+    class RecordingTlbFlush:
+        def __call__(self):
+            probe.calls.append(("tlb",))
+
+        def extra(self):
+            return {"tlb_flush_mib": 16384.0, "tlb_flush_stride_kib": 64.0}
+
+    plan = Launches(verify=1_000, per_launch=5_000, warmup=1, repeats=3)
+    _, extra = bench.time_chase(probe, "cpu", plan, start=7, reset_each=False, tlb_flush=RecordingTlbFlush())
+    launches = [i for i, call in enumerate(probe.calls) if call[0] == "chase" and call[1] > 0]
+    assert len(launches) == 4
+    for i in launches:
+        assert probe.calls[i - 2:i] == [("tlb",), ("flush",)]
+    assert extra["tlb_flush_mib"] == 16384.0 and extra["lines_read_before"] == 0
+
+
+def test_the_tlb_flush_reads_one_byte_of_every_page_of_its_buffer():
+    from harness.timing import TlbFlush
+
+    flush = TlbFlush(span_bytes=1 << 20, stride_bytes=4096)
+    assert flush() == flush.pages == 256
+    (buffer,) = flush._buffers
+    assert buffer.nbytes == 1 << 20 and buffer[::4096].size == 256
+    assert flush.extra() == {"tlb_flush_mib": 1.0, "tlb_flush_stride_kib": 4.0}
+    with pytest.raises(ValueError):
+        TlbFlush(span_bytes=1024, stride_bytes=4096)                # not a single page
+
+
 def test_table1_rows_on_cpu_say_what_was_cold(tmp_path):
     from harness.config import RunConfig
     from harness.runner import run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -222,6 +223,9 @@ def test_under_torchrun_the_current_process_is_the_rank(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    # the in-place launch names its shared-memory prefix in os.environ: undone with the test, so no
+    # later test's torchrun nodes inherit one prefix (tests/test_torchrun.py)
+    monkeypatch.setenv("HARNESS_SHM_PREFIX", f"harness-{os.getpid()}-inplace")
     assert under_torchrun()
     (res,) = launch(launch_targets.all_reduce_sum, (5,), world_size=1, device="cpu", timeout_s=60)
     assert res["sum"] == 6.0 and res["dist_world"] == 1 and res["env_rank"] == "0"
@@ -235,3 +239,69 @@ def test_rank_context_reduces_float_lists_over_the_ranks():
     for largest, summed in results:
         assert largest == [2.0, 30.0]
         assert summed == [3.0, 60.0]
+
+
+class _FakeStore:
+    """The c10d store's calls a StoreBoard makes, over a dict."""
+
+    def __init__(self):
+        self.keys: dict[str, bytes] = {}
+
+    def set(self, key, value):
+        self.keys[key] = value.encode() if isinstance(value, str) else value
+
+    def get(self, key):
+        return self.keys[key]
+
+    def check(self, keys):
+        return all(k in self.keys for k in keys)
+
+
+def _watches(monkeypatch, timeout_s=60.0):
+    """Two torchrun ranks' watches over one fake store (times given, never read from a clock); what
+    each ended with, instead of ending the process."""
+    from harness import launcher
+
+    ended: dict[int, str] = {}
+    recorded: list[str] = []
+    store = _FakeStore()
+    boards = [launcher.StoreBoard(store, "harness-board/test/1", 2) for _ in range(2)]
+    watches = []
+    for rank, board in enumerate(boards):
+        watch = launcher._SelfWatch("unused-prefix")
+        watch.launch = (board, rank, timeout_s, 0.0, recorded.append if rank == 0 else None)
+        watch.end = (lambda late, on_overdue, rank=rank: (ended.__setitem__(rank, str(late)),
+                                                          on_overdue and on_overdue(str(late))))
+        watches.append(watch)
+    return boards, watches, ended, recorded
+
+
+def test_under_torchrun_rank_0_names_the_rank_overdue_in_its_point_from_the_shared_board(monkeypatch):
+    boards, watches, ended, recorded = _watches(monkeypatch)
+    boards[0].write(0, "point 3", now=100.0)
+    boards[1].write(1, "point 3", now=100.0)
+    watches[1].beat("at experiments/x.py:40 in run_point", now=150.0)
+    watches[0].beat(WAIT, now=150.0)
+    assert ended == {}, "nothing is overdue 50 s into a 60 s timeout"
+    watches[1].beat("at experiments/x.py:40 in run_point", now=161.0)
+    assert ended == {}, "rank 1 leaves the decision to rank 0 until its backstop"
+    watches[0].beat(WAIT, now=161.0)
+    assert recorded == [ended[0]]
+    assert ended[0].startswith("rank 1 was still in point 3 after 60 s (--timeout) (at experiments/x.py:40 in "
+                               "run_point); rank 0 in point 3 (waiting in torch.distributed barrier")
+
+
+def test_under_torchrun_a_rank_done_with_the_launch_is_never_overdue_and_the_backstop_ends_the_others(monkeypatch):
+    from harness.launcher import BACKSTOP_S, DONE
+
+    boards, watches, ended, recorded = _watches(monkeypatch)
+    boards[0].write(0, "point 1", now=100.0)
+    boards[1].write(1, DONE, now=100.0)
+    watches[0].beat("at experiments/x.py:40 in run_point", now=130.0)
+    assert ended == {}
+    boards[1].write(1, "point 2", now=200.0)
+    watches[1].beat("at experiments/x.py:41 in run_point", now=200.0 + 60.0 + BACKSTOP_S - 1)
+    assert 1 not in ended
+    watches[1].beat("at experiments/x.py:41 in run_point", now=200.0 + 60.0 + BACKSTOP_S + 1)
+    assert ended[1].startswith("rank 1 was still in point 2 after 90 s (--timeout 60 s, then 30 s for rank 0 to "
+                               "end the job)") and recorded == []

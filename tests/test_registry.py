@@ -225,5 +225,8 @@ def test_broken_module_is_left_out_and_named(monkeypatch, tmp_path):
 def test_a_paper_reads_tables_then_figures_by_number_then_its_other_artifacts():
     got = [e.artifact for e in registry.experiments() if e.paper == "wholegraph"]
     assert got == ["table1", "table2", "table3", "table4", "table5", "fig7", "fig8", "fig9", "fig10", "fig11",
-                   "fig12", "gather", "sampling", "unique"]
+                   "fig12", "fig13", "gather", "sampling", "unique"]
     assert registry.reading_order("p.table2") < registry.reading_order("p.table10") < registry.reading_order("p.fig1")
+    # a panel with an artifact of its own reads right after its figure, before the next one
+    assert registry.reading_order("p.fig6") < registry.reading_order("p.fig6b") < registry.reading_order("p.fig7")
+    assert registry.reading_order("p.fig6b") < registry.reading_order("p.fig16") < registry.reading_order("p.other")

@@ -195,7 +195,7 @@ def test_runconfig_validation():
 def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, per_point):
     launched = []
 
-    def fake_launch(fn, args, *, world_size, device, timeout_s):
+    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None, **_):
         launched.append([job.point.params["system"] for job in args[2]])
 
     monkeypatch.setattr(runner, "launch", fake_launch)
@@ -204,6 +204,29 @@ def test_launch_per_point_gives_every_point_fresh_ranks(tmp_path, monkeypatch, p
     outcome = runner.run(["xgnn.fig10"], cfg, ["test"])
     assert launched == ([["oga"], ["psa"]] if per_point else [["oga", "psa"]])
     assert load_run(outcome.store.path).manifest["config"]["launch_per_point"] is per_point
+
+
+def test_points_whose_ranks_need_another_environment_launch_apart(tmp_path, monkeypatch):
+    """XGNN Fig. 16's PCIe points need NCCL_P2P_DISABLE=1 before NCCL starts: a launch of their own."""
+    launched = []
+
+    def fake_launch(fn, args, *, world_size, device, timeout_s, env=None, **_):
+        launched.append((tuple(job.point.params["platform"] for job in args[2]), env))
+
+    monkeypatch.setattr(runner, "launch", fake_launch)
+    cfg = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
+                    params={"datasets": "TW", "systems": "xgnn,quiver"})
+    runner.run(["xgnn.fig16"], cfg, ["test"])
+    assert sorted(launched, key=lambda x: x[0]) == [(("nvlink", "nvlink"), {}),
+                                                    (("pcie", "pcie"), {"NCCL_P2P_DISABLE": "1"})]
+
+
+def test_ranks_that_exist_already_refuse_a_point_whose_environment_they_lack(monkeypatch):
+    monkeypatch.delenv("NCCL_P2P_DISABLE", raising=False)
+    assert "NCCL_P2P_DISABLE=1" in runner.env_refusal({"NCCL_P2P_DISABLE": "1"})
+    assert runner.env_refusal({}) is None
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    assert runner.env_refusal({"NCCL_P2P_DISABLE": "1"}) is None
 
 
 def test_the_manifest_records_each_datasets_scale(registry_sandbox, tmp_path):

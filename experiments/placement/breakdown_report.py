@@ -30,10 +30,10 @@ SIMULATION_CAPTION = (
     "loading-ratio statements need those.")
 MEASURED_CAPTION = (
     "'Measured ms/batch' (the diamonds): the same batches gathered for real by one rank per GPU, barrier-bracketed, "
-    "slowest GPU's mean; on a GPU machine gathered {gathers} ('fused' = one kernel per batch reading each row where "
-    "dev_num says, GPU buffers over NVLink and the pinned host table zero-copy, in one pointer table; 'split' = a "
-    "p2p_shared gather of the GPU rows, a zero-copy host gather and two scatters into batch order), on a CPU "
-    "machine by CPU ranks in host shared memory (toy scale: not GPU numbers).")
+    "slowest GPU's mean per batch; on a GPU machine gathered {gathers} ('fused' = one kernel per launch reading each "
+    "row where dev_num says, GPU buffers over NVLink and the pinned host table zero-copy, in one pointer table; "
+    "'split' = a p2p_shared gather of the GPU rows, a zero-copy host gather and two scatters into batch order), on a "
+    "CPU machine by CPU ranks in host shared memory (toy scale: not GPU numbers).")
 
 
 def breakdown_report(exp, rows, runs) -> ReportArtifact:
@@ -157,8 +157,19 @@ def _measured_frame(rows):
         ok = ok.assign(p_modeled_ms=float("nan"))
     gather = ok["p_measured_gather"] if "p_measured_gather" in ok else None
     ok = ok.assign(p_measured_gather="split" if gather is None else gather.fillna("split"))
+    stats = ok["stats"] if "stats" in ok else [None] * len(ok)
+    ok = ok.assign(p10=[s.get("p10") if isinstance(s, dict) else None for s in stats],
+                   p90=[s.get("p90") if isinstance(s, dict) else None for s in stats])
+    for column in ("p_launch_floor_ms", "p_overhead_bound", "p_overhead_factor", "p_measured_repeats", "p_batches_per_region",
+                   "p_rows_per_region", "p_host_pages_4k_per_batch", "p_host_regions_2m_per_batch",
+                   "p_host_rows_per_batch"):
+        if column not in ok:
+            ok = ok.assign(**{column: None})
     return ok[["run_id", "impl", "p_topology", "p_buffer", "p_las", "loading_time", "p_measured_on",
-               "p_modeled_ms", "p_measured_gather"]]
+               "p_modeled_ms", "p_measured_gather", "p10", "p90", "p_launch_floor_ms", "p_overhead_bound",
+               "p_overhead_factor",
+               "p_measured_repeats", "p_batches_per_region", "p_rows_per_region", "p_host_pages_4k_per_batch",
+               "p_host_regions_2m_per_batch", "p_host_rows_per_batch"]]
 
 
 def _with_kind(frame, shown):
@@ -192,7 +203,7 @@ def _legend_rank(key: str) -> tuple:
     """Policies in bar order, then their timeouts, the measured marks, the paper's, the policies not run."""
     policy = key.rsplit(" ", 2)[0] if key.endswith((" timed out", " not run")) else key
     group = 1 if key.endswith(" timed out") else 4 if key.endswith(" not run") else \
-        2 if key.startswith("measured") else 3 if key == PAPER_LABEL else 0
+        2 if key.startswith("measured") or key == "launch floor" else 3 if key == PAPER_LABEL else 0
     return group, _policy_rank(policy), key
 
 
@@ -214,18 +225,49 @@ def _record(exp, r, frame, measured) -> dict:
     mine = frame[frame["kind"] == r["kind"]]
     base = _find(mine, "random", r["p_topology"], r["p_buffer"])
     record = {"Machine": r["kind"], "Topology": r["p_topology"], "Buffer": r["p_buffer"],
-              "Policy": policy_label(r["impl"], bool(r["p_las"])),
-              **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in
-                 (("Local", "local_fraction"), ("Peer", "peer_fraction"), ("Host", "host_fraction"))},
+              "Policy": policy_label(r["impl"], bool(r["p_las"])), "Reads local/peer/host %": _reads(r),
               "Modeled ms/batch": r.get("loading_time"),
-              "RAND / this (modeled)": _over(base, r), "Measured ms/batch": None, "RAND / this (measured)": None}
+              "RAND / this (modeled)": _over(base, r), "Measured ms/batch": None, "Repeats p10-p90": None,
+              "Launch floor ms/batch": None, "RAND / this (measured)": None}
     scope = measured[measured["kind"] == r["kind"]] if not measured.empty else measured
     hit = _find(scope, r["impl"], r["p_topology"], r["p_buffer"]) if not scope.empty and not r["p_las"] else None
     if hit is not None:
         record["Measured ms/batch"] = hit["loading_time"]
-        record["RAND / this (measured)"] = _over(_find(scope, "random", r["p_topology"], r["p_buffer"]), hit)
+        record["Repeats p10-p90"] = _spread(hit)
+        record["Launch floor ms/batch"] = _number(hit["p_launch_floor_ms"])
+        ratio = _over(_find(scope, "random", r["p_topology"], r["p_buffer"]), hit)
+        record["RAND / this (measured)"] = f"{ratio:.3g} (overhead-bound)" if ratio is not None and \
+            _bound(hit) else ratio
     record["Paper"] = paper_text(exp, r["impl"], r["p_topology"], r["p_buffer"], bool(r["p_las"]))
     return record
+
+
+def _reads(r) -> str:
+    shares = [r.get(m, float("nan")) for m in ("local_fraction", "peer_fraction", "host_fraction")]
+    return "/".join("-" if v != v else f"{100 * v:.0f}" for v in shares)
+
+
+def _number(value):
+    return None if value is None or value != value else float(value)
+
+
+def _spread(hit) -> str | None:
+    lo, hi = _number(hit.get("p10")), _number(hit.get("p90"))
+    repeats = _number(hit.get("p_measured_repeats"))
+    if lo is None or hi is None or not repeats:
+        return None                      # one pass over the batches (older runs): no spread between repeats
+    return f"{lo:.3g}-{hi:.3g} (n={repeats:.0f})"
+
+
+def _bound(hit) -> bool:
+    """Whether a measured point is overhead-bound: as its run judged it against the launch floor it
+    measured (rows since the floor), else by the old rule (the modelled transfer under a fifth of
+    the measured time)."""
+    flag = hit.get("p_overhead_bound")
+    if flag is not None and flag == flag:
+        return bool(flag)
+    modeled = _number(hit.get("p_modeled_ms"))
+    return modeled is not None and hit["loading_time"] > 0 and modeled < OVERHEAD_BOUND * hit["loading_time"]
 
 
 def _over(base, row):
@@ -263,7 +305,8 @@ def _measured_cells(measured, r) -> dict:
     hit = _find(scope, r["impl"], r["p_topology"], r["p_buffer"])
     if hit is None:
         return {}
-    return {"Measured ms/batch": hit["loading_time"],
+    return {"Measured ms/batch": hit["loading_time"], "Repeats p10-p90": _spread(hit),
+            "Launch floor ms/batch": _number(hit["p_launch_floor_ms"]), "Overhead-bound": _bound(hit),
             "RAND / this (measured)": _over(_find(scope, "random", r["p_topology"], r["p_buffer"]), hit),
             "Measured on": hit["p_measured_on"],
             "Gather": hit["p_measured_gather"] if hit["p_measured_on"] == "cuda" else "split"}
@@ -298,20 +341,29 @@ def paper_text(exp, impl, topology, buffer, las) -> str:
 
 # --- notes and headline --------------------------------------------------------------------------------
 
-OVERHEAD_BOUND = 0.2      # modeled transfer under this share of the measured time: fixed costs dominate
+OVERHEAD_BOUND = 0.2      # rows without a launch floor: modeled transfer under this share of the measured time
 
 
 def overhead_bound_text(mine) -> str | None:
-    """Why a run's measured ratios cannot rank policies, or None when transfers dominate."""
-    modeled = mine["p_modeled_ms"].dropna()
-    if modeled.empty or mine["loading_time"].min() <= 0:
+    """Which of a run's measured points are overhead-bound, or None when transfers dominate."""
+    if mine.empty or mine["loading_time"].min() <= 0:
         return None
-    if modeled.max() >= OVERHEAD_BOUND * mine["loading_time"].min():
+    floors = mine["p_launch_floor_ms"].dropna() if "p_launch_floor_ms" in mine else []
+    if len(floors):
+        bound = [_bound(r) for _, r in mine.iterrows()]
+        if not any(bound):
+            return None
+        factor = mine["p_overhead_factor"].dropna().max() if "p_overhead_factor" in mine else 2.0
+        return (f"{sum(bound)} of {len(bound)} measured points overhead-bound (within {factor:g}x of the "
+                f"launch floor, {floors.min():.3g}-{floors.max():.3g} ms per batch in the same launch, or a modelled "
+                "transfer below it): their ratios reflect launches, not the placement")
+    modeled = mine["p_modeled_ms"].dropna()
+    if modeled.empty or modeled.max() >= OVERHEAD_BOUND * mine["loading_time"].min():
         return None
     return (f"overhead-bound: the modeled transfer is {modeled.min() * 1e3:.3g}-{modeled.max() * 1e3:.3g} us "
             f"per batch against measured {mine['loading_time'].min():.3g}-{mine['loading_time'].max():.3g} ms, "
             "so these ratios reflect per-step fixed costs and the slowest rank, not the placement "
-            "(measure with --param batch_sizes=paper)")
+            "(measured before the launch floor was: one batch of 10-20 us of transfer per timed step)")
 
 
 def _ratios(frame, impl: str = "clique_opt", las: bool = False, topologies=None, buffers=None) -> list[tuple]:
@@ -332,18 +384,42 @@ def _span(ratios) -> str:
 
 
 def measured_speedups(measured, run_id=None, impl: str = "clique_opt") -> str | None:
-    """'RAND / impl' measured loading time over every measured configuration (of one run, where named)."""
+    """'RAND / impl' measured loading time over every measured configuration (of one run, where
+    named) whose two points are both transfer-bound; the overhead-bound ones are counted apart."""
     mine = measured[measured["run_id"] == run_id] if run_id is not None else measured
+    if mine.empty:
+        return None
+    bound = {(r["p_topology"], r["p_buffer"]) for _, r in mine.iterrows() if _bound(r) and r["impl"] in (impl, "random")}
     ratios = _ratios(mine, impl)
     if not ratios:
         return None
+    free = [r for r in ratios if (r[1], r[2]) not in bound]
     on = "GPU" if set(mine["p_measured_on"]) == {"cuda"} else "CPU ranks (toy scale, not GPU)"
     if on == "GPU":
         gathers = sorted(set(mine["p_measured_gather"])) if "p_measured_gather" in mine else ["split"]
         on += f", {'/'.join(gathers)} gather"
-    bound = overhead_bound_text(mine)
-    return (f"measured on {on}: {policy_label(impl, False)} loads {_span(ratios)} faster than RAND"
-            + (f"; {bound}" if bound else ""))
+    text = f"measured on {on}: " + (f"{policy_label(impl, False)} loads {_span(free)} faster than RAND"
+                                    if free else "no configuration is transfer-bound")
+    if len(free) < len(ratios):
+        text += f" ({len(ratios) - len(free)} of {len(ratios)} configurations left out as overhead-bound)"
+    text += _spread_text(mine, impl)
+    note = overhead_bound_text(mine)
+    return text + (f"; {note}" if note else "")
+
+
+def _spread_text(mine, impl: str) -> str:
+    """How many of RAND / impl's measured ratios lie outside the repeats' spread (their p10-p90
+    ranges apart), where the rows carry repeats."""
+    if "p_measured_repeats" not in mine or mine["p_measured_repeats"].isna().all():
+        return ""                        # one pass (older runs): their p10-p90 spans batches, not repeats
+    apart, total = 0, 0
+    for (topology, buffer), _ in mine.groupby(["p_topology", "p_buffer"]):
+        a, b = _find(mine, impl, topology, buffer), _find(mine, "random", topology, buffer)
+        if a is None or b is None or not _number(a["p_measured_repeats"]) or not _number(b["p_measured_repeats"]):
+            continue
+        total += 1
+        apart += a["p90"] < b["p10"] or b["p90"] < a["p10"]
+    return f"; {apart} of {total} with p10-p90 ranges apart over the repeats" if total else ""
 
 
 def compare_paper(exp, frame, run_id=None) -> list[str]:
@@ -493,11 +569,86 @@ def _caption(exp, rep, shown, frame, measured) -> str:
     if not measured.empty:
         gathers = sorted(set(measured[measured["p_measured_on"] == "cuda"]["p_measured_gather"])) or ["split"]
         parts.append(MEASURED_CAPTION.format(gathers="/".join(gathers)))
+        parts.append(measured_regime_text(measured))
+        if text := naive_random_text(measured, frame):
+            parts.append(text)
     if any(pv.metric == "speedup_vs_random" for pv in exp.paper_values):
         parts.append(f"Dashed on Our's bars: where the paper's RAND / Our ratio would put them ({PAPER_LABEL}).")
     parts.append(f"Shown: the newest run per machine kind at the paper's settings (one row of panels per kind); "
                  f"every run is in {exp.artifact}.history.md." + (f" Note: {SMOKE_NOTE}." if shown.smoke else ""))
     return " ".join(parts) + f" Paper: {PAPER_HARDWARE}. " + shown.caption_hardware(rep.runs)
+
+
+def measured_regime_text(measured) -> str:
+    """The measured points' regime: warm or cold, rows per timed launch, repeats, the floor."""
+    regions = measured["p_batches_per_region"].dropna()
+    if regions.empty:
+        return ("Measured regime (runs before issue 34's fix): warm (untimed warm-up batches, then one L2 flush), one "
+                "pass over the batches, one batch per timed launch, no launch floor: error bars and the "
+                "overhead-bound test need a newer run.")
+    rows = measured["p_rows_per_region"].dropna()
+    repeats = measured["p_measured_repeats"].dropna()
+    floors = measured["p_launch_floor_ms"].dropna()
+    return (f"Measured regime: warm (3 untimed warm-up launches: kernels compiled, host pages locked), the L2 flushed "
+            f"before every timed pass; {_range(regions, '{:.0f}')} consecutive replayed batches per timed launch "
+            f"({_range(rows, '{:,.0f}')} rows, as many as one of the paper's mini-batches of batch + 3 x "
+            f"{PAPER_LAYER_NODES} nodes reads), time per batch = launch time / batches; "
+            f"{_range(repeats, '{:.0f}')} passes, the median of the slowest GPU shown, whiskers p10-p90 over the passes; "
+            f"launch floor (the same launches reading one row per tier, in the same launch) "
+            f"{_range(floors, '{:.3g}')} ms per batch: a point within 2x of it, or modelled below it, is "
+            "overhead-bound (hollow diamond) and left out of the measured ratios.")
+
+
+def naive_random_text(measured, frame) -> str | None:
+    """What the measured NAIVE and RAND points show where they read the same tiers in the same
+    shares: the difference, the repeats' spread, the host rows' pages, the ranks' spread."""
+    pairs = []
+    group = "kind" if "kind" in measured else "run_id"          # the shown cells of one machine kind
+    for (key, topology, buffer), _ in measured.groupby([group, "p_topology", "p_buffer"]):
+        mine = measured[measured[group] == key]
+        a, b = _find(mine, "naive", topology, buffer), _find(mine, "random", topology, buffer)
+        if a is not None and b is not None:
+            pairs.append((a, b))
+    if not pairs:
+        return None
+    diffs = [abs(a["loading_time"] / b["loading_time"] - 1) for a, b in pairs]
+    shares = []
+    for a, _ in pairs:
+        mine = frame[frame[group] == a[group]] if not frame.empty and group in frame else frame
+        x, y = (_find(mine, impl, a["p_topology"], a["p_buffer"]) if not mine.empty else None
+                for impl in ("naive", "random"))
+        if x is not None and y is not None:
+            shares.append(max(abs(x.get(m, 0) - y.get(m, 0)) for m in ("local_fraction", "peer_fraction",
+                                                                       "host_fraction")))
+    repeated = [(a, b) for a, b in pairs if _number(a["p_measured_repeats"]) and _number(b["p_measured_repeats"])]
+    apart = [a for a, b in repeated if a["p90"] < b["p10"] or b["p90"] < a["p10"]]
+    pages = [(a["p_host_pages_4k_per_batch"], b["p_host_pages_4k_per_batch"], a["p_host_regions_2m_per_batch"],
+              b["p_host_regions_2m_per_batch"]) for a, b in pairs
+             if _number(a["p_host_pages_4k_per_batch"]) and _number(b["p_host_pages_4k_per_batch"])
+             and _number(a["p_host_regions_2m_per_batch"]) and _number(b["p_host_regions_2m_per_batch"])]
+    same = f"local/peer/host shares within {100 * max(shares):.1f} points of each other" if shares else \
+        "the same tiers"
+    text = (f"NAIVE vs RAND: the simulator gives both {same}, and they measure "
+            f"{100 * min(diffs):.0f}-{100 * max(diffs):.0f}% apart over {len(pairs)} configurations")
+    if pages:
+        small = [a / b for a, b, _, _ in pages]
+        large = [c / d for _, _, c, d in pages]
+        text += (f"; NAIVE's host rows (contiguous id ranges around its buffered blocks) touch {_range(small, '{:.2f}')} "
+                 f"times RAND's 4 KiB pages and {_range(large, '{:.2f}')} times its 2 MiB regions per batch")
+    if repeated:
+        text += (f"; {len(apart)} of {len(repeated)} differences lie outside the repeats' p10-p90 ranges, the rest "
+                 "is noise between passes")
+    else:
+        text += ("; in these runs each point is one pass of one-batch launches whose per-GPU means differ up to 2-3x "
+                 "between ranks reading the same amounts, also where no row comes from the host (0.1-0.4 ms against "
+                 "a modelled 0.016 ms): the split gather's host-side launches inside each timed window and the "
+                 "slowest rank, not the placement")
+    return text + "."
+
+
+def _range(values, fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
 
 
 def _batch_text(frame) -> str:
@@ -592,15 +743,7 @@ def _panel(exp, ax, frame, measured, timeouts, kind, topology, handles) -> list[
                 hit = _find(measured, row["impl"], topology, buffer) if not measured.empty and not row["p_las"] \
                     else None
                 if hit is not None:
-                    on_gpu = hit["p_measured_on"] == "cuda"
-                    name = "measured on GPU" if on_gpu else "measured on CPU ranks"
-                    bound = " (overhead-bound: fixed costs, not the placement)" if overhead_bound_text(measured) else ""
-                    ax.plot([x], [hit["loading_time"]], marker="D", markersize=6, linestyle="none",
-                            markerfacecolor="black" if on_gpu else "white", markeredgecolor="black")
-                    handles.setdefault(name, Line2D([], [], marker="D", linestyle="none", color="black",
-                                                    markerfacecolor="black" if on_gpu else "white",
-                                                    label=name + bound))
-                    values.append(hit["loading_time"])
+                    values += _measured_mark(ax, x, width, hit, handles)
             elif (buffer, policy) in out:
                 ax.scatter([x], [0.04], marker="x", s=40, color=colour, transform=ax.get_xaxis_transform(),
                            clip_on=False)
@@ -611,6 +754,36 @@ def _panel(exp, ax, frame, measured, timeouts, kind, topology, handles) -> list[
     ax.set_xlim(-0.5, len(buffers) - 0.5)
     ax.grid(True, axis="y", alpha=0.3)
     return values
+
+
+def _measured_mark(ax, x, width, hit, handles) -> list[float]:
+    """One measured point on its bar: a diamond (filled: GPU, transfer-bound; hollow: overhead-bound or
+    CPU ranks), whiskers over the repeats' p10-p90, a dash at the launch floor; the values drawn."""
+    from matplotlib.lines import Line2D
+
+    on_gpu = hit["p_measured_on"] == "cuda"
+    bound = _bound(hit)
+    name = ("measured on GPU" if on_gpu else "measured on CPU ranks") + (", overhead-bound" if bound else "")
+    filled = on_gpu and not bound
+    style = {"marker": "D", "markersize": 6, "linestyle": "none", "color": "black",
+             "markerfacecolor": "black" if filled else "white", "markeredgecolor": "black"}
+    y = hit["loading_time"]
+    lo, hi = _number(hit.get("p10")), _number(hit.get("p90"))
+    drawn = [y]
+    if lo is not None and hi is not None and _number(hit.get("p_measured_repeats")):
+        ax.errorbar([x], [y], yerr=[[max(0.0, y - lo)], [max(0.0, hi - y)]], fmt="none", ecolor="black",
+                    elinewidth=1, capsize=2)
+        drawn += [lo, hi]
+        name += " (p10-p90)"
+    ax.plot([x], [y], **style)
+    handles.setdefault(name, Line2D([], [], **style, label=name))
+    floor = _number(hit.get("p_launch_floor_ms"))
+    if floor:
+        dash = {"color": "#d62728", "linewidth": 1.5}
+        ax.plot([x - width / 2, x + width / 2], [floor, floor], **dash)
+        handles.setdefault("launch floor", Line2D([], [], **dash, label="measured launch floor"))
+        drawn.append(floor)
+    return drawn
 
 
 def _paper_ratio(exp, ax, labelled, topology, buffer, policies, width, b, handles) -> list[float]:

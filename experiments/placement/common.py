@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ alpha_param = or_word("auto", unit_float)
 
 class Workbench:
     """Hotness, policies, placements and LAS sets, computed once per process. A graph is known by
-    its name and scale: the run's seed (``seed``) and data root decide the rest of its bits."""
+    its name and scale: the run's seed (``seed``) and data root decide the rest of its structure,
+    all that these read (a stand-in with another feature signal shares them)."""
 
     def __init__(self, seed: int):
         self.seed = seed
@@ -131,9 +133,9 @@ class BreakdownExperiment(Experiment):
 
     interface = "placement"
     metric, unit, better = "loading_time", "ms/batch", "lower"
-    warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: every batch is "
-                     "gathered once, after untimed warm-up batches whose lines are flushed from the L2; "
-                     "batches of one epoch share hot rows, as in training.")
+    warm_and_cold = ("Simulated points are modelled (Eq. 3), not timed. Measured loading: warm (untimed warm-up "
+                     "launches compile the kernels and lock the host pages), the L2 flushed before each timed pass "
+                     "over the batches; batches of one pass share hot rows, as in training.")
     dataset = ""
     buffers: tuple[tuple[str, float], ...] = ()
     topologies: tuple[str, ...] = ("2GPU", "(2+2)GPU", "4GPU", "(2*4)GPU", "8GPU")
@@ -142,9 +144,11 @@ class BreakdownExperiment(Experiment):
     full_scale = 0.1
     figure_caption = ""
     claims: tuple[tuple[str, str, str], ...] = ()   # (source, policy claimed faster, slower policy)
+    default_batch_sizes = "scaled"
+    measured_topologies: tuple[str, ...] = MEASURABLE_TOPOLOGIES
     # what a run must leave at its default to be at the paper's settings, and what its shown
     # cells must share (experiments/placement/shown.py)
-    method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill")
+    method_params = ("alpha", "las_scale", "c_gpu_us", "c_cpu_us", "baseline_fill", "measured_rows")
     size_params = ("batch_sizes",)
 
     @property
@@ -165,7 +169,7 @@ class BreakdownExperiment(Experiment):
             "alpha": Param("auto", alpha_param, "Algorithm 1 alpha; auto = 0.2 on pairs, 0 otherwise (paper)"),
             "las_scale": Param(LAS_MAXS, positive_float, "LAS scale factor s (default MAXS = 8)"),
             "max_batches": Param(48, positive_int, "mini-batches replayed per GPU"),
-            "batch_sizes": Param("scaled", choice("scaled", "paper"),
+            "batch_sizes": Param(self.default_batch_sizes, choice("scaled", "paper"),
                                  "seeds per batch and nodes per layer: 'scaled' shrinks the paper's with the graph "
                                  "(same fraction of it per batch), 'paper' keeps them (per-batch reads as large as "
                                  "the paper's, so measured gathers are not launch-bound)"),
@@ -175,11 +179,16 @@ class BreakdownExperiment(Experiment):
             "baseline_fill": Param("default", choice("default", "hottest", "partition_order"),
                                    "what partitioners buffer: default (see impls/placement/policies.py), "
                                    "hottest, partition_order"),
-            "measured": Param(MEASURABLE_TOPOLOGIES, measured_param,
+            "measured": Param(self.measured_topologies, measured_param,
                               "topologies whose loading is also measured by gathering every replayed batch "
                               "on real ranks (GPUs with --device cuda, CPU ranks at toy scale otherwise); "
                               "true = " + ",".join(MEASURABLE_TOPOLOGIES) + ", false/none = nowhere"),
             "check_batches": Param(2, int, "measured: batches per rank whose rows are checked (-1: all)"),
+            "measured_rows": Param("paper", or_word("paper", positive_int),
+                                   "measured: rows one timed launch gathers at least, by gathering that many "
+                                   "consecutive replayed batches together; 'paper' = the paper's batch plus 3 x 8192 "
+                                   "sampled nodes (one of its mini-batches), so a launch moves data, not just itself"),
+            "measured_repeats": Param(5, positive_int, "measured: timed passes over every batch (the error bars)"),
             "measured_gather": Param("fused", choice("fused", "split"),
                                      "measured on GPUs: 'fused' = one kernel per batch reading every row where "
                                      "dev_num says (GPU buffers and the mapped host table in one pointer table; "
@@ -235,18 +244,34 @@ class BreakdownExperiment(Experiment):
 
     def replay(self, point: Point, ctx, setup, keep_batches: bool):
         """The point's sampled mini-batches replayed over its placement (the same batches for the
-        same placement, sampler and seed)."""
-        from impls.placement.simulate import replay
+        same training split, sampler and seed). Without LAS the sampler does not depend on the
+        placement, so every policy that shuffles globally (and every buffer size of one that splits
+        the training nodes) replays the batches sampled once per process."""
+        from harness import graphs
+        from impls.placement.simulate import count_replayed, replay, replay_batches
 
-        return replay(setup.graph.indptr, setup.graph.indices, setup.graph.train_idx, setup.placement,
-                      setup.sampler_for, setup.batch, epochs=1, max_batches=setup.max_batches,
-                      seed=ctx.cfg.seed, keep_batches=keep_batches)
+        graph, placement = setup.graph, setup.placement
+        if point.params.get("las"):
+            return replay(graph.indptr, graph.indices, graph.train_idx, placement, setup.sampler_for, setup.batch,
+                          epochs=1, max_batches=setup.max_batches, seed=ctx.cfg.seed, keep_batches=keep_batches)
+        parts = None if placement.train_parts is None else hashlib.blake2b(
+            b"".join(np.ascontiguousarray(p, dtype=np.int64).tobytes() + b"|" for p in placement.train_parts)).hexdigest()
+        what = ("placement-batches", placement.num_gpus, setup.batch, setup.layer_nodes, setup.max_batches, parts)
+
+        def sample():
+            kept = [[] for _ in range(placement.num_gpus)]
+            for g, nodes in replay_batches(graph.indptr, graph.indices, graph.train_idx, placement, setup.sampler_for,
+                                           setup.batch, 1, setup.max_batches, ctx.cfg.seed):
+                kept[g].append(np.asarray(nodes, dtype=np.int64))
+            return kept
+
+        return count_replayed(placement, graphs.built_on(ctx, graph, what, sample), 1, keep_batches)
 
     def setup(self, point: Point, ctx) -> "PointSetup":
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
+        from harness import graphs
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
-        from harness import graphs
         from impls.core.topology import by_name
 
         cfg, bench = ctx.cfg, workbench(ctx)
@@ -309,12 +334,18 @@ class BreakdownExperiment(Experiment):
         cfg = ctx.cfg
         setup = self.setup(point, ctx)
         sim = self.replay(point, ctx, setup, keep_batches=True)
-        job = MeasureJob(point.impl, portable(setup.placement), sim.meta["input_batches"],
+        batches = sim.meta["input_batches"]
+        per_region = batches_per_region(self.param(cfg, "measured_rows"), batches,
+                                        PAPER_BATCH.get(self.dataset, 512) + NUM_LAYERS * PAPER_LAYER_NODES)
+        job = MeasureJob(point.impl, portable(setup.placement), batches,
                          row_elems=max(1, setup.graph.row_bytes // 4), check_batches=self.param(cfg, "check_batches"),
-                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"))
+                         warmup=1 if cfg.quick else 3, gather=self.param(cfg, "measured_gather"),
+                         batches_per_region=per_region,
+                         repeats=min(2, self.param(cfg, "measured_repeats")) if cfg.quick else
+                         self.param(cfg, "measured_repeats"))
         modeled = Modeled(setup.extra(sim), float(setup.per_batch_model(sim).max()) * 1e3,
                           max(1, setup.graph.row_bytes // 4) * 4, [np.asarray(r) for r in sim.batch_reads],
-                          sim.fractions())
+                          sim.fractions(), host_locality(sim, setup.placement, setup.graph.row_bytes))
         return job, modeled
 
     # --- report -------------------------------------------------------------------------------
@@ -333,6 +364,7 @@ class Modeled:
     row_bytes: int
     batch_reads: list           # per GPU: reads per batch and tier, as the simulator counts them
     fractions: dict
+    locality: dict              # how the host rows of a batch lie in memory (host_locality)
 
 
 @dataclass
@@ -378,8 +410,43 @@ class PointSetup:
         ]
 
 
+def batches_per_region(rows: str | int, batches: list[list[np.ndarray]], paper_rows: int) -> int:
+    """Consecutive batches one timed launch gathers so that it reads at least ``rows`` rows
+    ('paper': ``paper_rows``, the input nodes of one of the paper's mini-batches at most), given
+    the replayed batches' mean size; at most half a GPU's batches, so each repeat has two regions."""
+    target = paper_rows if rows == "paper" else int(rows)
+    sizes = [len(b) for per_gpu in batches for b in per_gpu]
+    fewest = min((len(per_gpu) for per_gpu in batches), default=1)
+    if not sizes:
+        return 1
+    return int(max(1, min(math.ceil(target / max(1.0, float(np.mean(sizes)))), fewest // 2 or 1)))
+
+
+def host_locality(sim, placement, row_bytes: int) -> dict:
+    """How the host rows of the replayed batches lie in memory: rows per batch, and the distinct
+    4 KiB pages and 2 MiB regions they touch (per batch, mean over GPUs and batches), so two
+    policies with one host share can be told apart by their access pattern."""
+    rows, pages, huge = [], [], []
+    for gpu, per_gpu in enumerate(sim.meta["input_batches"]):
+        dev = placement.lookup(gpu).dev_num
+        for nodes in per_gpu:
+            host = nodes[dev[nodes] < 0]
+            first = host.astype(np.int64) * row_bytes
+            last = first + row_bytes - 1
+            rows.append(len(host))
+            pages.append(len(np.union1d(first >> 12, last >> 12)))
+            huge.append(len(np.union1d(first >> 21, last >> 21)))
+    mean = (lambda v: round(float(np.mean(v)), 1) if v else 0.0)
+    return {"host_rows_per_batch": mean(rows), "host_pages_4k_per_batch": mean(pages),
+            "host_regions_2m_per_batch": mean(huge)}
+
+
+OVERHEAD_FACTOR = 2.0      # measured within this factor of the launch floor: the launch, not the rows
+
+
 def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
-    """Rows of one measured point: measured loading time beside the modeled one of the same batches."""
+    """Rows of one measured point: measured loading time (slowest GPU, median of the repeats, their
+    spread as the stats) beside the modeled one of the same batches and the launch floor."""
     from harness.timing import Stats
 
     for g, res in enumerate(results):
@@ -389,21 +456,29 @@ def measured_rows(modeled: Modeled, results: list[dict]) -> list[Measurement]:
                                f"{modeled.batch_reads[g].sum(axis=0).tolist()})")
     device = results[0]["device"]
     on = "cuda" if device == "cuda" else "cpu"
-    step_ms = [t * 1e3 for t in results[0]["step_max_s"]]
-    measured_ms = max(r["mean_s"] for r in results) * 1e3       # slowest GPU's mean, as the model
-    extra = {**modeled.extra, "measured_on": on,
+    repeats = len(results[0]["per_batch_s"])
+    slowest = [max(r["per_batch_s"][i] for r in results) * 1e3 for i in range(repeats)]   # per repeat
+    measured_ms = float(np.median(slowest))
+    floors = [r["floor_per_batch_s"] for r in results if r.get("floor_per_batch_s")]
+    floor_ms = float(np.median([max(f[i] for f in floors) for i in range(len(floors[0]))])) * 1e3 if floors else None
+    bound = floor_ms is not None and (measured_ms < OVERHEAD_FACTOR * floor_ms or modeled.modeled_ms < floor_ms)
+    extra = {**modeled.extra, **modeled.locality, "measured_on": on,
              "measured_label": "GPU-measured" if on == "cuda" else "CPU-measured (toy scale, not GPU)",
              "modeled_ms": modeled.modeled_ms, "row_bytes": modeled.row_bytes,
              "checked_batches": int(sum(r["checked"] for r in results)),
              "per_gpu_ms": [round(r["mean_s"] * 1e3, 6) for r in results],
              "store": results[0]["store"], "host": results[0]["host"], "counts_match_simulator": True,
              "measured_gather": results[0].get("gather", "split"),
-             "flush_after_warmup_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3)}
-    stats = Stats.from_samples(step_ms) if step_ms else None
+             "flush_mib": round(results[0].get("flush_bytes", 0) / (1 << 20), 3),
+             "measured_repeats": repeats, "batches_per_region": results[0]["batches_per_region"],
+             "rows_per_region": round(max(r["rows_per_region"] for r in results), 1),
+             "launch_floor_ms": floor_ms, "overhead_bound": bool(bound), "overhead_factor": OVERHEAD_FACTOR,
+             "per_pass_ms": [round(v, 6) for v in slowest]}
     frac = modeled.fractions
     return [
-        Measurement("loading_time", "ms/batch", stats=stats, value=measured_ms, extra=extra),
+        Measurement("loading_time", "ms/batch", stats=Stats.from_samples(slowest), value=measured_ms, extra=extra),
         Measurement("modeled_loading_time", "ms/batch", value=modeled.modeled_ms),
+        *([Measurement("launch_floor", "ms/batch", value=floor_ms)] if floor_ms is not None else []),
         Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
         Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
         Measurement("host_fraction", "fraction", value=frac["host"], better="lower"),

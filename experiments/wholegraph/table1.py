@@ -38,8 +38,9 @@ def _paper_values():
     return tuple(out)
 
 
-def cold_reads_caption(ok) -> str:
-    """What the probe rows say was cold: distinct lines per launch, reuse, the L2 flush."""
+def cold_reads_caption(ok, size_column: str = "p_size_gb", unit: str = "GB") -> str:
+    """What the probe rows say was cold: distinct lines per launch, reuse, the L2 flush (the rows'
+    sizes in ``size_column``, in ``unit``)."""
     if "p_distinct_over_l2" not in ok or ok["p_distinct_over_l2"].isna().all():
         return ("Rows without line accounting: their chains may have re-read lines an earlier "
                 "launch of the point had left in the L2.")
@@ -59,8 +60,8 @@ def cold_reads_caption(ok) -> str:
             f"the {measured['p_l2_mib'].max():g} MiB L2 in distinct lines, and the L2 of every GPU "
             f"holding the memory is overwritten ({measured['p_flush_mib'].max():g} MiB) before each launch.")
     if not reused.empty:
-        sizes = ", ".join(f"{v:g}" for v in sorted(set(reused["p_size_gb"])))
-        text += (f" At {sizes} GB the region holds fewer lines than the point's launches read, so up to "
+        sizes = ", ".join(f"{v:g}" for v in sorted(set(reused[size_column])))
+        text += (f" At {sizes} {unit} the region holds fewer lines than the point's launches read, so up to "
                  f"{int(reused['p_lines_read_before'].max()):,} lines were read a second time.")
     return text
 

@@ -33,7 +33,7 @@ DATASET_ORDER = {name: i for i, name in enumerate(TABLE5)}
 MODEL_ORDER = {name: i for i, name in enumerate(MODEL_NAMES)}
 
 PAPER_SETTING_KEYS = {"backend", "batch_size", "dataset", "epochs", "fanouts", "heads", "hidden", "layers",
-                      "model", "scale"}
+                      "model", "scale", "synced_epochs"}       # synced_epochs: the timed-epoch rule's, no variant
 
 # how a bar is drawn apart from a measured one: (legend text, matplotlib style)
 STATES = {

@@ -41,7 +41,8 @@ the TW topology at 0.56x (GCN) / 0.47x (GraphSAGE) of the budget, PA's at 0.64x 
 CF and on UK with GCN, as in Table 4, and XGNN fits everywhere on several GPUs (on one, CF's
 topology does not fit: Fig. 15a); DGL+C's cache ratio comes out near the paper's (TW GraphSAGE
 17% vs 16%, UK GraphSAGE 1% vs 1%). Being relative to the topology, the rule also holds for the PA
-stand-in, which is symmetrized (twice Table 3's 6.4 GB at scale 1). Other rules: ``none``
+stand-in, which is symmetrized (twice Table 3's 6.4 GB at scale 1). ``v100:G`` is the same rule
+for a V100 of G GiB (Fig. 16's PCIe platform has 32 GB cards). Other rules: ``none``
 (everything on the GPUs; Table 5's A100s), ``topo:X`` (X times the stand-in's topology bytes,
 no reserve) or a size (``512MiB``, ``2GiB``: a real per-GPU budget, the pipelines estimate the
 training workspace). WholeGraph keeps everything on the GPUs: a point whose share (topology and
@@ -177,11 +178,15 @@ def combo_list(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def budget_rule(text: str) -> str:
-    """``v100`` | ``none`` | ``topo:X`` | a size (checked here, resolved per point)."""
+    """``v100`` | ``v100:G`` | ``none`` | ``topo:X`` | a size (checked here, resolved per point)."""
     from impls.storage.budget import parse_bytes
 
     t = text.strip()
     if t in ("v100", "none"):
+        return t
+    if t.startswith("v100:"):
+        if positive_float(t[5:]) <= max(WORKSPACE_GIB.values()):
+            raise BadValue(f"a V100 of {t[5:]} GiB leaves no room beside the training workspace")
         return t
     if t.startswith("topo:"):
         positive_float(t[5:])
@@ -189,7 +194,7 @@ def budget_rule(text: str) -> str:
     try:
         parse_bytes(t)
     except ValueError as exc:
-        raise BadValue(f"budget is v100, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
+        raise BadValue(f"budget is v100, v100:G, none, topo:X or a size like 2GiB, not '{text}' ({exc})") from None
     return t
 
 
@@ -266,8 +271,8 @@ def budget_bytes(rule: str, dataset: str, model: str, topo_bytes: int) -> int | 
 
     if rule == "none":
         return None
-    if rule == "v100":
-        room = PAPER_GPU_GIB - WORKSPACE_GIB.get(model, 6.0)
+    if rule == "v100" or rule.startswith("v100:"):
+        room = v100_gib(rule) - WORKSPACE_GIB.get(model, 6.0)
         return int(room / volume_g(dataset) * topo_bytes)
     if rule.startswith("topo:"):
         return int(float(rule[5:]) * topo_bytes)
@@ -276,7 +281,12 @@ def budget_bytes(rule: str, dataset: str, model: str, topo_bytes: int) -> int | 
 
 def folds_workspace(rule: str) -> bool:
     """True when the rule's budget is for the stores only (the workspace is modelled in it)."""
-    return rule == "v100" or rule.startswith("topo:")
+    return rule == "v100" or rule.startswith(("v100:", "topo:"))
+
+
+def v100_gib(rule: str) -> float:
+    """The GPU memory a ``v100`` / ``v100:G`` rule models (GiB)."""
+    return float(rule[5:]) if rule.startswith("v100:") else PAPER_GPU_GIB
 
 
 def wholegraph_need(graph, world: int) -> int:
@@ -573,6 +583,9 @@ def budget_caption(records) -> str:
                     "stand-in's topology bytes per GPU, W = 6 GiB GCN and PinSAGE / 4 GiB GraphSAGE; "
                     "experiments/xgnn/training.py)",
             "none": "no budget (everything on the GPUs)"}
+    for r in rules:
+        if r.startswith("v100:"):
+            text[r] = f"the same rule for a {v100_gib(r):g} GB V100 ({v100_gib(r):g} GiB - W)"
     return "; ".join(text.get(r, f"{r} per GPU") for r in rules)
 
 

@@ -213,7 +213,7 @@ def generate(name: str, scale: float = 1.0, seed: int = 0, *, device: str = "aut
              progress: Progress | None = None, **overrides: Any) -> Graph:
     """An in-memory stand-in (nothing cached): for tests and small scales.
 
-    ``overrides``: ``symmetric``, ``feature_dim``, ``feature_dtype``, ``id_order``.
+    ``overrides``: ``symmetric``, ``feature_dim``, ``feature_dtype``, ``id_order``, ``feature_signal``.
     """
     plan = plan_for(name, scale, seed, **overrides)
     backend = select_backend(device)

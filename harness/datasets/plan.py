@@ -183,8 +183,11 @@ def _coprime_multiplier(size: int, h: int) -> int:
 
 def make_plan(spec: DatasetSpec, scale: float = 1.0, seed: int = 0, *,
               symmetric: bool | None = None, feature_dim: int | None = None,
-              feature_dtype: str | None = None, id_order: str = "blocked") -> StandinPlan:
-    """Decide every parameter of ``spec``'s stand-in at ``scale`` (1.0 = published size)."""
+              feature_dtype: str | None = None, id_order: str = "blocked",
+              feature_signal: float | None = None) -> StandinPlan:
+    """Decide every parameter of ``spec``'s stand-in at ``scale`` (1.0 = published size);
+    ``feature_signal`` overrides the catalog's class-centroid norm (a stronger planted feature
+    signal, for experiments that train on the features)."""
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise HarnessError(f"scale must be a positive number, got {scale!r}")
     if id_order not in ID_ORDERS:
@@ -244,7 +247,8 @@ def make_plan(spec: DatasetSpec, scale: float = 1.0, seed: int = 0, *,
     plan = StandinPlan(
         name=spec.name, scale=float(scale), seed=int(seed), num_nodes=n, stored_edges=stored,
         symmetric=sym, target_pairs=stored // 2 if sym else stored, num_classes=classes,
-        feature_dim=dim, feature_dtype=dtype, feature_signal=settings.feature_signal,
+        feature_dim=dim, feature_dtype=dtype,
+        feature_signal=settings.feature_signal if feature_signal is None else float(feature_signal),
         homophily=settings.homophily, gamma=settings.gamma, body_beta=beta,
         max_degree=int(round(max_degree)), id_order=id_order,
         split_sizes=spec.split.counts(n, spec.nodes), random_features=spec.random_features,

@@ -12,6 +12,7 @@ Built-ins (bandwidths are per direction, GB/s, public figures; they only feed th
 - XGNN (Fig. 2b / Fig. 7): DGX-1 V100 hybrid cube-mesh, numbered as in XGNN Fig. 7, and its
   subsets '4Gf' (G0-G3), '4Gc' (G0, G1, G6, G7), '6G' (G0-G5), '8G' (all) of Sec. 6.6.
 - DGX-A100 and the lent H200 machines: every pair connected (NVSwitch / NV18).
+- 'PCIex<N>' (XGNN Fig. 16's 2xPCIe-V100): N GPUs without NVLink; every peer is read through the host.
 - ``from_nvidia_smi``: the matrix printed by ``nvidia-smi topo -m`` on this machine.
 """
 
@@ -241,6 +242,13 @@ def h200(n: int = 4) -> Topology:
                       local_gbps=HBM_GBPS["H200"], description="H200, every pair NV18, PCIe Gen5")
 
 
+def pcie_only(n: int, pcie_gbps: float = PCIE3_GBPS) -> Topology:
+    """``n`` GPUs with no NVLink (XGNN Fig. 16's 2xPCIe-V100 platform, PCIe 3.0): placement policies
+    see no neighbour, so every GPU keeps its own copy of what it caches."""
+    return Topology(f"PCIex{n}", np.zeros((n, n)), pcie_gbps, HBM_GBPS["V100"],
+                    description=f"{n} GPUs on PCIe only, no NVLink")
+
+
 def pairs(n_pairs: int, link_gbps: float = ICS22_NVSWITCH_GBPS) -> Topology:
     """GPUs connected in pairs only (NVLink bridges, ICS'22 Fig. 3a)."""
     n = 2 * n_pairs
@@ -289,7 +297,8 @@ def detect(**kwargs) -> Topology | None:
 
 
 def by_name(name: str) -> Topology:
-    """Any built-in by name: ICS'22's, XGNN's, 'DGX-1', 'DGX-A100', 'H200x2', 'H200x4', 'machine'."""
+    """Any built-in by name: ICS'22's, XGNN's, 'DGX-1', 'DGX-A100', 'H200x2', 'H200x4', 'PCIex2',
+    'machine'."""
     if name in ICS22_TOPOLOGIES:
         return ics22_topology(name)
     if name in XGNN_TOPOLOGIES:
@@ -301,6 +310,9 @@ def by_name(name: str) -> Topology:
     match = re.fullmatch(r"H200x(\d+)", name)
     if match:
         return h200(int(match.group(1)))
+    match = re.fullmatch(r"PCIex(\d+)", name)
+    if match:
+        return pcie_only(int(match.group(1)))
     if name == "machine":
         topo = detect()
         if topo is None:

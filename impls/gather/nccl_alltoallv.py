@@ -4,6 +4,9 @@ Five steps: (1) bucket ids by home rank, (2) exchange the per-rank counts,
 (3) exchange the ids (alltoallv), (4) gather the requested rows locally,
 (5) alltoallv the rows back, then restore the callers' order. NCCL on GPU ranks,
 gloo on CPU ranks, both through torch.distributed.all_to_all_single.
+
+:func:`exchange_rows` is those five steps for any table split over every rank of the default
+group: the path between nodes of ``p2p_shared`` too (its rows of other nodes).
 """
 
 from __future__ import annotations
@@ -32,50 +35,10 @@ class AllToAllGather:
             check_ids(ids, self.spec.num_rows)
         ids = ids.to(self.device, torch.int64)
         marks = _StepMarks(self.device) if self.profile else None
-        # (1) bucket ids by home rank: a stable radix sort on 8-bit owner keys is one pass
-        owner = torch.div(ids, self.rows_per_rank, rounding_mode="floor")
-        key = owner.to(torch.uint8) if self.world <= 256 else owner.to(torch.int32)
-        _, order = torch.sort(key, stable=True)
-        send_ids = ids[order]
-        send_counts = torch.bincount(owner, minlength=self.world)
-        marks and marks.mark("bucket")
-        # (2) exchange counts
-        recv_counts = torch.empty_like(send_counts)
-        dist.all_to_all_single(recv_counts, send_counts)
-        counts = torch.stack([send_counts, recv_counts]).cpu()  # one host sync for both
-        send_split, recv_split = counts[0].tolist(), counts[1].tolist()
-        marks and marks.mark("exchange_counts")
-        # (3) exchange ids
-        recv_ids = torch.empty(sum(recv_split), dtype=torch.int64, device=self.device)
-        dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
-        marks and marks.mark("exchange_ids")
-        # (4) local gather of what the peers asked for
-        local_rows = self._rows_at(self.store.local, recv_ids - self.rank.rank * self.rows_per_rank)
-        marks and marks.mark("local_gather")
-        # (5) send the rows back, then undo the bucketing with a gather (reads random, writes in order)
-        back = torch.empty((ids.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
-                           device=self.device)
-        dist.all_to_all_single(back, local_rows, send_split, recv_split)
-        marks and marks.mark("alltoallv_rows")
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(order.numel(), device=self.device)
-        out = self._rows_at(back, inverse)
+        out = exchange_rows(self.store, ids, marks)
         if marks:
-            marks.mark("reorder")
             self.step_ms = marks.elapsed_ms()
         return out
-
-    def _rows_at(self, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """``table[index]``: on GPUs with the vectorized gather kernel (index_select reaches
-        well under half the device bandwidth on random rows), on CPU with index_select."""
-        if self.device.type != "cuda" or table.shape[0] >= 1 << 32 or index.numel() == 0:
-            return table.index_select(0, index)
-        from impls.core.row_gather import gather_into
-
-        out = torch.empty((index.numel(), self.spec.row_elems), dtype=self.spec.torch_dtype,
-                          device=self.device)
-        base = torch.tensor([table.data_ptr()], dtype=torch.int64, device=self.device)
-        return gather_into(out, base, max(table.shape[0], 1), index, self.spec.row_bytes)
 
     def describe(self) -> str:
         backend = "NCCL" if self.device.type == "cuda" else "gloo"
@@ -83,6 +46,57 @@ class AllToAllGather:
 
     def close(self) -> None:
         self.store.close()
+
+
+def exchange_rows(store: ShardedTable, ids: torch.Tensor, marks: "_StepMarks | None" = None) -> torch.Tensor:
+    """Rows ``ids`` of ``store`` (split over every rank of the default group, this rank's shard in
+    ``store.local``) in the order of ``ids``, through the five steps (module doc). Collective: every
+    rank calls it, with the ids it wants (none, too)."""
+    spec, device = store.spec, store.device
+    world, rows_per_rank = store.rank.world_size, store.partition.rows_per_rank
+    # (1) bucket ids by home rank: a stable radix sort on 8-bit owner keys is one pass
+    owner = torch.div(ids, rows_per_rank, rounding_mode="floor")
+    key = owner.to(torch.uint8) if world <= 256 else owner.to(torch.int32)
+    _, order = torch.sort(key, stable=True)
+    send_ids = ids[order]
+    send_counts = torch.bincount(owner, minlength=world)
+    marks and marks.mark("bucket")
+    # (2) exchange counts
+    recv_counts = torch.empty_like(send_counts)
+    dist.all_to_all_single(recv_counts, send_counts)
+    counts = torch.stack([send_counts, recv_counts]).cpu()  # one host sync for both
+    send_split, recv_split = counts[0].tolist(), counts[1].tolist()
+    marks and marks.mark("exchange_counts")
+    # (3) exchange ids
+    recv_ids = torch.empty(sum(recv_split), dtype=torch.int64, device=device)
+    dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
+    marks and marks.mark("exchange_ids")
+    # (4) local gather of what the peers asked for
+    local_rows = _rows_at(store.local, recv_ids - store.start, spec)
+    marks and marks.mark("local_gather")
+    # (5) send the rows back, then undo the bucketing with a gather (reads random, writes in order)
+    back = torch.empty((ids.numel(), spec.row_elems), dtype=spec.torch_dtype, device=device)
+    dist.all_to_all_single(back, local_rows, send_split, recv_split)
+    marks and marks.mark("alltoallv_rows")
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel(), device=device)
+    out = _rows_at(back, inverse, spec)
+    marks and marks.mark("reorder")
+    if store.reads is not None:
+        store.reads.add("nccl", owner)
+    return out
+
+
+def _rows_at(table: torch.Tensor, index: torch.Tensor, spec: TableSpec) -> torch.Tensor:
+    """``table[index]``: on GPUs with the vectorized gather kernel (index_select reaches well under
+    half the device bandwidth on random rows), on CPU with index_select."""
+    if table.device.type != "cuda" or table.shape[0] >= 1 << 32 or index.numel() == 0:
+        return table.index_select(0, index)
+    from impls.core.row_gather import gather_into
+
+    out = torch.empty((index.numel(), spec.row_elems), dtype=spec.torch_dtype, device=table.device)
+    base = torch.tensor([table.data_ptr()], dtype=torch.int64, device=table.device)
+    return gather_into(out, base, max(table.shape[0], 1), index, spec.row_bytes)
 
 
 class _StepMarks:

@@ -210,6 +210,7 @@ class PushGather:
         world = rank.world_size
         if world > MAX_RANKS:
             raise SkipPoint(f"p2p_push takes at most {MAX_RANKS} ranks")
+        rank.require_one_node("p2p_push (owners store rows into the askers' buffers)")
         self.rank, self.spec, self.mode = rank, spec, mode
         self.launch = parse_launch(launch)
         self.store = ShardedTable(rank, spec, "chunked")

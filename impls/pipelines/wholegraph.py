@@ -12,6 +12,10 @@
   through ``sample_blocks``; one multi-hop Block list per mini-batch.
 - Gather: the one-kernel ``p2p_shared`` global gather of ``blocks[0].src_ids``.
 - Model: native layers (or PyG's with ``backend="pyg"``, WholeGraph Fig. 11) under DDP.
+- Several nodes (torchrun's; WholeGraph Sec. III-D, Fig. 13): each node holds a replica of the
+  graph structure and the features over its own GPUs (the stores are built on the node's ranks,
+  ``rank.node_view()``), samples and gathers within the node, and only DDP's gradient all-reduce
+  crosses nodes (NCCL, over every rank). Every rank trains its own share of the training nodes.
 
 Options: ``prefetch`` (1 on GPUs: the next mini-batch is sampled and gathered on a side stream
 while this one trains, see impls/pipelines/base.py; 0: strictly sequential), ``sampler``
@@ -52,7 +56,7 @@ class WholeGraphPipeline(Pipeline):
     prefetch_batches = True
 
     def build_stores(self) -> None:
-        g, rank = self.graph, self.rank
+        g, rank = self.graph, self.rank.node_view()         # one replica per node (module doc)
         store = self.option("graph_store", "auto")
         if store == "auto":
             store = "sharded" if self.device.type == "cuda" else "local"
@@ -89,8 +93,13 @@ class WholeGraphPipeline(Pipeline):
         return {"graph_structure": self.sampler.csr.describe(), "node_features": self.gatherer.describe()}
 
     def describe(self):
-        return {**super().describe(), "sampling": self.sampler.describe() + "; " + self.unique.describe(),
-                "gather": self.gatherer.describe()}
+        out = {**super().describe(), "sampling": self.sampler.describe() + "; " + self.unique.describe(),
+               "gather": self.gatherer.describe()}
+        if self.rank.nodes > 1:
+            out["nodes"] = (f"{self.rank.topology_label()}: a replica of the graph and the features per node over "
+                            "its own ranks; only the gradient all-reduce crosses nodes "
+                            f"({'NCCL' if self.device.type == 'cuda' else 'gloo'})")
+        return out
 
     def close(self):
         for part in ("gatherer", "sampler"):

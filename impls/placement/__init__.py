@@ -8,7 +8,8 @@ GPUs) and, per GPU, ICS'22's ``dev_num`` / ``buf_pos`` lookup. The placement its
 Modules: ``result`` (``Placement``: buffers, lookup, ``split_for_gather`` for a sharded store),
 ``impls.core.topology`` (GPUs, NVLink, PCIe; ICS'22's and XGNN's configurations, nvidia-smi),
 ``hotness`` (degree, pre-sampling, ICS'22 L-hop reach by SpMV), ``policies`` (the eight below),
-``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph`` (with its time cap), ``cost`` (ICS'22 Eq. 3-6 and a
+``ics22`` (Algorithm 1), ``xgnn_solver`` (XGNN Fig. 8), ``pagraph`` (PaGraph's policy: its partition
+under a time cap, each GPU's out-degree cache), ``cost`` (ICS'22 Eq. 3-6 and a
 per-link model), ``sampling`` (node-wise and layer-wise samplers, locality-aware sampling with
 ICS'22 Algorithm 2), ``simulate`` (replay of mini-batch id streams against a placement).
 """
@@ -46,12 +47,14 @@ def make_metis(device=None, gpus=None, buffer_fill: str | None = None, **_):
 
 
 @register_impl("placement", "pagraph", needs=_CPU_OR_GPU,
-               summary="PaGraph training-node partitioning (quadratic, time-capped), no peer reads",
+               summary="PaGraph: training-node partitioning (quadratic, time-capped), each GPU caching its "
+                       "partition's highest-out-degree nodes, no peer reads",
                reimplements="PaGraph", real_package=reimplemented.PAGRAPH)
-def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str = "hottest", **_):
-    from .policies import PaGraph
+def make_pagraph(device=None, gpus=None, time_cap_s: float | None = None, buffer_fill: str | None = None,
+                 method: str = "bitset", **_):
+    from .pagraph import PaGraph
 
-    return PaGraph(time_cap_s, buffer_fill)
+    return PaGraph(time_cap_s, buffer_fill or "out_degree", method)
 
 
 @register_impl("placement", "hash_modulo", needs=_CPU_OR_GPU,

@@ -5,9 +5,9 @@ training nodes, a hotness estimate (any of :mod:`.hotness`), the topology and th
 (nodes per GPU). Partitioning baselines (naive, random, metis, pagraph, hash_modulo) give each GPU
 one partition; when the partition is larger than the buffer, the rest of it is read from the host.
 
-Which part of a partition a GPU buffers (``buffer_fill``): ICS'22 says PaGraph "buffers the most
-frequently accessed nodes of each partition on GPU" and gives DGL (METIS) a GPU buffer as well, so
-``pagraph`` and ``metis`` keep their hottest nodes. For NAIVE and RAND it states nothing, but its
+Which part of a partition a GPU buffers (``buffer_fill``): ICS'22 gives DGL (METIS) a GPU buffer of
+the most frequently accessed nodes, so ``metis`` keeps its hottest nodes (PaGraph, in pagraph.py,
+caches its partition's highest-out-degree nodes, PaGraph's own policy). For NAIVE and RAND it states nothing, but its
 numbers only fit a buffer filled without hotness: on '4GPU' with 0.1N buffers its placement reads
 72% more nodes locally and 51% fewer from the CPU than NAIVE (reddit), and 2.4-4.0x less loading
 time than RAND on papers100M, while hottest-first buffers of random parts hold nearly the same
@@ -26,7 +26,6 @@ import numpy as np
 from impls.core.topology import Topology
 
 from . import ics22
-from .pagraph import PlacementTimeout, pagraph_partition
 from .result import Lookup, Placement
 
 
@@ -221,36 +220,6 @@ def metis_membership(indptr, indices, num_parts: int, *, seed: int = 0, symmetri
         _, parts = pymetis.part_graph(num_parts, xadj=indptr, adjncy=indices, recursive=False,
                                       options=options)
     return np.asarray(parts, dtype=np.int64)
-
-
-class PaGraph(Policy):
-    """PaGraph: training-node partitioning, L-hop closures, no reads between GPUs, local shuffling."""
-
-    name = "pagraph"
-
-    def __init__(self, time_cap_s: float | None = None, buffer_fill: str = "hottest"):
-        self.time_cap_s = time_cap_s
-        self.buffer_fill = buffer_fill
-        self._memo: dict = {}          # partition (or its timeout) per graph and GPU count
-
-    def place(self, problem):
-        started = time.perf_counter()
-        key = _problem_key(problem)
-        if key not in self._memo:
-            try:
-                self._memo[key] = pagraph_partition(problem.indptr, problem.indices, problem.train_idx,
-                                                    problem.topology.num_gpus, problem.num_layers,
-                                                    self.time_cap_s)
-            except PlacementTimeout as timeout:
-                self._memo[key] = timeout
-        part = self._memo[key]
-        if isinstance(part, PlacementTimeout):
-            raise part
-        buffers = buffers_from_parts(part.node_parts, problem.hotness, problem.buffer_size, self.buffer_fill)
-        # "PaGraph does not use the interconnection among GPUs" (ICS'22 Sec. 5.1)
-        return self._result(problem, buffers, started, peer_reads=False, train_parts=part.train_parts,
-                            meta={"partition_sizes": [len(p) for p in part.node_parts],
-                                  "partition_s": part.elapsed_s})
 
 
 class Clique(Policy):

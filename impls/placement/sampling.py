@@ -354,3 +354,20 @@ def aggregate_mean_estimate(block: SampledLayer, features: np.ndarray) -> np.nda
     out = np.zeros((len(block.dst), features.shape[1]))
     np.add.at(out, block.edge_dst, features[block.src[block.edge_src]] * block.weight[:, None])
     return out
+
+
+def ratio_weights(block: SampledLayer) -> np.ndarray:
+    """The ratio (self-normalized) form of Eq. 1's estimate: target i's weights w_ij = 1 / (deg_i q_j)
+    divided by their sum over the neighbours it sampled, i.e. sum_j x_j / q_j over sum_j 1 / q_j.
+
+    Eq. 1's form is unbiased but, with the few neighbours per target a layer of a few thousand nodes
+    leaves on a graph of millions, its weights swing by the inverse of q (a target with one sampled
+    neighbour at q = 0.04 weighs it 25 / deg): trained on it, the model sits at chance (issue 34).
+    The ratio form is what layer-wise samplers train with (LADIES normalizes the sampled rows): its
+    weights of one target sum to 1, and dividing by q still undoes LAS's boost, so it is unbiased as
+    the sampled neighbours grow. A target that sampled no neighbour aggregates zero, as in Eq. 1.
+    """
+    if len(block.edge_dst) == 0:
+        return block.weight
+    total = np.bincount(block.edge_dst, weights=block.weight, minlength=len(block.dst))
+    return block.weight / total[block.edge_dst]

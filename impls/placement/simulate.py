@@ -112,17 +112,23 @@ def replay(indptr, indices, train_idx, placement: Placement, sampler_for_gpu: Ca
     (what the measured path gathers).
     """
     n = placement.num_gpus
-    per_gpu: list[list[np.ndarray]] = [[] for _ in range(n)]
     kept: list[list[np.ndarray]] = [[] for _ in range(n)]
-    input_nodes = 0
     for g, nodes in replay_batches(indptr, indices, train_idx, placement, sampler_for_gpu, batch_size,
                                    epochs, max_batches, seed):
-        input_nodes += len(nodes)
-        per_gpu[g].append(count_reads(placement, g, nodes))
-        if keep_batches:
-            kept[g].append(np.asarray(nodes, dtype=np.int64))
-    batch_reads = [np.stack(rows) if rows else np.zeros((0, n + 1), dtype=np.int64) for rows in per_gpu]
-    meta = {"input_nodes": input_nodes, "batches": [len(r) for r in batch_reads]}
+        kept[g].append(np.asarray(nodes, dtype=np.int64))
+    return count_replayed(placement, kept, epochs, keep_batches)
+
+
+def count_replayed(placement: Placement, input_batches: list[list[np.ndarray]], epochs: int = 1,
+                   keep_batches: bool = False) -> ReplayResult:
+    """The reads of batches already sampled (``input_batches[g]``: GPU g's input nodes per batch,
+    from :func:`replay_batches`) over ``placement``: a sweep over buffer sizes and policies that
+    sample alike (the same training split, sampler and seed) samples once."""
+    n = placement.num_gpus
+    batch_reads = [np.stack([count_reads(placement, g, nodes) for nodes in per_gpu]) if per_gpu else
+                   np.zeros((0, n + 1), dtype=np.int64) for g, per_gpu in enumerate(input_batches)]
+    meta = {"input_nodes": int(sum(len(b) for per_gpu in input_batches for b in per_gpu)),
+            "batches": [len(r) for r in batch_reads]}
     if keep_batches:
-        meta["input_batches"] = kept
+        meta["input_batches"] = input_batches
     return ReplayResult(placement, batch_reads, epochs, meta)

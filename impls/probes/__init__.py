@@ -3,7 +3,9 @@
 Every probe exposes ``allocate(size_bytes, salt, nparts)``, ``reset()`` (restore the
 initial placement before a timed repeat), ``run_chase(steps, start) -> (value, hash)``
 (checked against ``chain.chase``) and ``close()``. GPU probes also expose
-``launch_chase`` / ``launch_random_reads`` for event timing.
+``launch_chase`` / ``launch_random_reads`` for event timing. ``vmm_local`` / ``vmm_remote``
+(vmm.py, XGNN Fig. 6b) are collective instead: every rank builds a continuous store on the CUDA
+VMM backend, and rank 0's ``.probe`` (one of the above kinds) chases over one rank's shard of it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,25 @@ def make_host_zero_copy(device: str, gpus: list[int], host_cap_bytes: int | None
     from .gpu import PinnedHostProbe
 
     return PinnedHostProbe(gpus[:1], host_cap_bytes=host_cap_bytes)
+
+
+@register_impl("probes", "vmm_local", needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",)),
+               summary="continuous store (CUDA VMM range, POSIX-fd shared handles) on every rank; rank 0 "
+                       "chases over its own shard through the range")
+def make_vmm_local(device: str, gpus: list[int], rank=None, **_):
+    from .vmm import VmmChase
+
+    return VmmChase(rank, owner=0)
+
+
+@register_impl("probes", "vmm_remote", needs=Needs(devices=("cpu", "cuda"), min_world_size=2,
+                                                   cuda_packages=("cupy",)),
+               summary="continuous store (CUDA VMM range, POSIX-fd shared handles) on every rank; rank 0 "
+                       "chases over rank 1's shard, imported from rank 1's process")
+def make_vmm_remote(device: str, gpus: list[int], rank=None, **_):
+    from .vmm import VmmChase
+
+    return VmmChase(rank, owner=1)
 
 
 def parts_for(impl: str, gpus: list[int]) -> int:

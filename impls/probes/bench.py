@@ -111,9 +111,12 @@ def verify_chain(probe, steps: int, start: int, first_step: int = 0) -> None:
         raise RuntimeError(f"pointer chase read wrong memory: got {got}, reference {want}")
 
 
-def time_chase(probe, device: str, launches: Launches, start: int, reset_each: bool) -> tuple[Stats, dict]:
+def time_chase(probe, device: str, launches: Launches, start: int, reset_each: bool,
+               tlb_flush=None) -> tuple[Stats, dict]:
     """Seconds per timed chain of ``launches.per_launch`` dependent reads (one launch per repeat),
-    after the verification chain; returns the statistics and the row fields of ``LineReuse``."""
+    after the verification chain; returns the statistics and the row fields of ``LineReuse``.
+    ``tlb_flush`` (a :class:`harness.timing.TlbFlush`) runs before the L2 flush of every launch, so
+    no launch finds the translations an earlier one left either; its fields join the row's."""
     ranges = launches.ranges()
     verify_chain(probe, ranges[0][2], start, ranges[0][1])
     pending = iter(ranges[1:])
@@ -131,12 +134,17 @@ def time_chase(probe, device: str, launches: Launches, start: int, reset_each: b
         ctx, timer = nullcontext(), CpuTimer()
         fn = lambda: next_launch(probe.run_chase)  # noqa: E731
     flushed = []
+
+    def flush():
+        if tlb_flush is not None:
+            tlb_flush()
+        flushed.append(probe.flush_caches())
+
     with ctx:
         stats = measure(fn, timer=timer, warmup=launches.warmup, repeats=launches.repeats,
-                        setup=probe.reset if reset_each else None,
-                        flush=lambda: flushed.append(probe.flush_caches()))
+                        setup=probe.reset if reset_each else None, flush=flush)
     reuse = line_reuse(ranges, chain.region_lines(probe.nparts_used, probe.part_elems))
-    return stats, reuse.extra(probe.l2_bytes, max(flushed))
+    return stats, {**reuse.extra(probe.l2_bytes, max(flushed)), **(tlb_flush.extra() if tlb_flush else {})}
 
 
 def time_random_reads(probe, threads: int, reads_per_thread: int, warmup: int, repeats: int,

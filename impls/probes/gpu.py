@@ -109,9 +109,6 @@ class GpuChaseProbe:
             raise SkipPoint(reason)
 
     def allocate(self, size_bytes: int, salt: int, nparts: int | None = None) -> None:
-        cp = self.cp
-        import numpy as np
-
         nparts = nparts or 1
         reason = chain.layout_refusal(size_bytes, nparts)
         if reason:
@@ -122,9 +119,16 @@ class GpuChaseProbe:
         self._allocate_parts(self.part_elems * 8, nparts)
         self.nparts_used = nparts
         self.reset()
+        self._publish()
+
+    def _publish(self) -> None:
+        """The part-pointer table and the output words, on the chasing GPU."""
+        cp = self.cp
+        import numpy as np
+
         with cp.cuda.Device(self.chaser):
             self._table = cp.asarray(np.array(self.part_ptrs, dtype=np.uint64))
-            self._out = cp.zeros(max(2, 1), dtype=cp.uint64)
+            self._out = cp.zeros(2, dtype=cp.uint64)
 
     def reset(self) -> None:
         """(Re)write every part from its owner GPU, restoring the initial placement."""
@@ -281,3 +285,27 @@ class PinnedHostProbe(GpuChaseProbe):
             rt.freeHost(ptr)
         self._host_ptrs.clear()
         super().close()
+
+
+class MappedProbe(GpuChaseProbe):
+    """Parts that a store allocated and mapped for the chasing GPU (one segment of a CUDA VMM range:
+    impls/probes/vmm.py). They are filled once, from the chasing GPU through that mapping; the
+    memory stays on its owner (no migration), so there is nothing to restore between repeats."""
+
+    def __init__(self, ptrs: list[int], owners: list[int], chaser: int, kind: str):
+        super().__init__(sorted(set(owners)), chaser=chaser)
+        self.kind = kind
+        self._given = (list(ptrs), list(owners))
+
+    def attach(self, part_elems: int, salt: int) -> None:
+        ptrs, owners = self._given
+        if part_elems < chain.LINE_WORDS:
+            raise SkipPoint(f"a part of {part_elems} words holds no whole {chain.LINE_BYTES}-byte line")
+        self.part_ptrs, self.part_owner = list(ptrs), list(owners)
+        self.part_elems, self.salt, self.nparts_used = part_elems, salt, len(ptrs)
+        for p, ptr in enumerate(self.part_ptrs):
+            fill(ptr, p * part_elems, part_elems, salt, self.chaser)
+        self._publish()
+
+    def reset(self) -> None:
+        """Mapped device memory does not move: the first fill still holds."""

@@ -88,10 +88,17 @@ class HostChaseProbe:
         if reason:
             raise SkipPoint(reason)
         elems = size_bytes // 8
-        self.part_elems = elems // nparts
+        self.attach(np.empty(elems // nparts * nparts, dtype=np.uint64), salt, nparts)
+
+    def attach(self, words: np.ndarray, salt: int, nparts: int = 1) -> None:
+        """Chase over ``words`` (a uint64 array this probe does not own, e.g. a view of a store's
+        shared memory), filled here with the chain's content."""
+        if words.dtype != np.uint64 or words.ndim != 1 or words.size % nparts:
+            raise ValueError("the probe reads a flat uint64 array of nparts equal parts")
+        self.part_elems = words.size // nparts
         self.nparts_used = nparts
         self.salt = salt
-        self.words = np.empty(self.part_elems * nparts, dtype=np.uint64)
+        self.words = words
         _kernels()["fill"](self.words, np.uint64(0), np.uint64(salt & MASK))
 
     def reset(self) -> None:

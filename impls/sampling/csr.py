@@ -130,6 +130,7 @@ class SamplingCSR:
 
         if self.device.type != "cuda" or self.rank is None:
             raise SkipPoint("the sharded CSR store needs CUDA ranks of a process group")
+        self.rank.require_one_node("the sharded CSR store")
         world, me = self.rank.world_size, self.rank.rank
         if world > MAXP:
             raise SkipPoint(f"the sharded CSR store takes at most {MAXP} ranks")
@@ -143,7 +144,7 @@ class SamplingCSR:
         max_edges = max(h - l for l, h in zip(edge_lo, edge_hi))
         head = -(-(rpp + 1) // 32) * 32                                  # indptr words, 256-B aligned
         words = head + -(-max(1, max_edges) * self.id_bytes // 8)
-        group = dist.group.WORLD
+        group = self.rank.group or dist.group.WORLD          # a node view's group: its node's ranks
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             if hasattr(symm_mem, "enable_symm_mem_for_group"):
@@ -164,7 +165,7 @@ class SamplingCSR:
         self.nparts, self.rows_per_part = world, rpp
         self.part_ptrs = [(bases[r], bases[r] + head * 8, edge_lo[r]) for r in range(world)]
         self.indptr_t = self.indices_t = None
-        dist.barrier()
+        dist.barrier(group=self.rank.group)
 
     # --- kernel descriptor ------------------------------------------------------------------
     def desc(self, counting: bool) -> torch.Tensor:
@@ -205,7 +206,7 @@ class SamplingCSR:
             import torch.distributed as dist
 
             torch.cuda.synchronize(self.device)
-            dist.barrier()
+            dist.barrier(group=self.rank.group)
         self._keep.clear()
         self._symm = None
         self._descs.clear()

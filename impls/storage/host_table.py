@@ -23,6 +23,7 @@ _HOST_REGISTER_MAPPED = 2
 
 class HostTable:
     def __init__(self, rank, spec: TableSpec, register: bool = False):
+        rank.require_one_node("the host table (one file in host shared memory)")
         self.rank, self.spec = rank, spec
         tag = [uuid.uuid4().hex if rank.rank == 0 else None]
         dist.broadcast_object_list(tag, src=0)

@@ -16,6 +16,15 @@ On GPUs, by backend:
 On CPU ranks ``chunked`` maps every rank's file in /dev/shm and ``continuous`` is one shared
 file holding the whole table, i.e. a single address space (the backend does not apply).
 ``distributed`` maps nothing: peers are reached by communication only.
+
+Across nodes (``rank.nodes > 1``: torchrun's nodes, harness/launcher.py) the rows stay split over
+every rank, but a rank maps only the shards of its own node (``mapped``: those ranks, contiguous, and
+``mapped_rows``: their rows); the rows of other nodes are reached through NCCL, WholeGraph's
+distributed memory (impls/gather's ``exchange_rows``), never through a peer mapping or a host file.
+``chunked`` only (symm or ipc on GPUs): continuous addressing is one node's range. ``node_aware=False``
+builds the single-node store anyway, mapping every rank: what the tests show must never serve a row
+of another node. ``reads`` (:class:`ReadCounts`, on where ``count_reads``) counts the rows read per
+owner rank and path.
 """
 
 from __future__ import annotations
@@ -24,9 +33,9 @@ import uuid
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from harness.errors import SkipPoint
+from harness.ranks import all_gather, barrier, broadcast
 from harness.shm import segment_path
 
 from impls.core.layout import RowPartition, TableSpec, closed_form_rows
@@ -51,10 +60,33 @@ def _fill(local: torch.Tensor, start: int, end: int, spec: TableSpec, chunk_rows
         local[lo - start:hi - start] = closed_form_rows(ids, spec.row_elems, spec.torch_dtype)
 
 
+class ReadCounts:
+    """Rows read from each owner rank's shard, by path: ``mapped`` (a shard of this node mapped: P2P
+    over NVLink, or a host shared-memory file) and ``nccl`` (rows of another node, through NCCL's
+    alltoallv; gloo on CPU ranks)."""
+
+    PATHS = ("mapped", "nccl")
+
+    def __init__(self, world: int):
+        self.rows = {path: [0] * world for path in self.PATHS}
+
+    def add(self, path: str, owners: torch.Tensor) -> None:
+        if owners.numel():
+            counts = torch.bincount(owners.to(torch.int64), minlength=len(self.rows[path])).tolist()
+            self.rows[path] = [a + b for a, b in zip(self.rows[path], counts)]
+
+    def mapped_from_other_nodes(self, rank) -> dict[int, int]:
+        """{owner rank on another node than ``rank``'s: rows read through a mapping}: empty when every
+        row of another node came through NCCL."""
+        return {owner: n for owner, n in enumerate(self.rows["mapped"])
+                if n and rank.topology is not None and rank.topology.node_of[owner] != rank.node}
+
+
 class ShardedTable:
     """Collective constructor: every rank of the current process group builds it together."""
 
-    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None):
+    def __init__(self, rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None,
+                 node_aware: bool = True, count_reads: bool = False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         backend = backend or default_backend(mode)
@@ -64,7 +96,12 @@ class ShardedTable:
         self.partition = RowPartition(spec.num_rows, rank.world_size)
         self.start, self.end = self.partition.bounds(rank.rank)
         self.device = rank.torch_device()
-        self.peers: list[torch.Tensor] = []     # per-rank shard views (mapped modes)
+        # the ranks whose shards this one maps (their group: the node's, across nodes), in rank order
+        self.mapping = self._mapping(node_aware) if mode != "distributed" else rank
+        self.mapped: tuple[int, ...] = tuple(self.mapping.global_rank(r) for r in range(self.mapping.world_size)) \
+            if self.mapping is not rank else tuple(range(rank.world_size))
+        self.reads = ReadCounts(rank.world_size) if count_reads else None
+        self.peers: list[torch.Tensor] = []     # shard views of the ``mapped`` ranks (mapped modes)
         self.peer_ptrs: list[int] = []
         self.whole: torch.Tensor | None = None  # continuous: the whole table (a view)
         self.base_ptr: int | None = None        # GPU vmm: the range's start, global row 0
@@ -73,8 +110,37 @@ class ShardedTable:
         if rank.device == "cuda":
             self._build_device()
         else:
-            self._build_host()
-        dist.barrier()
+            try:
+                self._build_host()
+            except BaseException:
+                self._run_closers()             # this rank's own file goes (every rank fails here alike)
+                raise
+        barrier(self.rank)
+
+    def _mapping(self, node_aware: bool):
+        """The ranks that map each other's shards: every rank on one node (or ``node_aware=False``),
+        else this node's (module doc)."""
+        rank = self.rank
+        if rank.nodes == 1 or not node_aware:
+            return rank
+        if self.mode == "continuous":
+            raise SkipPoint(f"continuous addressing maps one node's shards into one range: these ranks span "
+                            f"{rank.topology_label()} (chunked maps the node's peers and reaches the other nodes "
+                            "through NCCL; distributed reaches every peer through NCCL)")
+        if rank.device == "cuda" and self.backend == "vmm":
+            raise SkipPoint("the CUDA VMM store maps the shards of every rank of its group: across nodes use "
+                            "backend symm or ipc (chunked)")
+        mine = rank.node_ranks
+        if list(mine) != list(range(mine[0], mine[0] + len(mine))):
+            raise SkipPoint(f"the ranks of node {rank.node} ({', '.join(map(str, mine))}) are not consecutive: a "
+                            "node's mapped shards must be one run of rows")
+        return rank.node_view()
+
+    @property
+    def mapped_rows(self) -> tuple[int, int]:
+        """[first, end) of the rows of the ``mapped`` ranks' shards (every row on one node)."""
+        first = self.partition.bounds(self.mapped[0])[0]
+        return first, self.partition.bounds(self.mapped[-1])[1]
 
     # --- GPU: cudaMalloc shards, IPC handles --------------------------------------------
     def _build_device(self) -> None:
@@ -100,10 +166,9 @@ class ShardedTable:
         if self.mode == "distributed":
             return
         rt = cp.cuda.runtime
-        handles: list = [None] * self.rank.world_size
-        dist.all_gather_object(handles, bytes(rt.ipcGetMemHandle(self._mem.ptr)))
+        handles = all_gather(self.mapping, bytes(rt.ipcGetMemHandle(self._mem.ptr)))
         for r, handle in enumerate(handles):
-            if r == self.rank.rank:
+            if r == self.mapping.rank:
                 ptr = self._mem.ptr
             else:
                 with cp.cuda.Device(self.rank.local_rank):
@@ -115,10 +180,11 @@ class ShardedTable:
     def _build_symmetric(self) -> None:
         import warnings
 
+        import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
         spec, rpp = self.spec, self.partition.rows_per_rank
-        group = dist.group.WORLD
+        group = self.mapping.group or dist.group.WORLD
         with warnings.catch_warnings():  # required before torch 2.12, deprecated after
             warnings.simplefilter("ignore", FutureWarning)
             if hasattr(symm_mem, "enable_symm_mem_for_group"):
@@ -129,12 +195,13 @@ class ShardedTable:
         _fill(self.local, self.start, self.end, spec)
         torch.cuda.synchronize(self.device)
         self._symm = symm_mem.rendezvous(self._symm_local, group)
-        offset = self._symm_local.data_ptr() - int(self._symm.buffer_ptrs[self.rank.rank])
+        me = self.mapping.rank
+        offset = self._symm_local.data_ptr() - int(self._symm.buffer_ptrs[me])
         self.peer_ptrs = [int(p) + offset for p in self._symm.buffer_ptrs]
-        self.peers = [self.local if r == self.rank.rank else
+        self.peers = [self.local if r == me else
                       self._symm.get_buffer(r, (max(rpp, 1), spec.row_elems), spec.torch_dtype,
                                             offset // spec.elem_bytes)[:rpp]
-                      for r in range(self.rank.world_size)]
+                      for r in range(self.mapping.world_size)]
 
     def _build_vmm(self) -> None:
         """Every shard in one CUDA VMM range (collective; all ranks raise together)."""
@@ -158,8 +225,7 @@ class ShardedTable:
             torch.cuda.synchronize(self.device)
         except Exception as exc:  # noqa: BLE001 - every rank must learn of it, or the others hang
             problem = f"{type(exc).__name__}: {exc}"
-        problems: list = [None] * world
-        dist.all_gather_object(problems, problem)
+        problems = all_gather(self.rank, problem)
         failed = next(((r, p) for r, p in enumerate(problems) if p), None)
         if failed:
             self.peers, self.whole = [], None
@@ -192,7 +258,8 @@ class ShardedTable:
 
     def kernel_parts(self) -> tuple[list[int], int]:
         """(part base addresses, rows per part) for impls/core/kernels/gather.cu. Continuous on GPUs: ONE
-        part, the range's base (global row i at base + i * row_bytes); otherwise a part per rank."""
+        part, the range's base (global row i at base + i * row_bytes); otherwise a part per mapped rank
+        (across nodes this node's: the kernel then reads row i - ``mapped_rows[0]``)."""
         if self.mode == "continuous" and self.base_ptr is not None:
             return [self.base_ptr], self.partition.rows_per_rank
         return list(self.peer_ptrs), self.partition.rows_per_rank
@@ -210,14 +277,12 @@ class ShardedTable:
     # --- CPU: files in /dev/shm ---------------------------------------------------------
     def _build_host(self) -> None:
         spec, rpp = self.spec, self.partition.rows_per_rank
-        tag = [uuid.uuid4().hex if self.rank.rank == 0 else None]
-        dist.broadcast_object_list(tag, src=0)
-        self._tag = tag[0]
+        self._tag = broadcast(self.rank, uuid.uuid4().hex if self.rank.rank == 0 else None)
         if self.mode == "continuous":
             path = segment_path(f"{self._tag}-whole")
             if self.rank.rank == 0:
                 self._create_file(path, spec.nbytes)
-            dist.barrier()
+            barrier(self.rank)
             self.whole = self._map(path, spec.num_rows)
             self.local = self.whole[self.start:self.end]
             _fill(self.local, self.start, self.end, spec)
@@ -226,11 +291,12 @@ class ShardedTable:
         self._create_file(path, max(rpp * spec.row_bytes, 1))
         self.local = self._map(path, rpp)
         _fill(self.local, self.start, self.end, spec)
-        dist.barrier()
+        barrier(self.rank)
         if self.mode == "chunked":
+            # the files of the mapped ranks alone: under torchrun each node's files carry its own prefix
             self.peers = [self.local if r == self.rank.rank else
                           self._map(segment_path(f"{self._tag}-r{r}"), rpp)
-                          for r in range(self.rank.world_size)]
+                          for r in self.mapped]
 
     def _create_file(self, path: Path, nbytes: int) -> None:
         with open(path, "wb") as fh:
@@ -238,6 +304,9 @@ class ShardedTable:
         self._closers.append(lambda: path.unlink(missing_ok=True))
 
     def _map(self, path: Path, rows: int) -> torch.Tensor:
+        if not path.exists():       # torch.from_file(shared=True) would create it: an empty shard, never a peer's
+            raise FileNotFoundError(f"no shared-memory shard {path} (a rank of another node, or of another "
+                                    "launch, made it under its own prefix)")
         nbytes = max(rows * self.spec.row_bytes, 1)
         flat = torch.from_file(str(path), shared=True, size=nbytes, dtype=torch.uint8)
         return flat[: rows * self.spec.row_bytes].view(self.spec.torch_dtype).view(rows, self.spec.row_elems)
@@ -253,22 +322,30 @@ class ShardedTable:
             where = "device memory shared as torch symmetric memory (CUDA VMM)"
         else:
             where = "device memory (cudaMalloc) shared by CUDA IPC handles"
-        return f"{self.mode} store in {where}, {self.rank.world_size} ranks x {self.partition.rows_per_rank} rows"
+        text = f"{self.mode} store in {where}, {self.rank.world_size} ranks x {self.partition.rows_per_rank} rows"
+        if self.rank.nodes > 1 and self.mode != "distributed":
+            text += (f"; {self.rank.topology_label()}: the {len(self.mapped)} shards of this node mapped, "
+                     "other nodes' rows through NCCL" if len(self.mapped) < self.rank.world_size else
+                     f"; {self.rank.topology_label()}, every rank's shard mapped (not node aware)")
+        return text
 
-    def close(self) -> None:
-        """Collective: peers unmap before owners free."""
-        if self.rank.device == "cuda":
-            torch.cuda.synchronize(self.device)   # this rank's reads of peer memory are done
-        dist.barrier()
-        self.peers.clear()
-        self.whole = None
+    def _run_closers(self) -> None:
         for close in reversed(self._closers):
             try:
                 close()
             except Exception:
                 pass
         self._closers.clear()
-        dist.barrier()
+
+    def close(self) -> None:
+        """Collective: peers unmap before owners free."""
+        if self.rank.device == "cuda":
+            torch.cuda.synchronize(self.device)   # this rank's reads of peer memory are done
+        barrier(self.rank)
+        self.peers.clear()
+        self.whole = None
+        self._run_closers()
+        barrier(self.rank)
         self._mem = None
         self._symm = None
         self._symm_local = None

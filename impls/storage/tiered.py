@@ -83,6 +83,7 @@ class SharedHostArray:
     """A flat host array every rank maps (/dev/shm); page-locked and mapped on CUDA ranks."""
 
     def __init__(self, rank, tag: str, name: str, numel: int, dtype: torch.dtype, register: bool):
+        rank.require_one_node("a host array every rank maps")
         self.rank = rank
         elem = torch.empty(0, dtype=dtype).element_size()
         self.nbytes = max(int(numel) * elem, 1)
@@ -124,6 +125,8 @@ class GpuBuffers:
     that every rank maps (peer views and pointers), else a plain allocation read by its owner."""
 
     def __init__(self, rank, numel: int, dtype: torch.dtype, shared: bool):
+        if shared:
+            rank.require_one_node("GPU buffers every rank maps")
         self.rank, self.numel, self.dtype, self.shared = rank, int(numel), dtype, shared
         device = rank.torch_device()
         self._symm = None
@@ -724,6 +727,7 @@ class TieredStore:
     def __init__(self, rank, name: str, indptr, indices, features, reordering: Reordering,
                  graph_layout: TierLayout | None, feat_layout: TierLayout | None, *, fit=None,
                  counters: bool = True, sampler_variant: str = "batched"):
+        rank.require_one_node(f"the tiered store {name}")
         self.rank, self.name, self.reordering = rank, name, reordering
         self.graph_layout, self.feat_layout, self.fit = graph_layout, feat_layout, fit
         self.device = rank.torch_device()

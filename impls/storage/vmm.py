@@ -50,6 +50,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 
+from harness import ranks
 from harness.errors import SkipPoint
 
 from impls.core.layout import RowPartition
@@ -278,14 +279,6 @@ def call(drv, name: str, *args, where: str = ""):
     return rest[0] if len(rest) == 1 else rest
 
 
-def _torch_all_gather(obj) -> list:
-    import torch.distributed as dist
-
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, obj)
-    return out
-
-
 class VmmRange:
     """This rank's view of one virtual address range holding every rank's shard.
 
@@ -298,7 +291,7 @@ class VmmRange:
     def __init__(self, rank, num_rows: int, row_bytes: int, *, driver=None, all_gather=None,
                  timeout_s: float = FD_TIMEOUT_S):
         self.rank, self.world, self.ordinal = rank.rank, rank.world_size, rank.local_rank
-        self._gather = all_gather or _torch_all_gather
+        self._gather = all_gather or (lambda obj: ranks.all_gather(rank, obj))     # over the rank's group
         self._timeout_s = timeout_s
         self._drv = driver
         self._dev = self._ctx = None

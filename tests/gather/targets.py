@@ -149,3 +149,41 @@ def device_memory_after_rounds(ctx, impl: str, options: dict, rounds: int) -> tu
     for r in range(rounds):
         one_round(r + 1)
     return before, torch.cuda.mem_get_info(device)[0]
+
+
+def reads_across_nodes(ctx, node_of: list[int] | None, node_aware: list[bool], num_rows: int, row_elems: int,
+                       n_ids: int, seed: int) -> dict:
+    """``p2p_shared`` (chunked, reads counted) on ranks that span nodes: ``node_of`` gives the node of
+    each rank under the harness's launcher (one host: nodes emulated in one launch, sharing its
+    shared-memory files); None keeps the nodes the launch found (torchrun's). Every rank gathers
+    random ids over every shard and the last row; the rows must equal the closed form (the simple
+    reference), for each ``node_aware`` setting in turn. Returns, per setting, the rows each path
+    served per owner rank, the rows this rank asked of each owner and the owners on other nodes whose
+    rows came through a mapping (what must stay empty), or the error that building it raised."""
+    from harness.launcher import Topology, with_topology
+    from impls.gather.p2p_shared import SharedMemoryGather      # alone: the registry imports every impl
+
+    if node_of is not None:
+        ctx = with_topology(ctx, Topology(tuple(node_of), ("one-host",) * (max(node_of) + 1)))
+    spec = TableSpec(num_rows, row_elems)
+    gen = torch.Generator().manual_seed(seed + ctx.rank)
+    ids = torch.cat([torch.randint(0, num_rows, (n_ids,), generator=gen), torch.tensor([num_rows - 1])])
+    asked = torch.bincount(RowPartition(num_rows, ctx.world_size).owner(ids), minlength=ctx.world_size).tolist()
+    out = {"node": ctx.node, "nodes": ctx.nodes, "local_world_size": ctx.local_world_size, "asked": asked,
+           "topology": ctx.topology_record()}
+    for aware in node_aware:
+        try:
+            gatherer = SharedMemoryGather(ctx, spec, "chunked", node_aware=aware, count_reads=True)
+        except Exception as exc:  # noqa: BLE001 - what the test looks at (every rank fails alike)
+            out[aware] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        try:
+            rows = gatherer.gather(ids)
+            assert torch.equal(rows, closed_form_rows(ids, row_elems, spec.torch_dtype)), "rows differ from the closed form"
+            reads = gatherer.store.reads
+            out[aware] = {"mapped": reads.rows["mapped"], "nccl": reads.rows["nccl"],
+                          "from_other_nodes_mapped": reads.mapped_from_other_nodes(ctx),
+                          "describe": gatherer.describe()}
+        finally:
+            gatherer.close()
+    return out

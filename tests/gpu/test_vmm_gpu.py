@@ -83,6 +83,23 @@ def test_continuous_gather_matches_closed_form(continuous_gathers, row_elems):
 
 
 @pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
+@pytest.mark.parametrize("owner", [0, 1])
+def test_fig6b_chase_reads_the_owners_shard_through_the_continuous_range(owner):
+    """XGNN Fig. 6(b): the chase over rank ``owner``'s shard of the VMM range reads exactly the
+    reference chain's words, those words sit in the owner's own GPU memory, and every GPU holds one
+    shard of 64 MiB (no copy of a peer's)."""
+    results = launch(targets.vmm_chase, (64 * MiB, owner, 0xF6B), world_size=2, device="cuda", timeout_s=300)
+    _skip_if_refused(results)
+    zero = results[0]
+    assert zero["part_elems"] == 64 * MiB // 8 and zero["owners"] == [owner]
+    assert zero["ptr"] == zero["base"] + owner * 64 * MiB            # the owner's segment of the one range
+    assert ("imported" in zero["placement"]) == (owner == 1), zero["placement"]
+    assert results[owner]["holds_chain"]
+    for res in results:
+        assert 64 * MiB <= res["allocated"] < 64 * MiB + 64 * MiB, res["allocated"]
+
+
+@pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
 def test_vmm_close_and_reopen_without_leaks():
     results = launch(targets.close_reopen, (2 * (1 << 19), 128, 2), world_size=2, device="cuda", timeout_s=300)
     _skip_if_refused(results)

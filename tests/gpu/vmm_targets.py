@@ -114,3 +114,38 @@ def close_reopen(ctx, num_rows: int, row_elems: int, cycles: int) -> dict:
         free.append(torch.cuda.mem_get_info(device)[0])
         fds.append(len(os.listdir("/proc/self/fd")))
     return {"free": free, "fds": fds, "shard_bytes": shard}
+
+
+def vmm_chase(ctx, size_bytes: int, owner: int, salt: int) -> dict:
+    """XGNN Fig. 6(b)'s probe: every rank's shard in the continuous store, rank 0 chasing over
+    ``owner``'s. Rank 0's chain is checked against the Python reference; the owner then reads its own
+    shard and finds the chain's words there (rank 0 wrote them through its mapping, into the
+    owner's GPU memory); every rank says how much of its GPU the store took."""
+    from harness import ranks
+    from impls.probes import chain
+    from impls.probes.bench import verify_chain
+
+    device = ctx.torch_device()
+    dist.all_reduce(torch.zeros(1, device=device))           # NCCL's buffers before counting
+    torch.cuda.synchronize(device)
+    free_before = torch.cuda.mem_get_info(device)[0]
+    try:
+        region = registry.get_impl("probes", "vmm_remote" if owner else "vmm_local").factory("cuda", [0, 1],
+                                                                                              rank=ctx)
+        region.allocate(size_bytes, salt)
+    except SkipPoint as exc:
+        return {"skipped": str(exc)}
+    try:
+        out = {"allocated": free_before - torch.cuda.mem_get_info(device)[0]}
+        if ctx.rank == 0:
+            probe = region.probe
+            verify_chain(probe, 5_000, 11)                       # raises on a wrong word
+            out.update(placement=probe.placement, part_elems=probe.part_elems, owners=probe.part_owner,
+                       ptr=probe.part_ptrs[0], base=region.table.base_ptr)
+        ranks.all_gather(ctx, None)
+        if ctx.rank == owner:
+            local = region.table.local.reshape(-1)[:1000].cpu().view(torch.int64).tolist()
+            out["holds_chain"] = [w & chain.MASK for w in local] == [chain.word(i, salt) for i in range(1000)]
+        return out
+    finally:
+        region.close()
