@@ -111,3 +111,16 @@ def test_fullbatch_converts_half_precision_features_and_checks_labels():
     multi = graph.__class__(**{**graph.__dict__, "labels": np.zeros((graph.num_nodes, 3), np.int64)})
     with pytest.raises(ValueError, match="single-label"):
         graphs.full_batch(multi)
+
+
+def test_a_stand_in_override_is_a_graph_of_its_own():
+    ctx = context()
+    plain = graphs.load(ctx, "cora", 0.5)
+    strong = graphs.load(ctx, "cora", 0.5, feature_signal=16.0)
+    assert strong is not plain and strong.path != plain.path                  # keyed and cached apart
+    assert not np.array_equal(strong.features, plain.features)
+    for field in ("indptr", "indices", "labels", "train_idx"):                 # the same graph otherwise
+        assert np.array_equal(getattr(strong, field), getattr(plain, field)), field
+    assert graphs.load(ctx, "cora", 0.5, feature_signal=16.0) is strong
+    with pytest.raises(HarnessError, match="takes no stand-in overrides"):
+        graphs.load(ctx, "uniform:400:4", 1.0, "structure", feature_signal=16.0)
