@@ -300,7 +300,8 @@ def test_profile_ranks_pick_which_ranks_profile(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HARNESS_PROFILE_DIR", str(tmp_path))
     monkeypatch.setenv("HARNESS_PROFILE_EPOCH", "0")
-    pipe = lambda me: SimpleNamespace(me=me, name="xgnn", config=SimpleNamespace(dataset="twitter", model="gcn"))  # noqa: E731
+    pipe = lambda me: SimpleNamespace(me=me, name="xgnn", graph=SimpleNamespace(name="twitter"),  # noqa: E731
+                                      config=SimpleNamespace(model="gcn"))
     assert profile_target(pipe(1), 0) is None                                   # default: rank 0 only
     monkeypatch.setenv("HARNESS_PROFILE_RANKS", "all")
     assert profile_target(pipe(3), 0).name == "xgnn-twitter-gcn-e0-r3.txt"
