@@ -9,7 +9,7 @@ name), so one parser serves both.
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from typing import Callable, Iterable
 
 from .errors import HarnessError
 
@@ -131,6 +131,14 @@ def names_of(what: str, *allowed: str) -> Callable[[str], tuple[str, ...]]:
         if not names or any(n not in allowed for n in names):
             raise BadValue(f"{what} are {', '.join(allowed)}, not '{text}'")
         return names
+    return parse
+
+
+def names_from(what: str, allowed: Callable[[], Iterable[str]]) -> Callable[[str], tuple[str, ...]]:
+    """A parser of a comma-separated, non-empty list drawn from ``allowed()``, read when a value is
+    parsed (the implementations of an interface the registry holds then)."""
+    def parse(text: str) -> tuple[str, ...]:
+        return names_of(what, *allowed())(text)
     return parse
 
 

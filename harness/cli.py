@@ -184,16 +184,22 @@ def cmd_list(args) -> int:
     device = "cuda" if caps.cuda else "cpu"
     t = Table(title=f"Implementations (can run here: judged for --device {device} from the packages installed; "
                     "`harness env` also imports them)")
-    for col in ("interface", "name", "needs", "here", "what it is"):
+    for col in ("interface", "name", "label (family): variants", "needs", "here", "what it is"):
         t.add_column(col)
     for spec in registry.impl_specs(args.interface):
         reason = spec.needs.unmet(caps, None if device == "cuda" else device, imported=False)
         if reason and device == "cpu" and spec.needs.devices == ("cuda",):
             reason = "needs CUDA, and no CUDA GPU is visible"
-        t.add_row(spec.interface, spec.name, spec.needs.describe(), "yes" if not reason else f"no: {reason}",
-                  spec.what())
+        t.add_row(spec.interface, spec.name, _series_cell(spec), spec.needs.describe(),
+                  "yes" if not reason else f"no: {reason}", spec.what())
     console.print(t)
     return 0
+
+
+def _series_cell(spec) -> str:
+    """An implementation's label and family, and its variants where it has several."""
+    variants = [v.name for v in spec.variants if v.name]
+    return f"{spec.title} ({spec.family})" + (f": {', '.join(variants)}" if variants else "")
 
 
 def _runs_table(root: Path):

@@ -10,10 +10,12 @@ kit holds what they all do alike, so that a change of layout happens here once:
   ``Machine`` columns dropped, a note row when empty), :meth:`Report.caption` (ends with the
   hardware and software of every run), :meth:`Report.artifact` (adds the notes of skipped and
   failed points and returns the :class:`ReportArtifact`);
+- implementations: :func:`series_rows` (the rows of one registry series: an implementation in one
+  of its variants), :func:`variant_names` (the variant of every row);
 - figures: :func:`figure`, :func:`bars` and :func:`lines` draw the plots of the reports, one
-  palette (:data:`PALETTE`, :func:`colour`: one colour per system) and one style for the paper's
-  values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's ``history`` (every
-  run, where its headline table shows fewer) is written apart from its table;
+  palette (:data:`PALETTE`, :func:`colour`: one colour per system, harness/palette.py) and one
+  style for the paper's values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's
+  ``history`` (every run, where its headline table shows fewer) is written apart from its table;
 - paper tables: :func:`group` (records by cell), :func:`pivot` (rows -> one column per
   implementation), :func:`ratio`, :func:`span` ("lo-hi");
 - verdicts: every artifact's status comes from the one rule of harness/verdicts.py: the report
@@ -36,6 +38,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
+from .palette import PALETTE, colour  # noqa: F401  (the report kit's palette: reports import it from here)
 from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_MEASURED, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE,
                        TOLERANCE, Band, Claim, Estimate, Verdict, verdict_of)
 
@@ -140,6 +143,32 @@ def skip_notes(rows: "pd.DataFrame", labels: dict[str, str]) -> list[str]:
     return notes
 
 
+def series_rows(frame: "pd.DataFrame", one) -> "pd.DataFrame":
+    """The rows of ``frame`` (a Report's rows: ``impl`` and ``p_<name>`` columns) that measured
+    ``one``, a registry ``Series``: its implementation, with its variant's options on every key any
+    of the implementation's variants sets (absent where its variant sets none)."""
+    mask = frame["impl"] == one.impl
+    for key in {k for v in one.spec.variants for k in v.options}:
+        want, column = one.variant.options.get(key), f"p_{key}"
+        if column not in frame:
+            mask &= want is None
+        else:
+            mask &= frame[column].isna() if want is None else frame[column] == want
+    return frame[mask]
+
+
+def variant_names(frame: "pd.DataFrame", interface: str) -> list:
+    """The variant each row of ``frame`` measured (None for an implementation without variants, or
+    a row no registered variant matches), by the registry of ``interface``."""
+    from . import registry
+
+    names = []
+    for impl, params in zip(frame["impl"], frame[[c for c in frame.columns if c.startswith("p_")]].to_dict("records")):
+        found = registry.series_of(interface, impl, {k[2:]: v for k, v in params.items()})
+        names.append((found.variant.name or None) if found is not None else None)
+    return names
+
+
 def caption_hardware(runs: list["RunInfo"]) -> str:
     return " ".join(f"Measured on {r.describe()}." for r in runs)
 
@@ -200,17 +229,8 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
 
 # One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
 # the paper's values are their own series, drawn in PAPER_STYLE.
-PALETTE = {"ours": "#1f77b4", "WholeGraph": "#2ca02c", "PyG": "#d62728", "DGL+C": "#9467bd", "DGL": "#8c564b",
-           "XGNN": "#ff7f0e", "Quiver": "#e377c2", "MG-GCN": "#17becf", "CAGNET": "#bcbd22", "GNNLab": "#7f7f7f",
-           "NCCL": "#8c6d31", "host memory": "#a55194", "PaGraph": "#7b4173"}
 PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
 
-
-def colour(label: str) -> str | None:
-    """The palette's colour of the system a series label names (the longest name it contains,
-    so 'DGL+C (re-impl.)' is DGL+C, not DGL), or None."""
-    hits = [name for name in PALETTE if name.lower() in str(label).lower()]
-    return PALETTE[max(hits, key=len)] if hits else None
 
 def figure(figsize=(8, 4), ncols: int = 1, nrows: int = 1, **kwargs):
     """A new figure (and its axes): every report's plot starts here."""

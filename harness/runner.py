@@ -88,7 +88,7 @@ def make_row(exp: Experiment, point: Point, cfg: RunConfig, measurement: Measure
 
 def impl_skip_reason(exp: Experiment, point: Point, cfg: RunConfig) -> str | None:
     spec = registry.get_impl(exp.interface, point.impl)
-    reason = spec.needs.unmet(detect(), cfg.device, point.world_size)
+    reason = spec.needs.unmet(detect(), cfg.device, point.world_size) or spec.unavailable_reason(cfg.device)
     return reason or exp.skip_reason(point, cfg) or memory_unmet(memory_need(exp, point, cfg), detect(), cfg.device,
                                                                  point.world_size)
 

@@ -19,12 +19,13 @@ def paper_alpha(topology: str) -> float:
     return 0.2 if topology in PAIR_TOPOLOGIES else 0.0
 
 
-POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG (re-impl.)",
-                 "clique_opt": "Our", "hash_modulo": "hash", "clique": "Clique", "xgnn_solver": "Solver"}
+def policy_label(impl: str, las: bool = False) -> str:
+    """A policy's name in every placement figure: its registry label (``NAIVE``, ``Our``), ``+LAS``
+    with locality-aware sampling."""
+    from harness import registry
 
-
-def policy_label(impl: str, las: bool) -> str:
-    return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
+    spec = registry.lookup("placement", impl)
+    return (spec.title if spec is not None else impl) + ("+LAS" if las else "")
 
 
 # the order bars stand in and one colour per policy in every placement figure: systems in their

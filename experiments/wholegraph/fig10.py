@@ -17,6 +17,7 @@ range at the same moment, a hot spot no pipeline produces.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -24,18 +25,52 @@ import torch.distributed as dist
 from harness import registry
 from harness.argtypes import int_list, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
+from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import (PAPER_STYLE, Band, Claim, Estimate, Report, colour, figure, finish, machine_kind, newest_rows, ratio,
-                               several_runs_per_kind, span)
-from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from harness.reportkit import (PAPER_STYLE, Band, Claim, Estimate, Report, figure, finish, machine_kind, newest_rows,
+                               ratio, series_rows, several_runs_per_kind, span)
+from harness.timing import CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 from impls.sampling.minibatch import sample_blocks
 
 from . import PAPER_GPUS, PAPER_HARDWARE
 
 DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
-VARIANTS = (("nccl_alltoallv", None), ("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"))
+
+
+@dataclass(frozen=True)
+class Role:
+    """A series of Fig. 10, in the paper's words: its name in the table's columns, its bar's label,
+    how its speedup line is drawn, and the traits that pick the implementation and variant filling
+    it from the registry (the first that has them all and none of ``without``)."""
+
+    name: str
+    bar: str
+    traits: tuple[str, ...]
+    without: tuple[str, ...] = ()
+    line: tuple[str, str] = ("o", "-")            # the speedup line's marker and style
+
+    def series(self):
+        found = registry.series("gather", traits=self.traits, without=self.without + ("ceiling",))
+        if not found:
+            raise HarnessError(f"wholegraph.fig10: no gather implementation has traits {', '.join(self.traits)}")
+        return found[0]
+
+    def bar_label(self) -> str:
+        return self.bar or self.series().title
+
+
+# the paper's baseline (rows moved by collectives), the shared-memory gather the paper argues for,
+# and real WholeGraph's
+BASELINE = Role("NCCL", "NCCL alltoallv (whole gather)", ("collective",), without=("library",))
+SUBJECT = Role("shared", "ours: one-kernel shared gather", ("paper",))
+LIBRARY = Role("WholeGraph", "", ("library", "peer_read"), line=("^", ":"))
+ROLES = (BASELINE, SUBJECT, LIBRARY)
+
+
+def speedup_column(role: Role) -> str:
+    return f"speedup {BASELINE.name}/{role.name}"
 
 
 def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, ...]) -> torch.Tensor:
@@ -48,7 +83,11 @@ def sampled_input_ids(sampler, unique, seeds: torch.Tensor, fanouts: tuple[int, 
 class Fig10(Experiment):
     title = "Per-mini-batch feature gather: NCCL alltoallv vs shared-memory gather"
     interface = "gather"
-    impls = ("nccl_alltoallv", "p2p_shared", "wholegraph_lib")
+
+    @property
+    def impls(self):
+        return tuple(role.series().impl for role in ROLES)
+
     metric, unit, better = "time_per_batch", "ms", "lower"
     differs_from_paper = ("4 H200s instead of 8x A100; stand-ins of the four graphs at the scale that stores at most "
                           "130M edges, closed-form features of each graph's width, and mini-batches of our sampler "
@@ -63,7 +102,8 @@ class Fig10(Experiment):
         "batch_size": Param(512, positive_int, "seeds per mini-batch"),
         "batches": Param(8, positive_int, "mini-batches per rank"),
         "max_edges": Param(1.3e8, positive_float, "largest stand-in graph (stored edges)"),
-        "sampler": Param("path_doubling", str, "impls/sampling sampler whose mini-batches give the ids"),
+        "sampler": Param(None, str, "impls/sampling sampler whose mini-batches give the ids (default: the paper's "
+                                    "Algorithm 1, path_doubling, with the paper's append-unique)"),
     }
 
     def default_scale(self, cfg, dataset=None) -> float:
@@ -83,11 +123,10 @@ class Fig10(Experiment):
         for name in self.param(cfg, "datasets"):
             spec = datasets.get(name)
             scale = self.scale(cfg, spec.name)
-            for impl, mode in VARIANTS:
-                params = {"dataset": spec.name, "scale": scale, "feature_dim": spec.feature_dim}
-                if mode:
-                    params["mode"] = mode
-                yield Point(impl, params, world)
+            for role in ROLES:
+                one = role.series()
+                yield Point(one.impl, {"dataset": spec.name, "scale": scale, "feature_dim": spec.feature_dim,
+                                       **one.options}, world)
 
     def run_point(self, point, ctx):
         from harness import graphs
@@ -97,10 +136,11 @@ class Fig10(Experiment):
         device = rank.torch_device()
         graph = graphs.load(ctx, p["dataset"], p["scale"], standin=True).tensors()
         num_nodes = graph["indptr"].numel() - 1
-        sampler_name = self.param(cfg, "sampler")
+        sampler_name = self.param(cfg, "sampler") or registry.names("sampling", traits=("paper",))[0]
+        unique_name = registry.names("unique", traits=("paper",))[0]
         sampler = registry.get_impl("sampling", sampler_name).factory(
             rank, graph["indptr"], graph["indices"], store="local", seed=cfg.seed * 7919 + rank.rank + 1)
-        unique = registry.get_impl("unique", "hash_append").factory(rank)
+        unique = registry.get_impl("unique", unique_name).factory(rank)
         gen = torch.Generator().manual_seed(cfg.seed * 7919 + rank.rank)
         train = graph["train_idx"]
         batch = min(self.param(cfg, "batch_size"), train.numel())
@@ -111,8 +151,8 @@ class Fig10(Experiment):
         sampler.close()
         del sampler, unique, graph
         spec = TableSpec(num_nodes, p["feature_dim"], "float32")
-        options = {"mode": p["mode"]} if p.get("mode") else {}
-        gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
+        made = registry.get_impl("gather", point.impl)
+        gatherer = made.factory(rank, spec, **made.variant_of(p).options)
         try:
             correct = all(torch.equal(gatherer.gather(ids), closed_form_rows(ids, spec.row_elems, spec.torch_dtype))
                           for ids in id_lists[:2])
@@ -126,8 +166,8 @@ class Fig10(Experiment):
                 for ids in id_lists:
                     gatherer.gather(ids, check=False)
 
-            stats, _ = measure_collective(all_batches, timer=timer, warmup=cfg.warmup_or(2, 1),
-                                          repeats=cfg.repeats_or(10, 3))
+            budget = RepeatBudget.for_run(cfg, warmup=(2, 1), repeats=(10, 3))
+            stats, _ = measure_collective(all_batches, timer=timer, budget=budget)
             alltoall_ms = None
             if hasattr(gatherer, "profile"):
                 gatherer.profile = True
@@ -142,7 +182,8 @@ class Fig10(Experiment):
         rows_per_batch = sum(int(ids.numel()) for ids in id_lists) / n_batches
         nbytes = rows_per_batch * spec.row_bytes
         per_batch = stats.scaled(1e3 / n_batches)
-        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": sampler_name + " + hash_append"}
+        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": f"{sampler_name} + {unique_name}",
+                 **budget.extra()}
         out = [Measurement("time_per_batch", "ms", per_batch, extra=extra),
                Measurement("algbw", "GB/s", stats.rate(nbytes * n_batches / 1e9), better="higher")]
         if alltoall_ms:
@@ -177,9 +218,10 @@ class Fig10(Experiment):
                                 "its final alltoallv alone; that figure is in the history as 'NCCL alltoallv-only "
                                 f"BusBW'). Paper (WholeGraph Fig. 10, {PAPER_HARDWARE}): speedups above 2x on every "
                                 "dataset.")
-        speedups = {m: [r["speedup NCCL/shared"] for r in records if r["Machine"] == m and r["speedup NCCL/shared"]]
+        subject = speedup_column(SUBJECT)
+        speedups = {m: [r[subject] for r in records if r["Machine"] == m and r[subject]]
                     for m in dict.fromkeys(kinds.values())}
-        headline = "; ".join(f"{m}: speedup NCCL/shared {span(v, '.2f', 'x-')}x" + wholegraph_span(records, m)
+        headline = "; ".join(f"{m}: {subject} {span(v, '.2f', 'x-')}x" + library_span(records, m)
                              for m, v in speedups.items() if v)
         return shown.artifact("WholeGraph Fig. 10: NCCL vs shared-memory gather per mini-batch", caption, table,
                               gather_figure(records), headline=f"{headline} (paper: > 2x)" if headline else "",
@@ -191,17 +233,17 @@ ABOVE_2X = Band.between(2.0, math.inf, "above 2x (the paper: above 2x on every d
 
 
 def speedup_claim(machine: str, ds: str, grp) -> Claim | None:
-    """NCCL's gather time per mini-batch over the shared-memory gather's on one dataset."""
-    def time(impl, mode=None):
-        sel = grp[(grp["impl"] == impl) & (grp["metric"] == "time_per_batch")]
-        sel = sel[sel["p_mode"] == mode] if mode else sel
+    """The baseline's gather time per mini-batch over the shared-memory gather's on one dataset."""
+    def time(role):
+        sel = series_rows(grp, role.series())
+        sel = sel[sel["metric"] == "time_per_batch"]
         return Estimate.from_stats(sel["stats"].iloc[0], "repeats") if not sel.empty else None
 
-    nccl, shared = time("nccl_alltoallv"), time("p2p_shared", "chunked")
-    if nccl is None or shared is None or not (nccl.value > 0 and shared.value > 0):
+    base, subject = time(BASELINE), time(SUBJECT)
+    if base is None or subject is None or not (base.value > 0 and subject.value > 0):
         return None
-    return Claim(f"{machine} {PAPER_NAMES.get(ds, ds)}: gather time NCCL / shared", nccl.ratio(shared), ABOVE_2X,
-                 "> 2x", runs=tuple(sorted(set(grp["run_id"]))))
+    return Claim(f"{machine} {PAPER_NAMES.get(ds, ds)}: gather time {BASELINE.name} / {SUBJECT.name}",
+                 base.ratio(subject), ABOVE_2X, "> 2x", runs=tuple(sorted(set(grp["run_id"]))))
 
 
 def ordered_groups(ok):
@@ -211,48 +253,41 @@ def ordered_groups(ok):
     return sorted(groups, key=lambda g: (g[0][0], order.get(g[0][1], len(order)), g[0][1]))
 
 
-def wholegraph_span(records, machine: str) -> str:
-    values = [r["speedup NCCL/WholeGraph"] for r in records if r["Machine"] == machine and r["speedup NCCL/WholeGraph"]]
-    return f", NCCL/WholeGraph {span(values, '.2f', 'x-')}x" if values else ""
+def library_span(records, machine: str) -> str:
+    column = speedup_column(LIBRARY)
+    values = [r[column] for r in records if r["Machine"] == machine and r[column]]
+    return f", {column.removeprefix('speedup ')} {span(values, '.2f', 'x-')}x" if values else ""
 
 
-HEADLINE_COLUMNS = ("Machine", "Dataset", "Scale", "ids / batch", "NCCL ms", "shared ms", "WholeGraph ms",
-                    "speedup NCCL/shared", "speedup NCCL/WholeGraph", "NCCL BusBW", "shared BusBW",
-                    "WholeGraph BusBW")
+HEADLINE_COLUMNS = (("Machine", "Dataset", "Scale", "ids / batch") + tuple(f"{r.name} ms" for r in ROLES)
+                    + tuple(speedup_column(r) for r in ROLES[1:]) + tuple(f"{r.name} BusBW" for r in ROLES))
 
 
 def gather_row(machine: str, ds: str, grp) -> dict:
     """One run's dataset: time per batch of each gather, their ratios, bandwidths (AlgoBW and BusBW)."""
-    def val(impl, metric, mode=None):
-        sel = grp[(grp["impl"] == impl) & (grp["metric"] == metric)]
-        if mode:
-            sel = sel[sel["p_mode"] == mode]
+    def val(role, metric):
+        sel = series_rows(grp, role.series())
+        sel = sel[sel["metric"] == metric]
         return float(sel["value"].iloc[0]) if not sel.empty else None
 
     world = int(grp["world_size"].max())
     bus = (lambda algbw: algbw * (world - 1) / world if algbw is not None and world > 1 else None)
-    nccl_t, p2p_t = val("nccl_alltoallv", "time_per_batch"), val("p2p_shared", "time_per_batch", "chunked")
-    wg_t = val("wholegraph_lib", "time_per_batch", "continuous")
-    rates = {"NCCL": val("nccl_alltoallv", "algbw"), "shared": val("p2p_shared", "algbw", "chunked"),
-             "WholeGraph": val("wholegraph_lib", "algbw", "continuous")}
+    times = {role: val(role, "time_per_batch") for role in ROLES}
+    rates = {role.name: val(role, "algbw") for role in ROLES}
     return {"Machine": machine, "Dataset": ds, "Scale": grp.iloc[0]["p_scale"],
             "ids / batch": int(grp["p_ids_per_batch"].dropna().iloc[0]) if "p_ids_per_batch" in grp else None,
-            "NCCL ms": nccl_t, "shared ms": p2p_t, "WholeGraph ms": wg_t,
-            "speedup NCCL/shared": ratio(nccl_t, p2p_t), "speedup NCCL/WholeGraph": ratio(nccl_t, wg_t),
+            **{f"{role.name} ms": t for role, t in times.items()},
+            **{speedup_column(role): ratio(times[BASELINE], times[role]) for role in ROLES[1:]},
             **{f"{name} GB/s": rate for name, rate in rates.items()},
             **{f"{name} BusBW": bus(rate) for name, rate in rates.items()},
-            "NCCL alltoallv-only BusBW": bus(val("nccl_alltoallv", "alltoallv_bw"))}
+            # the paper's NCCL bar: its final alltoallv alone
+            f"{BASELINE.name} alltoallv-only BusBW": bus(val(BASELINE, "alltoallv_bw"))}
+
 
 
 # the paper's names of its four graphs
 PAPER_NAMES = {"ogbn-products": "ogbn-products", "ogbn-papers100M": "ogbn-papers100M", "friendster": "Friendster",
                "uk-2007-05": "UK_domain"}
-BARS = (("NCCL BusBW", "NCCL alltoallv (whole gather)", "NCCL"),
-        ("shared BusBW", "ours: one-kernel shared gather", "ours"),
-        ("WholeGraph BusBW", "WholeGraph (continuous)", "WholeGraph"))
-# black lines over the bars, their markers in the system's colour
-SPEEDUPS = (("speedup NCCL/shared", "speedup NCCL / ours", "ours", "o", "-"),
-            ("speedup NCCL/WholeGraph", "speedup NCCL / WholeGraph", "WholeGraph", "^", ":"))
 
 
 def gather_figure(records):
@@ -266,21 +301,24 @@ def gather_figure(records):
     for ax, machine in zip(axes[0], machines or [None]):
         mine = [r for r in records if r["Machine"] == machine]
         xs = np.arange(len(mine))
-        bars = [(col, label, system) for col, label, system in BARS if any(r[col] for r in mine)]
+        bars = [role for role in ROLES if any(r[f"{role.name} BusBW"] for r in mine)]
         width = 0.8 / max(len(bars), 1)
-        for i, (col, label, system) in enumerate(bars):
-            ax.bar(xs + (i - (len(bars) - 1) / 2) * width, [r[col] or 0 for r in mine], width, label=label,
-                   color=colour(system))
+        for i, role in enumerate(bars):
+            ax.bar(xs + (i - (len(bars) - 1) / 2) * width, [r[f"{role.name} BusBW"] or 0 for r in mine], width,
+                   label=role.bar_label(), color=role.series().colour)
         ax.set_ylabel("BusBW (GB/s per rank)")
         ax.set_xticks(xs, [f"{PAPER_NAMES.get(r['Dataset'], r['Dataset'])}\n(x{r['Scale']:g})" for r in mine])
         ax.set_title(machine or "no measured machine")
         right = ax.twinx()
         top = 2.0
-        for col, label, system, marker, style in SPEEDUPS:
-            values = [r[col] for r in mine]
+        # black lines over the bars, their markers in the system's colour
+        for role in ROLES[1:]:
+            values = [r[speedup_column(role)] for r in mine]
+            one, (marker, style) = role.series(), role.line
             if any(values):
                 right.plot(xs, [v if v else np.nan for v in values], marker=marker, markersize=8, color="black",
-                           markerfacecolor=colour(system), linestyle=style, linewidth=1.8, label=label)
+                           markerfacecolor=one.colour, linestyle=style, linewidth=1.8,
+                           label=f"speedup {BASELINE.name} / {one.family}")
                 top = max(top, *(v for v in values if v))
         right.axhline(2.0, **PAPER_STYLE, color="black", label=f"paper ({PAPER_GPUS}): speedup > 2x")
         right.set_ylim(0, top * 1.25)

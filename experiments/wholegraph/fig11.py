@@ -16,12 +16,11 @@ from harness.registry import register_experiment
 from harness.reportkit import TOLERANCE, Band, Report, group, ratio, span
 
 from .fig9 import STAGE_COLOURS, STAGES
-from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       records_caption)
+from .training import (MODEL_NAMES, SHORT, TrainingExperiment, collect, common_parameters, ours, pipeline_name,
+                       records_caption, shared_store)
 from .training_report import (PAPER_ROW, Intervals, cell_order, dataset_title, header, history, kind_of, machine_order,
                               provenance, shown_caption, shown_records, speedup_claim)
 
-PIPES = ("wholegraph", "wholegraph_lib")
 UP_TO = Band.between(1.0, 2.43 * TOLERANCE, f"faster, by at most {TOLERANCE:g}x the paper's largest 2.43x")
 LAYERS = {"pyg": "PyG layers", "native": "native (ours) layers"}
 
@@ -29,7 +28,7 @@ LAYERS = {"pyg": "PyG layers", "native": "native (ours) layers"}
 def layers_row(rec, label: str, speedup=None) -> dict:
     k, m = rec["key"], rec["metrics"]
     return {"Machine": label, "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
-            "Pipeline": f"{PIPELINE_NAMES.get(k['impl'], k['impl'])} + {LAYERS.get(k['backend'], k['backend'])}",
+            "Pipeline": f"{pipeline_name(k['impl'])} + {LAYERS.get(k['backend'], k['backend'])}",
             "epoch s": m.get("epoch_time"), **{col: m.get(metric) for metric, col in STAGES},
             "epoch / native": speedup}
 
@@ -37,21 +36,25 @@ def layers_row(rec, label: str, speedup=None) -> dict:
 @register_experiment
 class Fig11(TrainingExperiment):
     title = "WholeGraph Fig. 11: WholeGraph storage and sampling with PyG layers vs native layers"
-    impls = ("wholegraph",)
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products", "ogbn-papers100M"), backends=("native", "pyg"))
     differs_from_paper = ("4 H200s instead of 8 A100s, our re-implementation of WholeGraph's storage, sampling and "
                           "gather under both layer sets, and no DGL layers (the paper also swaps in DGL's).")
     profile_layers = True        # each layer alone on one mini-batch after training (training.profile_layers)
 
+    @property
+    def impls(self):
+        return (ours(),)
+
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs, expand=False)
-        records = [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in PIPES]
+        pipes = shared_store()
+        records = [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in pipes]
         intervals = Intervals(records, rep.labels)
         records = [r for r in records if r["key"]["dataset"] in ("ogbn-products", "ogbn-papers100M")] or records
         shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"],
                                                                          r["key"]["backend"]))
-        cells = group([r for r in shown if r["key"]["impl"] == "wholegraph"],
+        cells = group([r for r in shown if r["key"]["impl"] == ours()],
                       lambda r: (kind_of(r, rep.labels), r["key"]["dataset"], r["key"]["model"]),
                       lambda r: r["key"]["backend"])
         speedups = {cell: ratio(b["pyg"]["metrics"].get("epoch_time"), b["native"]["metrics"].get("epoch_time"))
@@ -61,11 +64,11 @@ class Fig11(TrainingExperiment):
             shown = [r for r in shown if (kind_of(r, rep.labels), r["key"]["dataset"], r["key"]["model"]) in speedups]
             cells = {cell: b for cell, b in cells.items() if cell in speedups}
         shown.sort(key=lambda r: (machine_order(kind_of(r, rep.labels)), *cell_order(r["key"]["dataset"],
-                                  r["key"]["model"]), PIPES.index(r["key"]["impl"]), r["key"]["backend"] != "pyg"))
+                                  r["key"]["model"]), pipes.index(r["key"]["impl"]), r["key"]["backend"] != "pyg"))
         out = []
         for rec in shown:
             cell = (kind_of(rec, rep.labels), rec["key"]["dataset"], rec["key"]["model"])
-            mine = rec["key"]["impl"] == "wholegraph" and rec["key"]["backend"] == "pyg"
+            mine = rec["key"]["impl"] == ours() and rec["key"]["backend"] == "pyg"
             out.append(layers_row(rec, cell[0], speedups.get(cell) if mine else None))
         table = rep.table(out, empty="no WholeGraph training rows")
         runs_table = history(rep, [layers_row(r, rep.label(r["key"]["run_id"])) for r in records],
@@ -85,7 +88,7 @@ class Fig11(TrainingExperiment):
         rep.notes.append("Paper (Fig. 11): WholeGraph's own layers speed the epoch up by up to 1.31x over DGL layers "
                          "and up to 2.43x over PyG layers on the same sampling and gather; GPU utilization reaches 95% "
                          "with either. DGL layers are not available in this harness.")
-        rep.notes += rep.skip_notes(rep.rows[rep.rows["impl"].isin(PIPES)])
+        rep.notes += rep.skip_notes(rep.rows[rep.rows["impl"].isin(pipes)])
         caption = shown_caption(rep, shown, at_paper,
                                 "Epoch time and its breakdown (the synchronized epoch's stages) for the WholeGraph "
                                 "pipelines with native layers and with PyG layers (the same blocks, features and "
@@ -115,7 +118,7 @@ def layer_note(rec, label: str) -> str:
             text += f"; normalization {ms(layer['norm_ms'])} ms of it"
         parts.append(text + ")")
     return (f"{label} {SHORT.get(k['dataset'], k['dataset'])} {MODEL_NAMES[k['model']]}, "
-            f"{PIPELINE_NAMES.get(k['impl'], k['impl'])} + {LAYERS.get(k['backend'], k['backend'])}, each layer alone "
+            f"{pipeline_name(k['impl'])} + {LAYERS.get(k['backend'], k['backend'])}, each layer alone "
             f"on one mini-batch: " + "; ".join(parts) + ".")
 
 

@@ -16,13 +16,13 @@ from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Estimate, Report, finite, group, span
 
 from . import PAPER_HARDWARE
-from .training import (MODEL_NAMES, MODELS, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       datasets_caption)
-from .training_report import (COLOURS, PAPER_ROW, SYSTEMS, cell_order, default_backend, figure_machine, header,
-                              history, kind_of, machine_order, shown_caption, shown_records)
+from .training import (MODEL_NAMES, MODELS, SHORT, TrainingExperiment, collect, common_parameters, datasets_caption,
+                       has, is_host, ours, pipeline_name, short_name)
+from .training_report import (PAPER_ROW, cell_order, default_backend, figure_machine, header, history, in_order,
+                              kind_of, machine_order, pipeline_colour, shown_caption, shown_records)
 
 MIN_SAMPLES = 25          # 0.5 s of signal at the 20 ms poll interval
-ORDER = ("pyg_host", "dgl_host", "wholegraph_lib", "wholegraph")
+ORDER = ("pyg_host", "dgl_host", "wholegraph_lib", "wholegraph")        # the paper's panels, in its order
 HEADLINE_COLUMNS = ("Machine", "Pipeline", "Dataset", "Model", "Signal", "window", "mean %", "median %",
                     ">= 90% of time", "at 0% of time", "samples", "whole-span mean %")
 
@@ -53,18 +53,18 @@ class Fig12(TrainingExperiment):
         records = [r for r in collect(rows, prefer=self.id) if default_backend(r) and "utilization" in r["extra"]]
         shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"]))
         shown.sort(key=lambda r: (machine_order(kind_of(r, rep.labels)), *cell_order(r["key"]["dataset"],
-                                  r["key"]["model"]), ORDER.index(r["key"]["impl"])))
+                                  r["key"]["model"]), in_order(ORDER)(r["key"]["impl"])))
         table = rep.table([{c: v for c, v in utilization_row(r, kind_of(r, rep.labels)).items()
                             if c in HEADLINE_COLUMNS} for r in shown], empty="no utilization rows", drop_empty=False)
         runs_table = history(rep, [utilization_row(r, rep.label(r["key"]["run_id"])) for r in records],
                              "no utilization rows")
         headline = ""
         judged = [r for r in shown if str(window_kind(r)).startswith("gpu") and long_enough(r)]
-        ours = [window(r)["mean"] for r in judged if r["key"]["impl"] == "wholegraph"]
-        hosts = [window(r)["mean"] for r in judged if r["key"]["impl"] in ("pyg_host", "dgl_host")]
-        if ours:
+        mine = [window(r)["mean"] for r in judged if r["key"]["impl"] == ours()]
+        hosts = [window(r)["mean"] for r in judged if is_host(r["key"]["impl"])]
+        if mine:
             kinds = ", ".join(dict.fromkeys(kind_of(r, rep.labels) for r in judged))
-            headline = (f"ours: GPU busy {span(ours, '.0f')}% on average" + (f", PyG/DGL {span(hosts, '.0f')}%"
+            headline = (f"ours: GPU busy {span(mine, '.0f')}% on average" + (f", PyG/DGL {span(hosts, '.0f')}%"
                                                                              if hosts else "")
                         + f" (paper: 95% and above; PyG/DGL fluctuate, sometimes 0); newest runs on {kinds}, windows "
                         f"of at least {MIN_SAMPLES} samples")
@@ -93,13 +93,13 @@ def utilization_claim(rec: dict, machine: str) -> Claim | None:
     if not str(window_kind(rec)).startswith("gpu"):
         return None
     u, impl = window(rec), rec["key"]["impl"]
-    where = f"{machine} {PIPELINE_NAMES.get(impl, impl)} {MODEL_NAMES[rec['key']['model']]}"
+    where = f"{machine} {pipeline_name(impl)} {MODEL_NAMES[rec['key']['model']]}"
     common = {"null": None, "points": u.get("samples") or 0, "needs": MIN_SAMPLES, "runs": (rec["key"]["run_id"],)}
-    if impl in ("wholegraph", "wholegraph_lib") and finite(u.get("p50")):
+    if has(impl, "shared_store") and finite(u.get("p50")):
         spread = Estimate(u["p50"], u["p10"], u["p90"], "the window's samples: median and p10-p90",
                           u.get("samples") or 0, spread="p10-p90")
         return Claim(f"{where}: GPU utilization", spread, BUSY, "95% and above", unit="%", **common)
-    if impl in ("pyg_host", "dgl_host") and finite(u.get("share_zero")):
+    if is_host(impl) and finite(u.get("share_zero")):
         return Claim(f"{where}: share of samples at 0%", Estimate.exact(u["share_zero"], "exact: a count of samples"),
                      IDLE, "sometimes 0", unit="", **common)
     return None
@@ -114,7 +114,7 @@ def utilization_row(rec: dict, label: str) -> dict:
     k = rec["key"]
     whole = rec["extra"]["utilization"]["utilization"]
     u = window(rec)
-    return {"Machine": label, "Pipeline": PIPELINE_NAMES.get(k["impl"], k["impl"]),
+    return {"Machine": label, "Pipeline": pipeline_name(k["impl"]),
             "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
             "Signal": whole.get("kind"), "window": "free epochs" if u is not whole else "all epochs + eval",
             "mean %": u.get("mean"), "whole-span mean %": whole.get("mean"), "p10 %": u.get("p10"),
@@ -135,7 +135,7 @@ def traces_figure(shown: list[dict], labels: dict):
     mine = group([r for r in by_dataset[dataset] if kind_of(r, labels) == machine], lambda r: r["key"]["model"],
                  lambda r: r["key"]["impl"])
     models = sorted(mine, key=lambda m: MODELS.index(m) if m in MODELS else len(MODELS))[:3]
-    impls = [i for i in ORDER if any(i in mine[m] for m in models)]
+    impls = sorted({i for m in models for i in mine[m]}, key=in_order(ORDER))
     fig, axes = plt.subplots(len(models), len(impls), figsize=(10.5, min(6.0, 1.5 + 1.5 * len(models))),
                              squeeze=False, sharey=True)
     cpu = any(r["extra"]["utilization"]["utilization"].get("kind") == "cpu_process"
@@ -144,7 +144,7 @@ def traces_figure(shown: list[dict], labels: dict):
     for row, model in enumerate(models):
         for col, impl in enumerate(impls):
             ax, rec = axes[row, col], mine[model].get(impl)
-            title = f"{SYSTEMS.get(impl, impl)}, {MODEL_NAMES[model]}"
+            title = f"{short_name(impl)}, {MODEL_NAMES[model]}"
             if rec is None:
                 ax.set_title(f"{title}: no run", fontsize=9)
                 ax.tick_params(left=False, bottom=False, labelleft=False, labelbottom=False)
@@ -154,7 +154,7 @@ def traces_figure(shown: list[dict], labels: dict):
             whole = rec["extra"]["utilization"]["utilization"]
             seconds, enough = whole.get("trace_s", []), long_enough(rec)
             few = few or not enough
-            ax.plot(seconds, whole.get("trace", []), color=COLOURS.get(impl, "0.5"), linewidth=1.2,
+            ax.plot(seconds, whole.get("trace", []), color=pipeline_colour(impl), linewidth=1.2,
                     linestyle="-" if enough else ":")
             ax.set_title(f"{title}: mean {window(rec).get('mean') or 0:.0f}%" + ("" if enough else " (few samples)"),
                          fontsize=9)

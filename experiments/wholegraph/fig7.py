@@ -15,12 +15,12 @@ from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Report, group, span
 
 from .table3 import batches_trained, fewer_batches
-from .training import (MODEL_NAMES, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       records_caption)
-from .training_report import (COLOURS, SYSTEMS, Intervals, cell_order, default_backend, header, history, kind_of, machine_order,
-                              shown_caption, shown_records)
+from .training import (MODEL_NAMES, SHORT, TrainingExperiment, collect, common_parameters, is_host, pipeline_name,
+                       records_caption, short_name)
+from .training_report import (Intervals, cell_order, default_backend, header, history, in_order, kind_of, machine_order,
+                              pipeline_colour, shown_caption, shown_records)
 
-ORDER = ("dgl_host", "pyg_host", "wholegraph_lib", "wholegraph")
+ORDER = ("dgl_host", "pyg_host", "wholegraph_lib", "wholegraph")      # the paper's: DGL beside WholeGraph
 
 
 def curve(rec) -> list[float]:
@@ -29,7 +29,7 @@ def curve(rec) -> list[float]:
 
 def curve_row(rec, label: str) -> dict:
     k, e = rec["key"], rec["extra"]["epoch_time"]
-    return {"Machine": label, "Pipeline": PIPELINE_NAMES.get(k["impl"], k["impl"]),
+    return {"Machine": label, "Pipeline": pipeline_name(k["impl"]),
             "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
             "batches": f"{e.get('batches_run')}/{e.get('batches_full')}",
             **{f"epoch {i}": acc for i, acc in enumerate(curve(rec), start=1)}}
@@ -38,7 +38,6 @@ def curve_row(rec, label: str) -> dict:
 @register_experiment
 class Fig7(TrainingExperiment):
     title = "WholeGraph Fig. 7: validation accuracy per epoch, DGL vs WholeGraph (GraphSAGE, products)"
-    impls = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-products",), models=("sage",))
     differs_from_paper = ("A products stand-in whose labels are planted communities, 1-2 epochs instead of the "
@@ -54,7 +53,7 @@ class Fig7(TrainingExperiment):
             records = [r for r in records if (r["key"]["dataset"], r["key"]["model"]) == cell]
         shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"]))
         shown.sort(key=lambda r: (machine_order(kind_of(r, rep.labels)), r["key"]["dataset"], r["key"]["model"],
-                                  ORDER.index(r["key"]["impl"])))
+                                  in_order(ORDER)(r["key"]["impl"])))
         empty = "no per-epoch validation curves"
         table = rep.table([curve_row(r, kind_of(r, rep.labels)) for r in shown], empty=empty, drop_empty=False)
         runs_table = history(rep, [curve_row(r, rep.label(r["key"]["run_id"])) for r in records], empty)
@@ -68,13 +67,14 @@ class Fig7(TrainingExperiment):
             kinds = ", ".join(dict.fromkeys(k for k, _, _ in gaps))
             headline = (f"final validation accuracy of the pipelines within {100 * max(gaps.values()):.1f} points "
                         f"(paper: DGL and WholeGraph almost the same, epoch by epoch); newest runs on {kinds}")
-            if any(r["key"]["impl"] == "dgl_host" and id(r) in fewer for r in shown):
-                headline += "; DGL trained capped epochs (fewer mini-batches): drawn, not compared"
+            capped = [short_name(r["key"]["impl"]) for r in shown if is_host(r["key"]["impl"]) and id(r) in fewer]
+            if capped:
+                headline += f"; {', '.join(dict.fromkeys(capped))} trained capped epochs (fewer mini-batches): drawn, not compared"
             rep.notes.append("Final validation accuracy, largest difference between pipelines: " + ", ".join(
                 f"{k} {SHORT.get(d, d)} {MODEL_NAMES[m]} {100 * g:.1f} pt" for (k, d, m), g in gaps.items()))
         if fewer:
             rep.notes.append("Drawn hollow and left out of the comparison: " + "; ".join(
-                f"{kind_of(r, rep.labels)} {SYSTEMS[r['key']['impl']]} trained {batches_trained(r)} mini-batches per "
+                f"{kind_of(r, rep.labels)} {short_name(r['key']['impl'])} trained {batches_trained(r)} mini-batches per "
                 "epoch, fewer than the other pipelines (capped host epochs)" for r in shown if id(r) in fewer))
         rep.notes.append("Paper (Fig. 7, ogbn-products, GraphSAGE, no numbers printed): DGL and WholeGraph reach "
                          "almost the same validation accuracy iteration by iteration. Here: validation accuracy after "
@@ -102,7 +102,7 @@ def curve_claims(cells: dict, intervals) -> list[Claim]:
         worst, *_, best = sorted(recs, key=lambda r: curve(r)[-1])
         a, b = intervals.of(best, "val_accuracy"), intervals.of(worst, "val_accuracy")
         out.append(Claim(f"{kind} {SHORT.get(ds, ds)} {MODEL_NAMES[model]}: final validation accuracy of "
-                         f"{SYSTEMS.get(best['key']['impl'])} minus {SYSTEMS.get(worst['key']['impl'])}",
+                         f"{short_name(best['key']['impl'])} minus {short_name(worst['key']['impl'])}",
                          a.minus(b).times(100) if a is not None and b is not None else None,
                          Band.between(-100 * GAP, 100 * GAP, f"within {100 * GAP:g} points (the paper: almost the "
                                                              "same, epoch by epoch)"),
@@ -128,9 +128,9 @@ def curves_figure(shown: list[dict], labels: dict, fewer: set):
         for rec in by_kind[kind]:
             impl, ys = rec["key"]["impl"], [100 * v for v in curve(rec)]
             short = id(rec) in fewer
-            ax.plot(range(1, len(ys) + 1), ys, marker="o", color=COLOURS.get(impl, "0.5"), linestyle=":" if short
-                    else "-", markerfacecolor="white" if short else COLOURS.get(impl, "0.5"), markersize=7,
-                    label=SYSTEMS.get(impl, impl) + (f" ({batches_trained(rec)} of {full} batches/epoch)" if short else ""))
+            ax.plot(range(1, len(ys) + 1), ys, marker="o", color=pipeline_colour(impl), linestyle=":" if short
+                    else "-", markerfacecolor="white" if short else pipeline_colour(impl), markersize=7,
+                    label=short_name(impl) + (f" ({batches_trained(rec)} of {full} batches/epoch)" if short else ""))
         first = by_kind[kind][0]["key"]
         ax.set_title(f"{kind}: {SHORT.get(first['dataset'], first['dataset'])} {MODEL_NAMES[first['model']]}",
                      fontsize=10)

@@ -10,26 +10,41 @@ same run with a one-way peer copy.
 
 from __future__ import annotations
 
+from harness import registry
 from harness.argtypes import int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (Band, Claim, Estimate, Report, colour, figure, finish, lines, machine_kind, newest_rows,
-                               several_runs_per_kind, span)
+                               series_rows, several_runs_per_kind, span, variant_names)
+from harness.timing import RepeatBudget
 
 from . import PAPER_GPUS, PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit
 
 SEGMENTS = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "continuous"), ("wholegraph_lib", "continuous"),
-            ("wholegraph_lib", "chunked"))
+
+
+def shown_series():
+    """Fig. 8's curves: every gather that reads the rows where they lie (the paper's store, ours and
+    real WholeGraph's) in each addressing mode, not the variants that only tune how."""
+    return registry.series("gather", traits=("peer_read",), without=("tuned",))
+
+
+def ceilings():
+    """The one-way peer copy: the BusBW ceiling Fig. 8 is drawn against."""
+    return registry.series("gather", traits=("ceiling", "one_way_copy"))
 
 
 @register_experiment
 class Fig8(Experiment):
     title = "Random read bandwidth of the multi-GPU shared store vs segment size"
     interface = "gather"
-    impls = ("p2p_shared", "wholegraph_lib", "ceiling_peer_copy")
+
+    @property
+    def impls(self):
+        return tuple(dict.fromkeys(s.impl for s in shown_series() + ceilings()))
+
     metric, unit, better = "busbw", "GB/s", "higher"
     differs_from_paper = ("2 or 4 H200s (one-way peer copy ~375 GB/s) instead of 8x A100 over NVSwitch (300 GB/s), a "
                           "table of 2 GB per GPU with 1 GiB gathered per rank per call instead of 128 GB with 4 GB per "
@@ -56,24 +71,27 @@ class Fig8(Experiment):
         small = cfg.device == "cpu" or cfg.quick
         table_gb = 0.02 if small and "table_gb_per_gpu" not in cfg.params else self.param(cfg, "table_gb_per_gpu")
         per_rank = (4 << 20) if small and "bytes_per_rank" not in cfg.params else self.param(cfg, "bytes_per_rank")
-        yield Point("ceiling_peer_copy", {"copy_bytes": 1 << 30}, world)
+        for ceiling in ceilings():
+            measures = ceiling.spec.factory()
+            yield Point(ceiling.impl, {measures.size_param: measures.default_bytes(small), **ceiling.options}, world)
         for seg in self.param(cfg, "segments"):
             if seg % 4:
                 continue
-            for impl, mode in VARIANTS:
-                yield Point(impl, {"segment_bytes": seg, "row_elems": seg // 4, "dtype": "float32",
-                                   "num_rows": int(table_gb * 1e9 * world) // seg, "mode": mode,
-                                   "ids_per_rank": int(min(16 << 20, max(1 << 16, per_rank // seg)))}, world)
+            for one in shown_series():
+                yield Point(one.impl, {"segment_bytes": seg, "row_elems": seg // 4, "dtype": "float32",
+                                       "num_rows": int(table_gb * 1e9 * world) // seg, **one.options,
+                                       "ids_per_rank": int(min(16 << 20, max(1 << 16, per_rank // seg)))}, world)
 
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
         if "num_rows" in point.params:
             require_row_fit(point.params["num_rows"])
-        return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(3, 1), repeats=cfg.repeats_or(20, 5))
+        return measure_gather(point, cfg, rank, RepeatBudget.for_run(cfg, warmup=(3, 1), repeats=(20, 5)))
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)
-        newest = newest_rows(rep.ok, rep.labels, by=["impl", "p_mode"], prefer=full_sweeps(rep.ok))
+        ok = rep.ok.assign(variant=variant_names(rep.ok, "gather"))
+        newest = newest_rows(ok, rep.labels, by=["impl", "variant"], prefer=full_sweeps(ok))
         shown_ids = set(newest["run_id"])
         shown = Report(self, rows[rows["run_id"].isin(shown_ids)], [r for r in runs if r.run_id in shown_ids])
         kinds = {run_id: machine_kind(label) for run_id, label in shown.labels.items()}
@@ -83,7 +101,7 @@ class Fig8(Experiment):
         for machine, (peer, world) in ceilings.items():
             shown.notes.append(f"{machine}: one-way peer copy {peer:.0f} GB/s; AlgoBW ceiling "
                                f"{peer * world / (world - 1):.0f} GB/s per rank, BusBW ceiling {peer:.0f} GB/s")
-        history = bandwidth_table(rep.ok, rep.labels) if several_runs_per_kind(rep.labels) else None
+        history = bandwidth_table(ok, rep.labels) if several_runs_per_kind(rep.labels) else None
         caption = shown.caption("Random-read bandwidth (GB/s per rank) vs contiguous segment size, every rank gathering "
                                 "random segments concurrently from a table spread evenly over all GPUs"
                                 + ("; each curve from the newest run on its kind of machine (every run: "
@@ -94,7 +112,7 @@ class Fig8(Experiment):
         headline = ""
         for machine, (peer, world) in ceilings.items():
             mine = table[(table["Machine"] == machine)]
-            col = "p2p_shared (chunked) AlgoBW"
+            col = f"{registry.series('gather', traits=('paper',))[0].key} AlgoBW"
             big = mine[mine["Segment (B)"] >= 128][col].dropna() if col in mine else ()
             small = mine[mine["Segment (B)"] == 64][col].dropna() if col in mine else ()
             ceiling = peer * world / (world - 1)
@@ -109,11 +127,12 @@ class Fig8(Experiment):
 
 
 def saturation_claims(newest, kinds: dict) -> list[Claim]:
-    """The paper's shape of Fig. 8 on each machine (its GB/s are its links'): p2p_shared (chunked)
-    reaches its plateau from 128 B segments (within 10% of the best of 128 B and up), and 64 B sits
-    below it as the paper's 181 / 230 GB/s BusBW does."""
+    """The paper's shape of Fig. 8 on each machine (its GB/s are its links'): the paper's store as
+    implemented here (p2p_shared, chunked) reaches its plateau from 128 B segments (within 10% of the
+    best of 128 B and up), and 64 B sits below it as the paper's 181 / 230 GB/s BusBW does."""
     out = []
-    mine = newest[(newest["impl"] == "p2p_shared") & (newest["p_mode"] == "chunked") & (newest["metric"] == "algbw")]
+    mine = series_rows(newest, registry.series("gather", traits=("paper",))[0])
+    mine = mine[mine["metric"] == "algbw"]
     for run_id, rows in mine.groupby("run_id", sort=True):
         est = {int(seg): Estimate.from_stats(st, "repeats") for seg, st in zip(rows["p_segment_bytes"], rows["stats"])}
         plateau = [e for seg, e in est.items() if seg >= 128 and e is not None]
@@ -137,10 +156,6 @@ def paper_busbw(segment: int) -> float | None:
     return PAPER_BUSBW.get(segment, 230 if segment >= 128 else None)
 
 
-def variant_name(impl: str, mode: str) -> str:
-    return f"{impl} ({mode})"
-
-
 def bandwidth_table(ok, machine_of: dict):
     """One row per (segment size, machine): the paper's BusBW and AlgoBW from its text, then each
     variant's AlgoBW and BusBW (``machine_of``: run id -> the machine it is shown as)."""
@@ -156,10 +171,11 @@ def bandwidth_table(ok, machine_of: dict):
                 continue
             rec = {"Segment (B)": seg, "Machine": name, f"paper BusBW ({PAPER_GPUS})": paper_busbw(seg),
                    f"paper AlgoBW ({PAPER_GPUS})": 260 if seg >= 128 else None}
-            for impl, mode in VARIANTS:
+            for one in shown_series():
+                mode = series_rows(mine, one)
                 for metric, label in (("algbw", "AlgoBW"), ("busbw", "BusBW")):
-                    hit = mine[(mine["impl"] == impl) & (mine["p_mode"] == mode) & (mine["metric"] == metric)]
-                    rec[f"{variant_name(impl, mode)} {label}"] = float(hit["value"].iloc[0]) if not hit.empty else None
+                    hit = mode[mode["metric"] == metric]
+                    rec[f"{one.key} {label}"] = float(hit["value"].iloc[0]) if not hit.empty else None
             records.append(rec)
     table = pd.DataFrame.from_records(records)
     return table[[c for c in table.columns if table[c].notna().any() or c.startswith("paper")]] if records else \
@@ -172,7 +188,7 @@ def full_sweeps(ok):
     import pandas as pd
 
     segs = ok["p_segment_bytes"] if "p_segment_bytes" in ok else pd.Series(None, index=ok.index, dtype=float)
-    key = list(zip(ok["run_id"], ok["impl"], ok.get("p_mode", pd.Series(None, index=ok.index))))
+    key = list(zip(ok["run_id"], ok["impl"], ok["variant"]))
     swept: dict = {}
     for k, seg in zip(key, segs):
         if seg == seg and seg is not None:
@@ -192,10 +208,7 @@ def peer_copies(ok, machine_of: dict) -> dict:
     return out
 
 
-# ours in its palette colour, real WholeGraph in its; the paper's own mode solid, the other dash-dotted
-STYLES = {("p2p_shared", "chunked"): ("ours", "-", "o"), ("p2p_shared", "continuous"): ("ours", "-.", "s"),
-          ("wholegraph_lib", "continuous"): ("WholeGraph", "-", "^"),
-          ("wholegraph_lib", "chunked"): ("WholeGraph", "-.", "v")}
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
 
 
 def bandwidth_figure(table, ceilings: dict, worlds: dict):
@@ -213,14 +226,14 @@ def bandwidth_figure(table, ceilings: dict, worlds: dict):
         paper = [(s, paper_busbw(s)) for s in segs if paper_busbw(s)]
         series = [(f"paper ({PAPER_GPUS})", [s for s, _ in paper], [v for _, v in paper],
                    {"color": colour("WholeGraph"), "paper": True, "marker": "o"})] if paper else []
-        for (impl, mode), (system, style, marker) in STYLES.items():
-            col = f"{variant_name(impl, mode)} BusBW"
+        # each in its system's colour, an implementation's own (first) mode solid, its others dash-dotted
+        for one, marker in zip(shown_series(), MARKERS):
+            col = f"{one.key} BusBW"
             if col in mine and mine[col].notna().any():
-                who = "ours p2p_shared" if system == "ours" else "WholeGraph"
                 have = mine[col].notna()
-                series.append((f"{who} ({mode})", segs[have], mine[col][have],
-                               {"color": colour(system), "linestyle": style, "marker": marker, "markersize": 5,
-                                "zorder": 3 if system == "ours" else 2}))
+                series.append((one.title, segs[have], mine[col][have],
+                               {"color": one.colour, "linestyle": "-" if one.is_default else "-.", "marker": marker,
+                                "markersize": 5, "zorder": 3 if one.family == "ours" else 2}))
         lines(ax, series, legend_size=None, grid=False)
         if machine in ceilings:
             ax.axhline(ceilings[machine][0], linestyle=":", color="gray", label="BusBW ceiling (one-way peer copy)")

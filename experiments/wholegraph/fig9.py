@@ -16,15 +16,15 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Report, span
 
-from .training import (MODEL_NAMES, MODELS, PIPELINE_NAMES, SHORT, TrainingExperiment, collect, common_parameters,
-                       records_caption)
-from .training_report import (STATES, Intervals, SYSTEMS, cell_order, dataset_title, default_backend, epoch_state, header,
-                              history, kind_of, machine_order, shown_caption, shown_records)
+from .training import (MODEL_NAMES, MODELS, SHORT, TrainingExperiment, collect, common_parameters, has, is_host, ours,
+                       pipeline_name, pipelines, records_caption, short_name)
+from .training_report import (STATES, Intervals, cell_order, dataset_title, default_backend, epoch_state, header,
+                              history, in_order, kind_of, machine_order, shown_caption, shown_records)
 
 STAGES = (("sample_time", "sample s"), ("gather_time", "gather s"), ("train_time", "train s"))
 # the stages are not systems: their own colours, none of the palette's
 STAGE_COLOURS = {"sample s": "#f2a93b", "gather s": "#8fbcd4", "train s": "#4d4d4d"}
-PANEL_IMPLS = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
+PANEL_IMPLS = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")      # the paper's panels, in its order
 DATASETS = ("ogbn-products", "ogbn-papers100M")
 
 
@@ -32,7 +32,7 @@ def breakdown_row(rec, label: str) -> dict:
     """A record's synchronized epoch: seconds per stage, their shares, the free-running epoch."""
     k, m = rec["key"], rec["metrics"]
     row = {"Machine": label, "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
-           "Pipeline": PIPELINE_NAMES.get(k["impl"], k["impl"])}
+           "Pipeline": pipeline_name(k["impl"])}
     for metric, col in STAGES:
         row[col] = m[metric]
     total = sum(m[s] for s, _ in STAGES)
@@ -63,7 +63,7 @@ class Fig9(TrainingExperiment):
         records = [r for r in records if r["key"]["dataset"] in DATASETS] or records
         shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"]))
         shown.sort(key=lambda r: (machine_order(kind_of(r, rep.labels)), *cell_order(r["key"]["dataset"],
-                                  r["key"]["model"]), PANEL_IMPLS.index(r["key"]["impl"])))
+                                  r["key"]["model"]), in_order(PANEL_IMPLS)(r["key"]["impl"])))
         empty = "no breakdown rows (train with timing=both or synced)"
         table = rep.table([breakdown_row(r, kind_of(r, rep.labels)) for r in shown], empty=empty)
         runs_table = history(rep, [breakdown_row(r, rep.label(r["key"]["run_id"])) for r in records], empty)
@@ -72,11 +72,11 @@ class Fig9(TrainingExperiment):
             for pipe, sel in table.groupby("Pipeline", sort=False):
                 rep.notes.append(f"{pipe}: sampling + gathering {span(sel['sample+gather %'], '.0f')}% of the synced "
                                  f"epoch, training {span(sel['train %'], '.0f')}%")
-            ours = table[table["Pipeline"] == PIPELINE_NAMES["wholegraph"]]
-            hosts = table[table["Pipeline"].isin([PIPELINE_NAMES["pyg_host"], PIPELINE_NAMES["dgl_host"]])]
+            mine = table[table["Pipeline"] == pipeline_name(ours())]
+            hosts = table[table["Pipeline"].isin([pipeline_name(i) for i in pipelines() if is_host(i)])]
             kinds = ", ".join(dict.fromkeys(kind_of(r, rep.labels) for r in shown))
-            if not ours.empty:
-                headline = (f"ours: training {span(ours['train %'], '.0f')}% of the epoch"
+            if not mine.empty:
+                headline = (f"ours: training {span(mine['train %'], '.0f')}% of the epoch"
                             + (f"; PyG/DGL: sampling + gathering {span(hosts['sample+gather %'], '.0f')}%"
                                if not hosts.empty else "")
                             + f" (paper: training dominates for WholeGraph, sampling + gathering for PyG/DGL); "
@@ -114,10 +114,10 @@ def dominance_claim(rec, machine: str, intervals) -> Claim | None:
     loading = s.plus(g)
     if loading.value <= 0:
         return None
-    ours = impl in ("wholegraph", "wholegraph_lib")
-    what = "training / sampling + gathering" if ours else "sampling + gathering / training"
-    effect = t.ratio(loading) if ours else loading.ratio(t)
-    where = f"{machine} {PIPELINE_NAMES.get(impl, impl)} {rec['key']['model']} on {rec['key']['dataset']}"
+    shared = has(impl, "shared_store")          # WholeGraph's design: training dominates
+    what = "training / sampling + gathering" if shared else "sampling + gathering / training"
+    effect = t.ratio(loading) if shared else loading.ratio(t)
+    where = f"{machine} {pipeline_name(impl)} {rec['key']['model']} on {rec['key']['dataset']}"
     return Claim(f"{where}: {what}", effect, Band.beyond(1.0, text="dominates (the paper prints no numbers)"),
                  "dominates", runs=(rec["key"]["run_id"],),
                  withheld="epoch capped below whole loader waves (its sampling share overstated)"
@@ -141,7 +141,7 @@ def breakdown_figure(shown: list[dict], labels: dict):
 
     machines = panel_machines(shown, labels)
     datasets = sorted({d for d, _ in machines}, key=lambda d: cell_order(d, "")[:2])
-    impls = [i for i in PANEL_IMPLS if any(i == impl for _, impl in machines)]
+    impls = sorted({impl for _, impl in machines}, key=in_order(PANEL_IMPLS))
     fig, axes = plt.subplots(len(datasets), len(impls), figsize=(min(10.5, 2.7 * len(impls) + 0.8),
                                                                    1.2 + 2.3 * len(datasets)),
                              squeeze=False)
@@ -154,7 +154,7 @@ def breakdown_figure(shown: list[dict], labels: dict):
                     and kind_of(x, labels) == machine and x["key"]["model"] in MODELS]
             if not recs:
                 ax.set_axis_off()
-                ax.set_title(f"{SYSTEMS[impl]}, {SHORT.get(ds, ds)}: no run", fontsize=9)
+                ax.set_title(f"{short_name(impl)}, {SHORT.get(ds, ds)}: no run", fontsize=9)
                 continue
             for rec in recs:
                 x = MODELS.index(rec["key"]["model"])
@@ -172,7 +172,7 @@ def breakdown_figure(shown: list[dict], labels: dict):
             ax.margins(y=0.15)
             ax.set_xticks(range(len(MODELS)), [MODEL_NAMES[m].replace("GraphSAGE", "SAGE") for m in MODELS])
             ax.set_xlim(-0.5, len(MODELS) - 0.5)
-            ax.set_title(f"{SYSTEMS[impl]}, {dataset_title(recs[0])}\n{machine}", fontsize=9)
+            ax.set_title(f"{short_name(impl)}, {dataset_title(recs[0])}\n{machine}", fontsize=9)
         axes[r][0].set_ylabel("seconds per epoch")
     handles = [Patch(color=STAGE_COLOURS[col], label=col.removesuffix(" s").replace("sample", "sampling")
                      .replace("gather", "gathering").replace("train", "training")) for _, col in STAGES]

@@ -16,61 +16,34 @@ from __future__ import annotations
 import math
 import re
 
+from harness import registry
 from harness.argtypes import choice, int_list, positive_float, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import (Band, Claim, Estimate, Report, colour, figure, machine_kind, newest_rows,
-                               several_runs_per_kind)
+from harness.reportkit import (Band, Claim, Estimate, Report, figure, machine_kind, newest_rows, series_rows,
+                               several_runs_per_kind, variant_names)
+from harness.timing import RepeatBudget
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
 from . import PAPER_HARDWARE
 from .gather_bench import measure_gather
 
-# (impl, mode) in the order they are measured and appear in the table; the variants that issue
-# bulk-copy instructions come after the others, so that a fault in one costs no other's row
-VARIANTS = (("p2p_shared", "chunked"), ("p2p_shared", "chunked-ipc"), ("p2p_shared", "chunked-vmm"),
-            ("p2p_shared", "continuous"), ("p2p_shared", "chunked-l2_256"), ("p2p_push", "sm"),
-            ("nccl_alltoallv", None), ("wholegraph_lib", "continuous"), ("wholegraph_lib", "chunked"),
-            ("wholegraph_lib", "distributed"), ("p2p_push", "tma"), ("p2p_shared", "chunked-bulk"),
-            ("host_uva", None), ("host_copy", None))
-# variants that differ from another only on GPUs (how GPU memory is shared, how the GPU kernel
-# issues its accesses): GPU runs only
-GPU_ONLY = ("chunked-vmm", "chunked-l2_256", "chunked-bulk", "tma")
-# a variant's suffix and the parameter it sets: the store's backend, or the pull kernel's loads
-SUFFIXES = {"ipc": "backend", "vmm": "backend", "l2_256": "load", "bulk": "load"}
-OURS = ("p2p_shared", "p2p_push")
+# the metrics of the one-way peer copy (the ceiling of '% ceiling') and the copy engines all-to-all
+ONE_WAY, COPY_ALL = "peer_copy_bw", "copy_all_bw"
 
 
-def variant_params(mode: str | None) -> dict:
-    """'chunked-ipc' / 'chunked-vmm': the chunked store shared by legacy CUDA IPC, or mapped in
-    our CUDA VMM range, instead of symmetric memory. Plain 'continuous' uses the VMM range.
-    'chunked-l2_256' / 'chunked-bulk': the chunked gather's reads with the L2::256B prefetch hint,
-    or as bulk-copy loads of whole rows."""
-    if mode is None:
-        return {}
-    for suffix, key in SUFFIXES.items():
-        if mode.endswith(f"-{suffix}"):
-            return {"mode": mode[: -len(suffix) - 1], key: suffix}
-    return {"mode": mode}
+def gathers(device: str | None = None):
+    """The gathers (every registered implementation and variant but the ceilings), in the table's
+    and figure's order."""
+    return registry.series("gather", device=device, without=("ceiling",))
 
 
-def variant_of(row) -> str | None:
-    mode = row.get("p_mode")
-    if not isinstance(mode, str):
-        return None
-    backend, load = row.get("p_backend"), row.get("p_load")
-    if backend in ("ipc", "vmm") and mode == "chunked":
-        return f"{mode}-{backend}"
-    return f"{mode}-{load}" if isinstance(load, str) and load != "plain" else mode
-HOST_IMPLS = ("host_copy", "host_uva")
-CEILINGS = ("ceiling_peer_copy", "ceiling_alltoall", "ceiling_copy_all")
-COPY_ALL_BYTES = 256 << 20                 # per peer and call: about as many bytes as a gather's
-
-
-# p2p_shared and p2p_push variants whose kernel geometry `p2p_launch` sweeps
-LAUNCH_SWEPT = ("chunked", "continuous", "chunked-l2_256", "sm", "tma")
+def measured_order(series):
+    """The order points run in: the variants that issue bulk-copy instructions after the others,
+    so that a fault in one costs no other's row, and the slow host paths last."""
+    return sorted(series, key=lambda s: (s.has("host"), s.has("bulk_copy")))
 
 
 def launch_list(text: str) -> tuple[str, ...]:
@@ -100,16 +73,17 @@ def id_order_list(text: str) -> tuple[str, ...]:
 
 
 def id_order_notes(label: str, sweep, table_rows, ceiling: float | None) -> list[str]:
-    """One note per id order and row size: p2p_shared with ids in that order beside random ids."""
+    """One note per id order and row size: a gather with ids in that order beside random ids."""
     notes = []
     if sweep.empty:
         return notes
-    for (size, mode, order), grp in sweep[sweep["metric"] == "algbw"].groupby(["p_row_bytes", "variant", "p_ids"]):
-        base = algbw_of(table_rows, "p2p_shared", size, mode)
+    algbw = sweep[sweep["metric"] == "algbw"]
+    for (size, impl, mode, order), grp in algbw.groupby(["p_row_bytes", "impl", "variant", "p_ids"]):
+        base = algbw_of(table_rows, impl, size, mode)
         value = float(grp["value"].iloc[0])
         share = f" = {100 * value / ceiling:.1f}% of the ceiling" if ceiling else ""
         random = f"; uniformly random ids {base:.3g}" if base is not None else ""
-        notes.append(f"{label}, {int(size)} B rows, p2p_shared ({mode}) with ids in {order} order "
+        notes.append(f"{label}, {int(size)} B rows, {impl} ({mode}) with ids in {order} order "
                      f"(each owner's rows read in sequence, owners interleaved): {value:.3g} GB/s{share}{random}")
     return notes
 
@@ -140,12 +114,10 @@ def link_notes(label: str, frame) -> list[str]:
         if "reason" in traffic:
             notes.append(f"{label}: NVLink counters not read: {traffic['reason']}")
             break
-        what = ("one-way peer copy GPU 0 -> GPU 1" if r["impl"] == "ceiling_peer_copy" else
-                f"copy engines all-to-all ({r['p_direction']}: every rank copying "
-                f"{'to' if r['p_direction'] == 'push' else 'from'} every peer)" if r["impl"] == "ceiling_copy_all" else
-                f"{variant_label(r['impl'], r['variant'] if isinstance(r.get('variant'), str) else None)}, "
-                f"{int(r['p_row_bytes'])} B rows"
-                + (f", ids {r['p_ids']}" if isinstance(r.get("p_ids"), str) else ""))
+        ceiling = is_ceiling(r["impl"])
+        what = link_subject(r) if ceiling else (
+            f"{variant_label(r['impl'], r['variant'] if isinstance(r.get('variant'), str) else None)}, "
+            f"{int(r['p_row_bytes'])} B rows" + (f", ids {r['p_ids']}" if isinstance(r.get("p_ids"), str) else ""))
         cells = []
         for side in ("tx", "rx"):
             data, raw = traffic.get(f"data_{side}_GBps"), traffic.get(f"raw_{side}_GBps")
@@ -155,20 +127,33 @@ def link_notes(label: str, frame) -> list[str]:
         if "gpu1_data_rx_GBps" in traffic:
             cells.append(f"GPU 1 RX payload {traffic['gpu1_data_rx_GBps']:.0f} / raw "
                          f"{traffic.get('gpu1_raw_rx_GBps', 0):.0f} GB/s")
-        per = traffic.get("data_rx_per_payload" if r["impl"] != "ceiling_peer_copy" else "data_tx_per_payload")
+        per = traffic.get("data_tx_per_payload" if r["metric"] == ONE_WAY else "data_rx_per_payload")
         if per is not None:
             cells.append(f"link payload per user byte {per:.2f}")
         notes.append(f"{label}, NVML NVLink counters of GPU 0 ({traffic.get('links')} links, "
                      f"{traffic.get('calls')} calls in {traffic.get('seconds')} s), {what}: " + "; ".join(cells))
-        if r["impl"] not in CEILINGS:
+        if not ceiling:
             limit = read_limit_note(label, what, r, traffic, copy_traffic(frame))
             if limit:
                 notes.append(limit)
     return notes
 
 
+def is_ceiling(impl: str) -> bool:
+    spec = registry.lookup("gather", impl)
+    return spec is not None and spec.has("ceiling")
+
+
+def link_subject(r) -> str:
+    """What a ceiling's row with link counters measured: the ceiling, and who copies where."""
+    direction = r.get("p_direction")
+    return registry.get_impl("gather", r["impl"]).title + (
+        f" ({direction}: every rank copying {'to' if direction == 'push' else 'from'} every peer)"
+        if isinstance(direction, str) else "")
+
+
 def copy_traffic(frame) -> dict | None:
-    for _, r in frame[frame["impl"] == "ceiling_peer_copy"].iterrows():
+    for _, r in frame[frame["metric"] == ONE_WAY].iterrows():
         traffic = r["extra"].get("nvlink") if isinstance(r.get("extra"), dict) else None
         if traffic and "raw_tx_per_payload" in traffic:
             return traffic
@@ -205,8 +190,11 @@ def variant_label(impl: str, mode: str | None) -> str:
 class GatherTable(Experiment):
     title = "Feature gather bandwidth: every implementation and real WholeGraph, same run"
     interface = "gather"
-    impls = ("p2p_shared", "p2p_push", "nccl_alltoallv", "wholegraph_lib", "host_uva", "host_copy",
-             "ceiling_peer_copy", "ceiling_alltoall", "ceiling_copy_all")
+
+    @property
+    def impls(self):
+        return registry.names("gather")
+
     metric, unit, better = "algbw", "GB/s", "higher"
     differs_from_paper = ("Not a paper figure: the comparison of section IV-C-4 for every gather implementation here and "
                           "today's real WholeGraph, on 2 or 4 H200s instead of 8x A100, with 2M uniformly random ids per "
@@ -221,11 +209,13 @@ class GatherTable(Experiment):
         "ids_per_rank": Param(2_000_000, positive_int, "random ids each rank gathers per call"),
         "table_gb_per_gpu": Param(4.0, positive_float, "table size per rank (GB)"),
         "host_repeats": Param(5, positive_int, "repeats for the slow host paths"),
-        "p2p_launch": Param((), launch_list, "extra p2p_shared / p2p_push kernel geometries to time, e.g. 16x256u8,4x512u4 "
+        "p2p_launch": Param((), launch_list, "extra kernel geometries to time for the variants that take launch= "
+                                             "(p2p_shared, p2p_push), e.g. 16x256u8,4x512u4 "
                                              "(blocks per SM x threads, u = loads in flight per thread; the "
                                              f"default is {launch_name(DEFAULT_LAUNCH)}); "
                                              "listed apart from the table"),
-        "id_orders": Param((), id_order_list, "extra id orders for p2p_shared besides uniformly random ids: "
+        "id_orders": Param((), id_order_list, "extra id orders for the gathers that read rows in place (p2p_shared) "
+                                              "besides uniformly random ids: "
                                               "owner_streams (every owner's rows in sequence, owners "
                                               "interleaved: the kernel's streaming read ceiling); listed apart"),
         "link_counters": Param("off", choice("off", "on"),
@@ -239,41 +229,38 @@ class GatherTable(Experiment):
         ids = self.param(cfg, "ids_per_rank") if "ids_per_rank" in cfg.params or not quick_cpu else 20_000
         table_gb = self.param(cfg, "table_gb_per_gpu") if "table_gb_per_gpu" in cfg.params or not quick_cpu \
             else 0.05
-        yield Point("ceiling_peer_copy", {"copy_bytes": 1 << 30}, world)
-        yield Point("ceiling_alltoall", {"alltoall_bytes": (256 << 20) if not quick_cpu else (8 << 20)}, world)
-        if cfg.device == "cuda":
-            for direction in ("push", "pull"):
-                yield Point("ceiling_copy_all", {"copy_bytes": COPY_ALL_BYTES, "direction": direction}, world)
+        for ceiling in registry.series("gather", device=cfg.device, traits=("ceiling",)):
+            measures = ceiling.spec.factory()
+            yield Point(ceiling.impl, {measures.size_param: measures.default_bytes(quick_cpu), **ceiling.options}, world)
+        ordered = measured_order(gathers(cfg.device))
         for row_bytes in self.param(cfg, "row_bytes"):
             num_rows = int(table_gb * 1e9 * world) // row_bytes
-            for impl, mode in VARIANTS:
-                if mode in GPU_ONLY and cfg.device != "cuda":
-                    continue
+            for one in ordered:
                 params = {"row_bytes": row_bytes, "row_elems": row_bytes // 4, "dtype": "float32",
-                          "num_rows": num_rows, "ids_per_rank": ids, **variant_params(mode)}
-                if impl == "p2p_push":                     # its output buffers hold a call's rows
+                          "num_rows": num_rows, "ids_per_rank": ids, **one.options}
+                if one.has("capacity"):                    # its output buffers hold a call's rows
                     params["capacity"] = ids
-                yield Point(impl, params, world)
-                if impl in OURS and mode in LAUNCH_SWEPT and cfg.device == "cuda":   # GPU kernel only
+                yield Point(one.impl, params, world)
+                if one.has("launch") and cfg.device == "cuda":      # GPU kernel only
                     for launch in self.param(cfg, "p2p_launch"):
-                        yield Point(impl, {**params, "launch": launch}, world)
-                if impl == "p2p_shared":                   # every way of sharing the memory
+                        yield Point(one.impl, {**params, "launch": launch}, world)
+                if one.has("id_orders"):
                     for order in self.param(cfg, "id_orders"):
-                        yield Point(impl, {**params, "ids": order}, world)
+                        yield Point(one.impl, {**params, "ids": order}, world)
 
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
-        host = point.impl in HOST_IMPLS
-        repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
-        return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),
-                              repeats=cfg.repeats if cfg.repeats else repeats,
+        host = registry.get_impl("gather", point.impl).has("host")
+        repeats = (self.param(cfg, "host_repeats"),) * 2 if host else (20, 5)
+        budget = RepeatBudget.for_run(cfg, warmup=(1 if host else 3, 1), repeats=repeats)
+        return measure_gather(point, cfg, rank, budget,
                               link_counters=self.param(cfg, "link_counters") == "on" and not host)
 
     def report(self, rows, runs) -> ReportArtifact:
         import pandas as pd
 
         rep = Report(self, rows, runs)
-        everything = rep.rows.assign(variant=[variant_of(r) for _, r in rep.rows.iterrows()])
+        everything = rep.rows.assign(variant=variant_names(rep.rows, "gather"))
         none = pd.Series(False, index=everything.index)
         swept = everything["p_launch"].notna() if "p_launch" in everything else none
         ordered = everything["p_ids"].notna() if "p_ids" in everything else none
@@ -309,9 +296,10 @@ class GatherTable(Experiment):
                                 + f". Paper's claim (WholeGraph IV-C-4, {PAPER_HARDWARE}): the one-kernel gather "
                                 "is more than 2x faster than NCCL alltoallv.")
         shown.notes += shown.skip_notes(plain[plain["run_id"].isin(shown_ids)])
-        ratio_notes = [n for n in shown.notes if "p2p_shared / nccl_alltoallv" in n]
-        at512 = [m for n in ratio_notes if (m := re.match(r"(.*), 512 B rows: p2p_shared / nccl_alltoallv = ([0-9.]+)x", n))]
-        headline = ("p2p_shared / nccl_alltoallv at 512 B rows: " + ", ".join(f"{m.group(1)} {m.group(2)}x" for m in at512)
+        claimed = "{} / {}".format(*(one.impl for one in claim_pair()))
+        ratio_notes = [n for n in shown.notes if claimed in n]
+        at512 = [m for n in ratio_notes if (m := re.match(rf"(.*), 512 B rows: {re.escape(claimed)} = ([0-9.]+)x", n))]
+        headline = (f"{claimed} at 512 B rows: " + ", ".join(f"{m.group(1)} {m.group(2)}x" for m in at512)
                     + " (paper: > 2x)" if at512 else ratio_notes[0] if ratio_notes else "")
         return shown.artifact("Feature gather: every implementation, same run", caption, table,
                               gather_figure(table, machine_ceilings(newest, kinds, ceilings)),
@@ -321,31 +309,39 @@ class GatherTable(Experiment):
 ABOVE_2X = Band.between(2.0, math.inf, "above 2x (the paper: more than 2x)")
 
 
+def claim_pair():
+    """The paper's claim (IV-C-4): its one-kernel gather (ours, the paper's design) against the
+    gather through collectives (NCCL alltoallv)."""
+    return (registry.series("gather", traits=("paper",))[0],
+            registry.series("gather", traits=("collective",), without=("library", "ceiling"))[0])
+
+
 def gather_claims(newest, kinds: dict) -> list[Claim]:
     """Per machine and row size: the one-kernel gather's bandwidth over NCCL alltoallv's (the paper,
     IV-C-4: more than 2x faster)."""
-    def algbw(frame, impl, size, variant=None):
-        sel = frame[(frame["impl"] == impl) & (frame["p_row_bytes"] == size) & (frame["metric"] == "algbw")]
-        sel = sel[sel["variant"] == variant] if variant else sel
+    def algbw(frame, one, size):
+        sel = series_rows(frame, one)
+        sel = sel[(sel["p_row_bytes"] == size) & (sel["metric"] == "algbw")]
         return (Estimate.from_stats(sel["stats"].iloc[0], "repeats"), sel["run_id"].iloc[0]) if not sel.empty \
             else (None, None)
 
+    paper, baseline = claim_pair()
     out = []
     machine = newest["run_id"].map(kinds)
     for name in dict.fromkeys(kinds.values()):
         mine = newest[machine == name]
         for size in sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []:
-            (ours, run_a), (nccl, run_b) = algbw(mine, "p2p_shared", size, "chunked"), algbw(mine, "nccl_alltoallv", size)
-            if ours is not None and nccl is not None and ours.value > 0 and nccl.value > 0:
-                out.append(Claim(f"{name}, {size} B rows: p2p_shared / nccl_alltoallv bandwidth", ours.ratio(nccl),
-                                 ABOVE_2X, "> 2x", runs=tuple(sorted({run_a, run_b}))))
+            (ours, run_a), (theirs, run_b) = algbw(mine, paper, size), algbw(mine, baseline, size)
+            if ours is not None and theirs is not None and ours.value > 0 and theirs.value > 0:
+                out.append(Claim(f"{name}, {size} B rows: {paper.impl} / {baseline.impl} bandwidth",
+                                 ours.ratio(theirs), ABOVE_2X, "> 2x", runs=tuple(sorted({run_a, run_b}))))
     return out
 
 
 def run_ceilings(ok) -> dict:
     """run id -> its remote-gather ceiling, n/(n-1) x the one-way peer copy it measured."""
     out = {}
-    peer = ok[(ok["impl"] == "ceiling_peer_copy") & (ok["metric"] == "peer_copy_bw")]
+    peer = ok[ok["metric"] == ONE_WAY]
     for _, r in peer.iterrows():
         if int(r["world_size"]) > 1 and r["value"]:
             out[r["run_id"]] = float(r["value"]) * int(r["world_size"]) / (int(r["world_size"]) - 1)
@@ -368,24 +364,19 @@ def table_records(ok, machine_of: dict, ceilings: dict, measured_only: bool = Fa
         if mine.empty:
             continue
         sizes = sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []
-        for impl, mode in table_order():
-            rec = {"Machine": name, "Implementation": variant_label(impl, mode)}
+        for one in gathers():
+            impl, mode = one.impl, one.variant.name or None
+            rec = {"Machine": name, "Implementation": one.key}
             for size in sizes:
                 sel = mine[(mine["impl"] == impl) & (mine["p_row_bytes"] == size) & (mine["metric"] == "algbw")]
                 sel = sel[sel["variant"] == mode] if mode else sel
                 value = rec[f"{size} B GB/s"] = float(sel["value"].iloc[0]) if not sel.empty else None
                 ceiling = ceilings.get(sel["run_id"].iloc[0]) if not sel.empty else None
-                if ceiling and value and impl not in HOST_IMPLS:
+                if ceiling and value and not one.has("host"):
                     rec[f"{size} B % ceiling"] = 100 * value / ceiling
-            if (mode not in GPU_ONLY and not measured_only) or any(rec.get(f"{size} B GB/s") for size in sizes):
+            if (one.runs_on("cpu") and not measured_only) or any(rec.get(f"{size} B GB/s") for size in sizes):
                 records.append(rec)    # a GPU-only variant without a value was not measured in this run
     return records
-
-
-def table_order() -> list[tuple[str, str | None]]:
-    """The variants in the figure's order (ours first), which is not the order they run in."""
-    names = list(FIGURE_NAMES)
-    return sorted(VARIANTS, key=lambda v: names.index(variant_label(*v)))
 
 
 def gather_table(records):
@@ -404,21 +395,19 @@ def machine_notes(ok, machine_of: dict) -> list[str]:
     for name in dict.fromkeys(machine_of.values()):
         mine = ok[machine == name]
         world = int(mine["world_size"].max()) if not mine.empty else 1
-        peer = mine[(mine["impl"] == "ceiling_peer_copy") & (mine["metric"] == "peer_copy_bw")]["value"]
-        a2a = mine[(mine["impl"] == "ceiling_alltoall") & (mine["metric"] == "algbw")]["value"]
+        peer = mine[mine["metric"] == ONE_WAY]["value"]
         if not peer.empty and world > 1:
             peer_bw = float(peer.iloc[0])
             notes.append(f"{name}: one-way peer copy {peer_bw:.0f} GB/s -> remote-gather ceiling "
                          f"n/(n-1) x copy = {peer_bw * world / (world - 1):.0f} GB/s per rank")
-        if not a2a.empty:
-            notes.append(f"{name}: raw all_to_all_single (NCCL on GPUs, gloo on CPU) {float(a2a.iloc[0]):.3g} GB/s "
-                         "algbw per rank")
+        for spec, bw in ceiling_algbw(mine):
+            notes.append(f"{name}: {spec.title} {bw:.3g} GB/s algbw per rank")
         ceiling = peer_bw * world / (world - 1) if not peer.empty and world > 1 else None
         notes += copy_all_notes(name, mine, world, ceiling)
         for size in sorted(set(mine["p_row_bytes"].dropna().astype(int))) if "p_row_bytes" in mine else []:
             bw = {(impl, mode): algbw_of(mine, impl, size, mode) for pair in RATIOS for impl, mode in pair[:2]}
-            parts = [f"{label} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if b == ("nccl_alltoallv", None) and
-                                                          a == ("p2p_shared", "chunked") else "")
+            claimed = tuple((one.impl, one.variant.name or None) for one in claim_pair())
+            parts = [f"{label} = {bw[a] / bw[b]:.2f}x" + (" (paper: > 2x)" if (a, b) == claimed else "")
                      for a, b, label in RATIOS if bw[a] and bw[b]]
             if parts:
                 notes.append(f"{name}, {size} B rows: " + "; ".join(parts))
@@ -428,11 +417,21 @@ def machine_notes(ok, machine_of: dict) -> list[str]:
     return notes
 
 
+def ceiling_algbw(mine) -> list[tuple]:
+    """(ceiling, its AlgoBW) of every ceiling that measured one (the raw alltoall)."""
+    out = []
+    for spec in registry.impl_specs("gather"):
+        sel = mine[(mine["impl"] == spec.name) & (mine["metric"] == "algbw")]["value"] if spec.has("ceiling") else ()
+        if len(sel):
+            out.append((spec, float(sel.iloc[0])))
+    return out
+
+
 def copy_all_notes(name: str, mine, world: int, ceiling: float | None) -> list[str]:
     """The copy engines all-to-all: bytes received per rank, and the gather it would allow (its
     remote share moving at that rate: x n/(n-1))."""
     notes = []
-    rows = mine[(mine["impl"] == "ceiling_copy_all") & (mine["metric"] == "copy_all_bw")]
+    rows = mine[mine["metric"] == COPY_ALL]
     if rows.empty:
         return notes
     for _, r in rows.sort_values("p_direction", ascending=False).iterrows():
@@ -451,7 +450,8 @@ def fastest_note(name: str, mine, size: int, ceiling: float | None) -> str | Non
     for column in ("p_launch", "p_ids"):
         if column in sel:
             sel = sel[sel[column].isna()]
-    ours, theirs = sel[sel["impl"].isin(OURS)], sel[sel["impl"] == "wholegraph_lib"]
+    ours = sel[sel["impl"].isin(registry.names("gather", family="ours", without=("ceiling",)))]
+    theirs = sel[sel["impl"].isin(registry.names("gather", traits=("library", "peer_read")))]
     runs = sorted(set(ours["run_id"]) & set(theirs["run_id"]))
     if not runs:
         return None
@@ -463,21 +463,6 @@ def fastest_note(name: str, mine, size: int, ceiling: float | None) -> str | Non
             f"fastest mapped mode in the same run ({label[1]}, {b:.0f} GB/s){share}")
 
 
-# the figure's name and palette system of every variant
-FIGURE_NAMES = {"p2p_shared (chunked)": ("ours: chunked", "ours"),
-                "p2p_shared (chunked-ipc)": ("ours: chunked, CUDA IPC", "ours"),
-                "p2p_shared (chunked-vmm)": ("ours: chunked, CUDA VMM", "ours"),
-                "p2p_shared (continuous)": ("ours: continuous (VMM)", "ours"),
-                "p2p_shared (chunked-l2_256)": ("ours: chunked, L2::256B prefetch", "ours"),
-                "p2p_shared (chunked-bulk)": ("ours: chunked, bulk-copy loads", "ours"),
-                "p2p_push (sm)": ("ours: pushed, NVLink stores", "ours"),
-                "p2p_push (tma)": ("ours: pushed, bulk-copy stores", "ours"),
-                "nccl_alltoallv": ("NCCL alltoallv (5 steps)", "NCCL"),
-                "wholegraph_lib (continuous)": ("WholeGraph continuous", "WholeGraph"),
-                "wholegraph_lib (chunked)": ("WholeGraph chunked", "WholeGraph"),
-                "wholegraph_lib (distributed)": ("WholeGraph distributed", "WholeGraph"),
-                "host_uva": ("host memory: zero copy", "host memory"),
-                "host_copy": ("host memory: gather + H2D", "host memory")}
 SIZE_MARKERS = ("o", "s", "D", "^", "v")
 
 
@@ -489,7 +474,7 @@ def gather_figure(table, ceilings: dict):
 
     machines = list(dict.fromkeys(table["Machine"])) if "Machine" in table else []
     sizes = [c for c in table.columns if c.endswith(" B GB/s")]
-    variants = [v for v in FIGURE_NAMES if "Implementation" in table and (table["Implementation"] == v).any()]
+    variants = [one for one in gathers() if "Implementation" in table and (table["Implementation"] == one.key).any()]
     # rows tighten past 12 variants so the figure stays within a 1600 x 900 slide
     fig, axes = figure((10.5, min(5.9, 1.6 + 0.36 * max(len(variants), 3))), ncols=max(len(machines), 1), sharey=True,
                        sharex=True, squeeze=False)
@@ -498,10 +483,10 @@ def gather_figure(table, ceilings: dict):
         for i, (size, marker) in enumerate(zip(sizes, SIZE_MARKERS)):
             xs, ys, colours = [], [], []
             offset = (i - (len(sizes) - 1) / 2) * 0.22           # row sizes side by side within a row
-            for y, variant in enumerate(variants):
-                value = mine[size].get(variant) if mine is not None and variant in mine.index else None
+            for y, one in enumerate(variants):
+                value = mine[size].get(one.key) if mine is not None and one.key in mine.index else None
                 if value is not None and value == value:
-                    xs.append(value), ys.append(y + offset), colours.append(colour(FIGURE_NAMES[variant][1]))
+                    xs.append(value), ys.append(y + offset), colours.append(one.colour)
             ax.scatter(xs, ys, c=colours, marker=marker, s=34, zorder=3, edgecolors="black", linewidths=0.4)
         if machine in ceilings:
             ax.axvline(ceilings[machine], linestyle=":", color="gray")
@@ -516,16 +501,18 @@ def gather_figure(table, ceilings: dict):
     if ceilings:
         handles.append(Line2D([], [], linestyle=":", color="gray", label="remote-gather ceiling"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles) or 1, fontsize=9, frameon=False)
-    axes[0][0].set_yticks(range(len(variants)), [FIGURE_NAMES[v][0] for v in variants])
-    for tick, variant in zip(axes[0][0].get_yticklabels(), variants):
-        tick.set_color(colour(FIGURE_NAMES[variant][1]))
+    axes[0][0].set_yticks(range(len(variants)), [one.label for one in variants])
+    for tick, one in zip(axes[0][0].get_yticklabels(), variants):
+        tick.set_color(one.colour)
     axes[0][0].set_ylim(len(variants) - 0.5, -0.5)
     fig.suptitle("Feature gather bandwidth per implementation (colour: system; marker: row size)")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
-# the ratios the notes give per row size: (numerator, denominator) as (impl, variant), and its name
+# the ratios the notes give per row size: (numerator, denominator) as (impl, variant), and its name: the
+# comparisons section IV-C-4 argues and their like-for-like counterparts (an implementation added later
+# is in the table and figure without a ratio here)
 RATIOS = ((("p2p_shared", "chunked"), ("nccl_alltoallv", None), "p2p_shared / nccl_alltoallv"),
           (("p2p_shared", "chunked"), ("wholegraph_lib", "continuous"), "p2p_shared / WholeGraph continuous"),
           (("p2p_push", "sm"), ("p2p_shared", "chunked"), "p2p_push (NVLink stores) / p2p_shared"),

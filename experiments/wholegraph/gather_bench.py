@@ -15,52 +15,29 @@ from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
 from harness.ranks import agree
-from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CacheFlush, CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
 
 
-def measure_gather(point, cfg, rank, warmup: int, repeats: int,
-                   link_counters: bool = False) -> list[Measurement]:
-    """``link_counters``: on GPUs, also run the point back to back for half a second with NVML's
-    NVLink counters read around it (payload vs protocol bytes on the links; extra["nvlink"])."""
+def measure_gather(point, cfg, rank, budget: RepeatBudget, link_counters: bool = False) -> list[Measurement]:
+    """The point's rows, timed as ``budget`` says (warm-ups and repeats: counts at least, time
+    budgets on top). ``link_counters``: on GPUs, also run the point back to back for half a second
+    with NVML's NVLink counters read around it (payload vs protocol bytes on the links;
+    extra["nvlink"])."""
     p = point.params
     world = rank.world_size
     device = rank.torch_device()
     timer = TorchCudaTimer() if device.type == "cuda" else CpuTimer()
-    if point.impl == "ceiling_peer_copy":
-        from impls.gather.ceiling import peer_copy_seconds
-
-        stats = peer_copy_seconds(rank, p["copy_bytes"], warmup, repeats)
-        traffic = peer_copy_traffic(rank, p["copy_bytes"], stats) if link_counters and device.type == "cuda" \
-            else None
-        if stats is None:
-            return []
-        extra = {"nvlink": traffic} if traffic else {}
-        return [Measurement("peer_copy_bw", "GB/s", stats.rate(p["copy_bytes"] / GB), better="higher",
-                            extra=extra)]
-    if point.impl == "ceiling_copy_all":
-        from impls.gather.ceiling import copy_all
-
-        stats, traffic = copy_all(rank, p["copy_bytes"], p["direction"], warmup, repeats,
-                                  link_counters=link_counters and device.type == "cuda")
-        received = (world - 1) * p["copy_bytes"]
-        extra = {"received_bytes_per_rank": received, **({"nvlink": traffic} if traffic else {})}
-        return [Measurement("copy_all_bw", "GB/s", stats.rate(received / GB), better="higher", extra=extra)]
-    if point.impl == "ceiling_alltoall":
-        from impls.gather.ceiling import alltoall_seconds
-
-        stats = alltoall_seconds(rank, p["alltoall_bytes"], warmup, repeats)
-        algbw = stats.rate(p["alltoall_bytes"] / GB)
-        out = [Measurement("algbw", "GB/s", algbw, better="higher")]
-        if world > 1:
-            out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
-        return out
+    made = registry.get_impl("gather", point.impl)
+    if made.has("ceiling"):
+        return ceiling_measurements(made.factory(), rank, p, budget, link_counters and device.type == "cuda")
 
     spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
-    options = {k: p[k] for k in ("mode", "backend", "launch", "load", "capacity") if p.get(k)}
-    gatherer = registry.get_impl("gather", point.impl).factory(rank, spec, **options)
+    variant = made.variant_of(p)
+    options = {**(variant.options if variant else {}), **{k: p[k] for k in ("launch", "capacity") if p.get(k)}}
+    gatherer = made.factory(rank, spec, **options)
     try:
         ids = gather_ids(p.get("ids", "random"), spec.num_rows, p["ids_per_rank"], world, rank.rank,
                          cfg.seed).to(device)
@@ -73,8 +50,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         gathered = p["ids_per_rank"] * spec.row_bytes
         # a repeat that reads less than 4 caches' worth could be served by the last one's lines
         cold = gathered < 4 * flush.cache_bytes
-        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
-                                           warmup=warmup, repeats=repeats, flush=flush if cold else None)
+        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer, budget=budget,
+                                           flush=flush if cold else None)
         where = gatherer.describe()
         steps = None
         if hasattr(gatherer, "profile"):  # one more call with per-step events (after timing)
@@ -89,7 +66,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     nbytes = p["ids_per_rank"] * spec.row_bytes
     algbw = stats.rate(nbytes / GB)
     extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3],
-             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0}
+             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0,
+             **budget.extra()}
     if steps:
         extra["steps_ms"] = steps
     if traffic:
@@ -98,6 +76,19 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
            Measurement("algbw", "GB/s", algbw, better="higher")]
     if world > 1:
         out.append(Measurement("busbw", "GB/s", algbw.scaled((world - 1) / world), better="higher"))
+    return out
+
+
+def ceiling_measurements(ceiling, rank, params: dict, budget: RepeatBudget, link_counters: bool) -> list[Measurement]:
+    """A ceiling's reading as rows: its bandwidth (and BusBW where it says so); none on a rank that
+    did not time it."""
+    reading = ceiling.measure(rank, params, budget, link_counters=link_counters)
+    if reading.seconds is None:
+        return []
+    bw = reading.seconds.rate(reading.nbytes / GB)
+    out = [Measurement(reading.metric, "GB/s", bw, better="higher", extra=reading.extra)]
+    if reading.busbw and rank.world_size > 1:
+        out.append(Measurement("busbw", "GB/s", bw.scaled((rank.world_size - 1) / rank.world_size), better="higher"))
     return out
 
 
@@ -111,24 +102,6 @@ def gather_traffic(gatherer, ids, spec, rank, seconds_per_call: float) -> dict:
     dist.barrier()
     traffic = link_traffic(lambda: gatherer.gather(ids, check=False), rank.torch_device(),
                            payload_bytes=remote * spec.row_bytes, per_call_s=seconds_per_call)
-    dist.barrier()
-    return traffic
-
-
-def peer_copy_traffic(rank, nbytes: int, stats) -> dict | None:
-    """NVLink counters of GPU 0 and GPU 1 while rank 0 repeats the one-way peer copy."""
-    from impls.gather.ceiling import peer_copy_buffers
-    from impls.gather.link_counters import link_traffic
-
-    traffic = None
-    dist.barrier()
-    if rank.rank == 0:
-        src, dst = peer_copy_buffers(rank, nbytes)
-        traffic = link_traffic(lambda: dst.copy_(src, non_blocking=True), rank.torch_device(),
-                               payload_bytes=nbytes, per_call_s=stats.median,
-                               peers=(dst.device,))
-        del src, dst
-        torch.cuda.empty_cache()
     dist.barrier()
     return traffic
 

@@ -16,37 +16,51 @@ production rate. ``wholegraph.unique`` times the append-unique implementations a
 
 from __future__ import annotations
 
-from harness.argtypes import choice, fanout_sets, int_list, names_of, nonneg_int, positive_int
+from harness import registry
+from harness.argtypes import choice, fanout_sets, int_list, names_from, names_of, nonneg_int, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, colour, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
-from harness.timing import Stats
+from harness.reportkit import Report, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
+from harness.timing import RepeatBudget, Stats
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, sampling_datasets, short_name
-from .unique import OURS_LIGHT
 
-OURS = ("path_doubling", "reservoir", "khop_batched")
-IMPLS = OURS + ("wholegraph_lib", "pyg", "dgl")
-LOADERS = ("pyg", "dgl")                 # the loader target's host loaders (worker processes)
-LOADER_NAMES = {"pyg": "PyG NeighborLoader", "dgl": "DGL DataLoader (NeighborSampler)"}
-CPU_IMPLS = ("pyg",)           # sample on the host whatever the device
+
+def samplers():
+    """Every neighbour sampler (not the random walks), in the registry's order: the table's columns."""
+    return registry.series("sampling", without=("walks",))
+
+
+def composed() -> tuple[str, ...]:
+    """Ours: the samplers composed with an append-unique into Blocks."""
+    return registry.names("sampling", traits=("blocks",))
+
+
+def paper_sampler():
+    """WholeGraph's Algorithm 1 as implemented here: the sampler the others are compared with."""
+    return registry.series("sampling", traits=("paper",))[0]
+
+
+def our_uniques() -> tuple[str, ...]:
+    """The append-uniques our samplers can be composed with (not the reference, not a library's)."""
+    return registry.names("unique", without=("reference", "library"))
+
+
+def paper_unique() -> str:
+    return registry.names("unique", traits=("paper",))[0]
 
 
 kinds_list = names_of("kinds", "minibatch", "hop", "loader")
-
-UNIQUES = ("hash_append", "dense_append")
-
-
-unique_list = names_of("uniques", *UNIQUES)
+unique_list = names_from("uniques", lambda: our_uniques())
 
 
 def unique_of(value) -> str:
     """Our samplers' append-unique from a point's ``unique`` parameter (absent in rows before the
-    parameter existed, NaN in their report columns: hash_append)."""
-    return value if isinstance(value, str) and value else "hash_append"
+    parameter existed, NaN in their report columns: the paper's, hash_append)."""
+    return value if isinstance(value, str) and value else paper_unique()
 
 
 def store_for(cfg, world: int, setting: str) -> str:
@@ -55,64 +69,47 @@ def store_for(cfg, world: int, setting: str) -> str:
     return "sharded" if (cfg.device == "cuda" and world > 1) else "local"
 
 
-def sampler_options(impl: str, params: dict) -> dict:
-    if impl in OURS:
+def sampler_options(spec, params: dict) -> dict:
+    """Ours take the CSR's store; a library its memory type."""
+    if spec.has("blocks"):
         return {"store": params["store"]}
-    if impl == "wholegraph_lib":
+    if spec.has("library"):
         return {"mode": params["mode"]}
     return {}
 
 
 # ----------------------------------------------------------------------------- measuring
 
-def _wholegraph_minibatch(lib, wg_unique, seeds, fanouts) -> int:
-    """Real WholeGraph's own pipeline: its sampler and its append_unique, hop by hop."""
-    from pylibwholegraph.torch.graph_ops import append_unique
-
-    import torch
-
-    targets = seeds.to(lib.inner.col_dtype)
-    edges = 0
-    with torch.cuda.device(lib.device):
-        for fanout in fanouts:
-            _, ids = lib.sample_raw(targets, fanout, check=False)
-            targets = append_unique(targets, ids, need_neighbor_raw_to_unique=True)[0]
-            edges += ids.numel()
-    return edges
-
-
-def minibatch_fn(impl: str, ctx, graph, params):
+def minibatch_fn(spec, ctx, graph, params):
     """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
-    kept in the run's cache ``ctx``)."""
-    from impls.sampling.bench import implementation
+    kept in the run's cache ``ctx``): ours composed with the point's append-unique into Blocks, a
+    library's sampler with its own de-duplication."""
     from impls.sampling.minibatch import sample_blocks
 
+    from ..kit.samplers import implementation
+
     fanouts = list(params["fanouts"])
-    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
-    if impl in OURS:
+    sampler = implementation(ctx, "sampling", spec.name, graph, **sampler_options(spec, params))
+    if spec.has("blocks"):
         unique = implementation(ctx, "unique", unique_of(params.get("unique")), graph)
 
         def fn(seeds):
             return sum(b.num_edges for b in sample_blocks(sampler, unique, seeds, fanouts, check=False))
         return fn, sampler.describe() + "; " + unique.describe()
-    if impl == "wholegraph_lib":
-        wg_unique = implementation(ctx, "unique", "wholegraph_lib", graph, dup_count=False)
-        return (lambda seeds: _wholegraph_minibatch(sampler, wg_unique, seeds, fanouts),
-                sampler.describe() + "; " + wg_unique.describe())
     return (lambda seeds: sampler.sample_minibatch(seeds, fanouts)["edges"]), sampler.describe()
 
 
-def hop_fn(impl: str, ctx, graph, params):
-    from impls.sampling.bench import implementation
+def hop_fn(spec, ctx, graph, params):
+    from ..kit.samplers import implementation
 
-    sampler = implementation(ctx, "sampling", impl, graph, **sampler_options(impl, params))
+    sampler = implementation(ctx, "sampling", spec.name, graph, **sampler_options(spec, params))
     fanout = params["fanout"]
-    if impl == "wholegraph_lib":
+    if spec.has("library"):          # its own call, in its own output convention
         return (lambda seeds: sampler.sample_raw(seeds, fanout, check=False)[1].numel()), sampler.describe()
     return (lambda seeds: sampler.sample(seeds, fanout, check=False)[1].numel()), sampler.describe()
 
 
-def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl: str = "pyg") -> list[Measurement]:
+def loader_point(spec, graph, params, warmup: int, windows: int, seed: int) -> list[Measurement]:
     """A host loader with worker processes (PyG's NeighborLoader, or DGL's NeighborSampler in its
     DataLoader): its steady production rate, time per batch.
 
@@ -131,7 +128,9 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
 
     workers = min(params["workers"], os.cpu_count() or 1)
     torch.manual_seed(seed)
-    loader, edges_of, name = _host_loader(impl, graph, params, workers)
+    sampler = spec.factory("cpu", graph.indptr, graph.indices)         # a host loader: its graph on the host
+    seeds = torch.from_numpy(graph.train_idx.astype("int64"))
+    loader, edges_of, name = sampler.loader(seeds, params["fanouts"], params["batch"], workers)
     it = iter(loader)
 
     def batch():
@@ -164,41 +163,15 @@ def loader_point(ctx, graph, params, warmup: int, windows: int, seed: int, impl:
             Measurement("edges_per_s", "edges/s", Stats.from_samples(rates), better="higher")]
 
 
-def _host_loader(impl: str, graph, params, workers: int):
-    """(loader over the training nodes, shuffled and persistent, edges of one of its batches, its name)."""
-    import torch
-
-    seeds = torch.from_numpy(graph.train_idx.astype("int64"))
-    prefetch = 2 if workers > 0 else None
-    if impl == "dgl":
-        from harness.dgl_compat import import_dgl
-
-        dgl = import_dgl()
-        ip, ix = torch.from_numpy(graph.indptr).to(torch.int64), torch.from_numpy(graph.indices).to(torch.int64)
-        g = dgl.graph(("csc", (ip, ix, torch.arange(ix.numel()))), num_nodes=int(graph.num_nodes))
-        sampler = dgl.dataloading.NeighborSampler(list(reversed(params["fanouts"])))
-        extra = {"multiprocessing_context": "fork", "persistent_workers": True, "prefetch_factor": prefetch} \
-            if workers else {}                          # fork: the shim's graphbolt stand-in lives in this process
-        loader = dgl.dataloading.DataLoader(g, seeds, sampler, batch_size=params["batch"], shuffle=True,
-                                            num_workers=workers, **extra)
-        return loader, (lambda b: sum(int(block.num_edges()) for block in b[2])), \
-            f"DGL {dgl.__version__} NeighborSampler in its DataLoader"
-    from impls.sampling.baselines import pyg_backend, pyg_data
-
-    backend = pyg_backend()
-    from torch_geometric.loader import NeighborLoader
-
-    loader = NeighborLoader(pyg_data(graph.indptr, graph.indices), num_neighbors=list(params["fanouts"]),
-                            batch_size=params["batch"], shuffle=True, num_workers=workers, is_sorted=True,
-                            input_nodes=seeds, persistent_workers=workers > 0, prefetch_factor=prefetch)
-    return loader, (lambda b: int(b.edge_index.size(1))), f"PyG NeighborLoader ({backend})"
-
-
 @register_experiment
 class SamplingTable(Experiment):
     title = "Mini-batch neighbor sampling: time and sampled edges per second, every implementation"
     interface = "sampling"
-    impls = IMPLS
+
+    @property
+    def impls(self):
+        return tuple(s.impl for s in samplers())
+
     metric, unit, better = "time", "ms", "lower"
     differs_from_paper = ("Not a paper table (WholeGraph describes its GPU sampling without timing it): our samplers "
                           "beside today's real WholeGraph on one H200 and PyG's and DGL's host loaders on its CPU, on "
@@ -225,9 +198,9 @@ class SamplingTable(Experiment):
         "cpu_max_edges": Param(20_000_000, positive_int,
                                "skip PyG/DGL mini-batches whose edge bound batch x (f0 + f0 f1 + ...) is larger"),
         "loader_workers": Param(8, nonneg_int, "host loaders' worker processes (0: batches built in the rank)"),
-        "uniques": Param(("hash_append", "dense_append"), unique_list,
-                         "our samplers' append-unique: hash_append (WholeGraph's hash table), dense_append "
-                         "(direct-mapped id table); each is a point of its own"),
+        "uniques": Param(None, unique_list,
+                         "our samplers' append-uniques, each a point of its own (default: every one of ours: "
+                         "hash_append, WholeGraph's hash table; dense_append, a direct-mapped id table)"),
     }
 
     def default_scale(self, cfg, dataset=None) -> float:
@@ -247,16 +220,17 @@ class SamplingTable(Experiment):
             fsets = ((15, 10, 5), (25, 10))
         common = lambda name, w: {"dataset": name, "scale": self.scale(cfg, name),  # noqa: E731
                                   "store": store if w == world else "local", "mode": mode}
-        uniques = self.param(cfg, "uniques")
+        uniques = self.param(cfg, "uniques") or our_uniques()
+        ours, every = set(composed()), [s.impl for s in samplers()]
 
         def with_uniques(impl, params):
-            return [{**params, "unique": u} for u in uniques] if impl in OURS else [params]
+            return [{**params, "unique": u} for u in uniques] if impl in ours else [params]
 
         if "minibatch" in kinds:
             for name in names:
                 for fanouts in fsets:
                     for batch in batches:
-                        for impl in IMPLS:
+                        for impl in every:
                             for params in with_uniques(impl, {"kind": "minibatch", **common(name, world),
                                                               "fanouts": list(fanouts), "batch": batch}):
                                 yield Point(impl, params, world)
@@ -264,7 +238,7 @@ class SamplingTable(Experiment):
         if "hop" in kinds:
             batch = 6000 if cfg.device == "cuda" else 600
             for name in names:
-                for impl in IMPLS:
+                for impl in every:
                     yield Point(impl, {"kind": "hop", **common(name, 1), "fanout": 10, "batch": batch}, 1)
         if "loader" in kinds:
             batch = 512 if cfg.device == "cuda" else 64
@@ -274,23 +248,16 @@ class SamplingTable(Experiment):
                 grid = (world == 1 and "minibatch" in kinds and name in names and tuple(fanouts) in
                         {tuple(f) for f in fsets} and batch in batches)
                 if not grid:                              # our side of the target, on one GPU
-                    for params in with_uniques("path_doubling", mine):
-                        yield Point("path_doubling", params, 1)
-                for impl in LOADERS:
+                    for params in with_uniques(paper_sampler().impl, mine):
+                        yield Point(paper_sampler().impl, params, 1)
+                for impl in registry.names("sampling", traits=("loader",)):
                     yield Point(impl, {"kind": "loader", **common(name, 1), "fanouts": fanouts, "batch": batch,
                                        "workers": self.param(cfg, "loader_workers")}, 1)
 
     def skip_reason(self, point, cfg):
         p = point.params
-        if point.impl == "pyg":
-            from impls.sampling.baselines import pyg_backend
-
-            try:
-                pyg_backend()
-            except SkipPoint as exc:
-                return str(exc)
-        if point.impl in ("pyg", "dgl") and p["kind"] == "minibatch":
-            from impls.sampling.bench import expected_edges
+        if registry.get_impl("sampling", point.impl).has("cpu_library") and p["kind"] == "minibatch":
+            from ..kit.samplers import expected_edges
 
             bound = expected_edges(p["batch"], p["fanouts"])
             if bound > self.param(cfg, "cpu_max_edges"):
@@ -300,30 +267,30 @@ class SamplingTable(Experiment):
 
     def run_point(self, point, ctx):
         from harness import graphs
-        from impls.sampling.bench import seed_batches, timed
+
+        from ..kit.samplers import seed_stream, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
-        warmup = cfg.warmup_or(3, 1)
-        repeats = cfg.repeats_or(10, 3)
-        if point.impl in ("pyg", "dgl"):
-            warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
+        spec = registry.get_impl("sampling", point.impl)
+        host = spec.has("cpu_library")
+        budget = RepeatBudget.for_run(cfg, warmup=(1, 1) if host else (3, 1), repeats=(5, 2) if host else (10, 3))
         if p["kind"] == "loader":
-            if point.impl not in LOADERS:
-                raise SkipPoint("the loader points are PyG's NeighborLoader and DGL's DataLoader")
-            return loader_point(rank, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed, point.impl)
+            if not spec.has("loader"):
+                raise SkipPoint("the loader points are the samplers with a host loader (PyG's NeighborLoader, "
+                                "DGL's DataLoader)")
+            return loader_point(spec, graph, p, budget.warmup, cfg.repeats_or(3, 2), cfg.seed)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
-        fn, where = make(point.impl, ctx, graph, p)
-        on_gpu = point.impl not in CPU_IMPLS
+        fn, where = make(spec, ctx, graph, p)
+        on_gpu = not spec.has("host")
         # every call samples its own batch of seeds, as an epoch's batches are
-        inputs = seed_batches(graph, p["batch"], warmup + repeats, cfg.seed, rank.rank,
-                              device if on_gpu else "cpu")
-        stats, spread, edges = timed(fn, inputs, rank, warmup, repeats, on_gpu)
+        inputs = seed_stream(graph, p["batch"], cfg.seed, rank.rank, device if on_gpu else "cpu")
+        stats, spread, edges, batches = timed(fn, inputs, rank, budget, on_gpu)
         rate = Stats.from_samples([e / t for e, t in zip(edges, stats.samples)])
-        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": len(inputs),
-                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": batches,
+                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3], **budget.extra()}
         return [Measurement("time", "ms", stats.scaled(1e3), extra=extra),
                 Measurement("edges_per_s", "edges/s", rate, better="higher")]
 
@@ -335,7 +302,7 @@ class SamplingTable(Experiment):
         mb, hop, loader = ok[kind == "minibatch"], ok[kind == "hop"], ok[kind == "loader"]
         # per machine kind: the newest run comparing ours with another sampler in its grid, the
         # newest one-hop target and the newest run of each host loader (with our side of it)
-        compared = mb["run_id"].isin(set(mb[~mb["impl"].isin(OURS)]["run_id"]))
+        compared = mb["run_id"].isin(set(mb[~mb["impl"].isin(composed())]["run_id"]))
         grid = newest_rows(mb, rep.labels, prefer=compared)
         hop = newest_rows(hop, rep.labels)
         loader = newest_rows(loader, rep.labels, by=["impl"])
@@ -381,10 +348,11 @@ def minibatch_records(mb, machine_of: dict) -> list[dict]:
 def headline_row(rec: dict) -> dict:
     """A grid record as the headline table gives it: times, and the other samplers over ours."""
     out = {k: v for k, v in rec.items() if not k.endswith(" Medges/s")}
-    ours = rec.get("path_doubling ms")
-    for impl in ("wholegraph_lib", "pyg", "dgl"):
-        if rec.get(f"{impl} ms") is not None:
-            out[f"{impl} / path_doubling"] = ratio(rec[f"{impl} ms"], ours)
+    paper = paper_sampler().impl
+    ours = rec.get(f"{paper} ms")
+    for one in samplers():
+        if one.family != paper_sampler().family and rec.get(f"{one.impl} ms") is not None:
+            out[f"{one.impl} / {paper}"] = ratio(rec[f"{one.impl} ms"], ours)
     return out
 
 
@@ -396,10 +364,12 @@ def hop_notes(hop, labels) -> list[str]:
         parts = [f"{k} {v * 1e3:.0f} us" for k, v in sorted(vals.items(), key=lambda kv: kv[1])]
         line = f"{labels.get(run_id, run_id)}, one hop of {int(grp['p_batch'].iloc[0])} seeds x fanout 10 on " \
                f"{short_name(ds)}: " + ", ".join(parts)
-        if "path_doubling" in vals and "wholegraph_lib" in vals:
-            ratio_ = vals["path_doubling"] / vals["wholegraph_lib"]
-            line += (f"; path_doubling / WholeGraph = {ratio_:.2f} (issue target <= 1: "
-                     f"{'met' if ratio_ <= 1 else 'NOT met'})")
+        paper = paper_sampler().impl
+        for library in registry.series("sampling", traits=("library",)):
+            if paper in vals and library.impl in vals:
+                ratio_ = vals[paper] / vals[library.impl]
+                line += (f"; {paper} / {library.spec.title} = {ratio_:.2f} (issue target <= 1: "
+                         f"{'met' if ratio_ <= 1 else 'NOT met'})")
         notes.append(line)
     return notes
 
@@ -411,13 +381,13 @@ def loader_notes(loader, mb, labels) -> list[str]:
         label = labels.get(lrow["run_id"], lrow["run_id"])
         pyg_ms, how = loader_ms(lrow)
         fan = list(lrow["p_fanouts"])
-        line = (f"{label}, {LOADER_NAMES.get(lrow['impl'], lrow['impl'])} {fan} x {int(lrow['p_batch'])} with "
+        line = (f"{label}, {loader_label(lrow['impl'], 'loader')} {fan} x {int(lrow['p_batch'])} with "
                 f"{int(lrow.get('p_workers', 0))} workers on {short_name(lrow['p_dataset'])}: "
                 f"{pyg_ms:.1f} ms per batch ({how})")
         where = "one GPU" if lrow["device"] == "cuda" else "the CPU"
         for _, orow in ours_beside(lrow, mb).iterrows():
             speedup = pyg_ms / float(orow["value"])
-            line += (f"; path_doubling + {unique_of(orow.get('p_unique'))} on {where} "
+            line += (f"; {orow['impl']} + {unique_of(orow.get('p_unique'))} on {where} "
                      f"{float(orow['value']):.3f} ms = {speedup:.1f}x faster")
             if lrow["device"] == "cuda" and how.startswith("median of windows"):
                 line += f" (issue target >= 50x: {'met' if speedup >= 50 else 'NOT met'})"
@@ -428,17 +398,27 @@ def loader_notes(loader, mb, labels) -> list[str]:
 def ours_beside(lrow, mb):
     """Our path_doubling mini-batches on one GPU in the loader row's run, at its dataset and setting."""
     fan = list(lrow["p_fanouts"])
-    return mb[(mb["run_id"] == lrow["run_id"]) & (mb["impl"] == "path_doubling") & (mb["metric"] == "time")
+    return mb[(mb["run_id"] == lrow["run_id"]) & (mb["impl"] == paper_sampler().impl) & (mb["metric"] == "time")
               & (mb["world_size"] == 1) & (mb["p_batch"] == lrow["p_batch"]) & (mb["p_dataset"] == lrow["p_dataset"])
               & mb["p_fanouts"].map(lambda f: isinstance(f, (list, tuple)) and list(f) == fan)]
 
 
 WHOLEGRAPH_SETTING = ([30, 30, 30], 512)            # the paper's training mini-batches
-# the figure's bars: (table column or impl, label, colour)
-SAMPLERS = (("path_doubling", "ours: path_doubling + hash_append", colour("ours")),
-            ("path_doubling+dense_append", "ours: path_doubling + dense_append", OURS_LIGHT),
-            ("wholegraph_lib", "WholeGraph (its sampler + append_unique)", colour("WholeGraph")),
-            ("pyg", "PyG", colour("PyG")), ("dgl", "DGL", colour("DGL")))
+
+
+def loader_label(impl: str, use: str) -> str:
+    spec = registry.lookup("sampling", impl)
+    return spec.label_for(use) if spec is not None else impl
+
+
+def figure_bars() -> list[tuple[str, str, str | None]]:
+    """The figure's bars, (table column or impl, label, colour): the paper's sampler with each of our
+    append-uniques (in the append-unique's colour), then every sampler of another system."""
+    paper = paper_sampler()
+    bars = [(column_name(paper.impl, u.impl), f"{paper.spec.title} + {u.impl}", u.colour)
+            for u in registry.series("unique", without=("reference", "library"))]
+    return bars + [(one.impl, one.spec.label_for("minibatch"), one.colour) for one in samplers()
+                   if one.family != paper.family]
 
 
 def at_setting(frame, setting=WHOLEGRAPH_SETTING):
@@ -453,9 +433,13 @@ def at_setting(frame, setting=WHOLEGRAPH_SETTING):
     return frame[(fans.map(lambda f: f == list(first["p_fanouts"]))) & (frame["p_batch"] == first["p_batch"])]
 
 
+def column_name(impl: str, unique: str) -> str:
+    """A table column: ours with the paper's append-unique under its own name, with another as name+unique."""
+    return impl if unique == paper_unique() else f"{impl}+{unique}"
+
+
 def column_of(r) -> str:
-    return r["impl"] if r["impl"] not in OURS or unique_of(r.get("p_unique")) == "hash_append" \
-        else f"{r['impl']}+{unique_of(r.get('p_unique'))}"
+    return r["impl"] if r["impl"] not in composed() else column_name(r["impl"], unique_of(r.get("p_unique")))
 
 
 def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
@@ -464,18 +448,19 @@ def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
     than 100x."""
     import numpy as np
 
-    present = [s for s in SAMPLERS if any(s[0] in values for _, values in groups)]
+    ours, paper = composed(), paper_sampler().impl
+    present = [s for s in figure_bars() if any(s[0] in values for _, values in groups)]
     width = 0.8 / max(len(present), 1)
     xs = np.arange(len(groups))
     for i, (col, label, face) in enumerate(present):
         heights = [values.get(col, 0) for _, values in groups]
         at = xs + (i - (len(present) - 1) / 2) * width
         ax.bar(at, heights, width, label=label, color=face)
-        if col in OURS or col.split("+")[0] in OURS:
+        if col.split("+")[0] in ours:
             continue
         for x, h, (_, values) in zip(at, heights, groups):
-            if h and values.get("path_doubling"):
-                ax.annotate(f"{h / values['path_doubling']:.{0 if h >= 10 * values['path_doubling'] else 1}f}x",
+            if h and values.get(paper):
+                ax.annotate(f"{h / values[paper]:.{0 if h >= 10 * values[paper] else 1}f}x",
                             (x, h), ha="center", va="bottom", fontsize=9)
     ax.set_xticks(xs, [name for name, _ in groups])
     values = [v for _, vals in groups for v in vals.values() if v]
@@ -526,7 +511,7 @@ def sampling_figure(grid, hop, loader, mb, kinds: dict):
         for _, lrow in loads.iterrows():
             values = {lrow["impl"]: loader_ms(lrow)[0]}
             values.update({column_of(o): float(o["value"]) for _, o in ours_beside(lrow, mb).iterrows()})
-            name = {"pyg": "PyG\nNeighborLoader", "dgl": "DGL\nDataLoader"}.get(lrow["impl"], lrow["impl"])
+            name = loader_label(lrow["impl"], "loader_tick")
             groups.append((f"{name}\n{int(lrow.get('p_workers', 0))} workers" + where(lrow["run_id"]), values))
         first = loads.iloc[0]
         panels.append((f"host loaders, {'-'.join(map(str, first['p_fanouts']))} x {int(first['p_batch'])}",
@@ -542,7 +527,7 @@ def sampling_figure(grid, hop, loader, mb, kinds: dict):
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             labels.setdefault(label, handle)
-    order = [label for _, label, _ in SAMPLERS if label in labels]
+    order = [label for _, label, _ in figure_bars() if label in labels]
     fig.legend([labels[k] for k in order], order, loc="lower center", ncol=min(len(order), 3), fontsize=9,
                frameon=False)
     fig.suptitle("Neighbor sampling: ours beside real WholeGraph and PyG/DGL's host loaders"
@@ -587,11 +572,12 @@ def minibatch_row(machine: str, world: int, ds: str, fan: str, batch: int, grp) 
 def _by_column(grp):
     """(column name, rows) per implementation in the table: ours with hash_append under its own name,
     with another append-unique as name+unique."""
-    for impl in IMPLS:
+    ours = composed()
+    for impl in (s.impl for s in samplers()):
         sel = grp[grp["impl"] == impl]
-        if impl not in OURS or "p_unique" not in sel:
+        if impl not in ours or "p_unique" not in sel:
             yield impl, sel
             continue
         kind = sel["p_unique"].map(unique_of)
-        for u in UNIQUES:
-            yield (impl if u == "hash_append" else f"{impl}+{u}"), sel[kind == u]
+        for u in our_uniques():
+            yield column_name(impl, u), sel[kind == u]

@@ -14,13 +14,23 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Report, finite, group, machine_kind
 
-from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, collect, common_parameters, records_caption,
-                       table3_paper_values)
-from .training_report import (PAPER_ROW, SYSTEMS, Intervals, cell_bars, cell_order, default_backend, history, kind_of,
+from .training import (MODEL_NAMES, SHORT, TABLE3, TrainingExperiment, collect, common_parameters, pipelines,
+                       records_caption, short_name, table3_paper_values)
+from .training_report import (PAPER_ROW, Intervals, cell_bars, cell_order, default_backend, history, in_order, kind_of,
                               machine_order, provenance, shown_caption, shown_records)
 
-ORDER = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")
-ABBR = {impl: SYSTEMS[impl] for impl in ORDER}
+ORDER = ("dgl_host", "pyg_host", "wholegraph", "wholegraph_lib")       # the paper's columns, then the library
+BAR_ORDER = ("dgl_host", "pyg_host", "wholegraph_lib", "wholegraph")
+
+
+def columns(order=ORDER) -> list[str]:
+    """The table's pipelines: those the paper orders, then every other registered one."""
+    return sorted(pipelines(), key=in_order(order))
+
+
+# the paper's Table III columns: the pipelines it printed accuracies of
+TABLE3_COLUMNS = tuple(dict.fromkeys(impl for per_model in TABLE3.values() for cells in per_model.values()
+                                     for impl in cells))
 
 
 def batches_trained(rec) -> int | None:
@@ -45,7 +55,7 @@ def accuracy_spread(records, labels: dict | None = None) -> tuple[list[tuple[str
         name = f"{SHORT.get(ds, ds)} {MODEL_NAMES[m]}"
         most = max((b for _, b, _ in v if b is not None), default=None)
         kept = [acc for acc, b, _ in v if most is None or b is None or b == most]
-        capped += [f"{machine} {name}: {ABBR.get(impl, impl)} trained {b} of the others' {most} mini-batches per epoch"
+        capped += [f"{machine} {name}: {short_name(impl)} trained {b} of the others' {most} mini-batches per epoch"
                    for _, b, impl in v if most is not None and b is not None and b < most]
         if len(kept) > 1:
             spread.append((f"{machine} {name}", max(kept) - min(kept)))
@@ -122,9 +132,10 @@ class Table3(TrainingExperiment):
             cell = TABLE3.get(ds, {}).get(model, {}).get(impl)
             return cell[1] / 100 if cell and at_paper else None
 
-        fig = cell_bars(shown, rep.labels, ("dgl_host", "pyg_host", "wholegraph_lib", "wholegraph"), measured, paper,
+        fig = cell_bars(shown, rep.labels, columns(BAR_ORDER), measured, paper,
                         title="WholeGraph Table III: test accuracy", ylabel="test accuracy (%)", scale=100,
-                        ylim=(0, 100), paper_impls=("dgl_host", "pyg_host", "wholegraph") if at_paper else (),
+                        ylim=(0, 100), paper_impls=tuple(i for i in columns(BAR_ORDER) if i in TABLE3_COLUMNS)
+                        if at_paper else (),
                         note="stand-ins' labels are planted communities: compare the pipelines, not the paper's "
                              "accuracy on the real graphs")
         caption = shown_caption(rep, shown, at_paper,
@@ -154,8 +165,7 @@ def spread_claims(records, labels: dict, intervals) -> list[Claim]:
         worst, *_, best = sorted(kept, key=lambda r: r["metrics"]["test_accuracy"])
         a, b = intervals.of(best, "test_accuracy"), intervals.of(worst, "test_accuracy")
         out.append(Claim(f"{machine} {SHORT.get(ds, ds)} {MODEL_NAMES[model]}: test accuracy of "
-                         f"{ABBR.get(best['key']['impl'], best['key']['impl'])} minus "
-                         f"{ABBR.get(worst['key']['impl'], worst['key']['impl'])}",
+                         f"{short_name(best['key']['impl'])} minus {short_name(worst['key']['impl'])}",
                          a.minus(b).times(100) if a is not None and b is not None else None,
                          Band.between(-100 * SPREAD, 100 * SPREAD, f"within {100 * SPREAD:g} points (the paper's "
                                                                      "pipelines: within 1.9)"),
@@ -167,10 +177,10 @@ def spread_claims(records, labels: dict, intervals) -> list[Claim]:
 def paper_row(ds: str, model: str) -> dict:
     """The paper's Table III cell as a row of ours ('ours' = the paper's WholeGraph)."""
     row = {"Machine": PAPER_ROW, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
-    for impl in ORDER:
+    for impl in columns():
         v = TABLE3[ds][model].get(impl)
-        row[f"{ABBR[impl]} valid"] = v[0] / 100 if v else None
-        row[f"{ABBR[impl]} test"] = v[1] / 100 if v else None
+        row[f"{short_name(impl)} valid"] = v[0] / 100 if v else None
+        row[f"{short_name(impl)} test"] = v[1] / 100 if v else None
     row["epochs"] = "about 24"
     return row
 
@@ -180,10 +190,10 @@ def accuracy_row(cell: tuple, impls: dict) -> dict:
     machine, ds, model = cell
     row = {"Machine": machine, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model]}
     epochs = set()
-    for impl in ORDER:
+    for impl in columns():
         r = impls.get(impl)
-        row[f"{ABBR[impl]} valid"] = r["metrics"].get("val_accuracy") if r else None
-        row[f"{ABBR[impl]} test"] = r["metrics"].get("test_accuracy") if r else None
+        row[f"{short_name(impl)} valid"] = r["metrics"].get("val_accuracy") if r else None
+        row[f"{short_name(impl)} test"] = r["metrics"].get("test_accuracy") if r else None
         if r:
             epochs.add(r["extra"].get("epoch_time", {}).get("epochs"))
     row["epochs"] = "/".join(str(e) for e in sorted(epochs, key=str))

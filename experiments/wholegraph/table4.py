@@ -16,12 +16,10 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Report, finite, group
 
-from .training import (GIB, MODEL_NAMES, MODELS, PIPELINE_NAMES, SHORT, TABLE4, TrainingExperiment, collect,
-                       common_parameters, records_caption, table4_paper_values)
-from .training_report import (PAPER_ROW, SYSTEMS, header, history, kind_of, machine_order, shown_caption,
-                              shown_records)
+from .training import (GIB, MODEL_NAMES, MODELS, SHORT, TABLE4, TrainingExperiment, collect, common_parameters, ours,
+                       pipeline_name, records_caption, shared_store, short_name, table4_paper_values)
+from .training_report import PAPER_ROW, header, history, kind_of, machine_order, shown_caption, shown_records
 
-PIPES = ("wholegraph", "wholegraph_lib")
 STORES = (("graph_structure", "Graph Structure"), ("node_features", "Node Feature"))
 # the categories are not systems: their own colours, none of the palette's
 CATEGORY_COLOURS = {"graph_structure": "#8da0cb", "node_features": "#66c2a5", "training": "#4d4d4d"}
@@ -41,23 +39,29 @@ def one_per_pipeline(shown: list[dict], labels: dict) -> list[dict]:
     for recs in group(shown, lambda r: (kind_of(r, labels), r["key"]["impl"])).values():
         out.append(min(recs, key=lambda r: (r["key"]["model"] != "sage", MODELS.index(r["key"]["model"])
                                             if r["key"]["model"] in MODELS else len(MODELS))))
-    return sorted(out, key=lambda r: (machine_order(kind_of(r, labels)), PIPES.index(r["key"]["impl"])))
+    pipes = shared_store()
+    return sorted(out, key=lambda r: (machine_order(kind_of(r, labels)), pipes.index(r["key"]["impl"])))
 
 
 @register_experiment
 class Table4(TrainingExperiment):
     title = "WholeGraph Table IV: memory per GPU (graph structure, node features, training)"
-    impls = PIPES
     derives_from = ("wholegraph.table5",)
     parameters = common_parameters(datasets=("ogbn-papers100M",), models=("sage",))
     paper_values = table4_paper_values()
+
+    @property
+    def impls(self):
+        return tuple(shared_store())
+
     differs_from_paper = ("A papers100M stand-in at 4% scale with int32 neighbor ids (the paper: the real graph, 8 "
                           "bytes per edge) over 1, 2 and 4 H200s instead of 8 A100s, stores measured from their "
                           "allocations instead of nvidia-smi at pauses: the shares per GPU compare, the sizes do not.")
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs, expand=False)
-        records = [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in PIPES and "memory_total" in r["metrics"]]
+        pipes = shared_store()
+        records = [r for r in collect(rows, prefer=self.id) if r["key"]["impl"] in pipes and "memory_total" in r["metrics"]]
         records = [r for r in records if r["key"]["dataset"] == "ogbn-papers100M"] or records
         shown, at_paper = shown_records(records, rep.labels, lambda r: (r["key"]["dataset"], r["key"]["model"]))
         shown = one_per_pipeline(shown, rep.labels)
@@ -66,11 +70,11 @@ class Table4(TrainingExperiment):
         runs_table = history(rep, [row for rec in records for row in memory_rows(rec, rep.label(rec["key"]["run_id"]))],
                              empty)
         headline = ""
-        ours = [r for r in shown if r["key"]["impl"] == "wholegraph"]
-        if ours:
+        mine = [r for r in shown if r["key"]["impl"] == ours()]
+        if mine:
             headline = "ours per GPU: " + "; ".join(
                 f"{kind_of(r, rep.labels)} stores {sum(r['metrics'].get(f'memory_{c}') or 0 for c, _ in STORES):.3g} "
-                f"GiB, training {r['metrics'].get('memory_training') or 0:.3g} GiB" for r in ours) + \
+                f"GiB, training {r['metrics'].get('memory_training') or 0:.3g} GiB" for r in mine) + \
                 " (paper 8x A100: 3.1 + 6.7 GB of stores, 20.4 GB training; no claim judged: the stores' even " \
                 "spread is by construction, the stand-in's sizes are not the paper's); newest runs on " + \
                 ", ".join(dict.fromkeys(kind_of(r, rep.labels) for r in shown))
@@ -79,7 +83,7 @@ class Table4(TrainingExperiment):
         if any(rec.get("device") == "cpu" for rec in shown):
             rep.notes.append("CPU ranks: host memory, not GPU memory; the graph is the whole CSR on every rank (the "
                              "sharded CSR store needs CUDA ranks), the features a host shared-memory shard per rank.")
-        rep.notes += rep.skip_notes(rep.rows[rep.rows["impl"].isin(PIPES)])
+        rep.notes += rep.skip_notes(rep.rows[rep.rows["impl"].isin(pipes)])
         caption = shown_caption(rep, shown, at_paper,
                                 "GPU memory per GPU by category for the WholeGraph pipelines, with the theoretical "
                                 "totals of the graph and their share per GPU; the figure: the memory per GPU by "
@@ -100,7 +104,7 @@ def memory_figure(shown: list[dict], labels: dict):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    names = [f"{kind_of(r, labels)} {SYSTEMS[r['key']['impl']]}" for r in shown]
+    names = [f"{kind_of(r, labels)} {short_name(r['key']['impl'])}" for r in shown]
     fig, ax = plt.subplots(figsize=(9, min(6.0, 1.9 + 0.45 * len(shown))))
     ys = list(range(len(shown)))
     lefts = [0.0] * len(shown)
@@ -137,7 +141,7 @@ def memory_rows(rec: dict, label: str) -> list[dict]:
                       ("training", "Training"), ("total", "Total (categories)")):
         total, paper = theory.get(cat), TABLE4.get(cat, (None, None))
         out.append({"Machine": label, "GPUs": k["world_size"],
-                    "Pipeline": PIPELINE_NAMES.get(k["impl"], k["impl"]),
+                    "Pipeline": pipeline_name(k["impl"]),
                     "Dataset": SHORT.get(k["dataset"], k["dataset"]), "Model": MODEL_NAMES[k["model"]],
                     "Category": name, "measured GiB/GPU": m.get(f"memory_{cat}"),
                     "theory total GiB": total / GIB if total else None,
@@ -154,7 +158,7 @@ def used_parts_note(rec: dict, label: str) -> str:
     if not parts or not parts.get("used"):
         return ""
     gib = lambda key: parts[key] / GIB  # noqa: E731
-    text = (f"{label} {PIPELINE_NAMES.get(rec['key']['impl'], rec['key']['impl'])}: device used {gib('used'):.1f} GiB on "
+    text = (f"{label} {pipeline_name(rec['key']['impl'])}: device used {gib('used'):.1f} GiB on "
             f"rank {parts.get('rank', 0)}'s GPU = torch's caching allocator {gib('reserved'):.1f} GiB reserved "
             f"({gib('allocated'):.1f} allocated now, peak {gib('max_allocated'):.1f}; peak reserved "
             f"{gib('max_reserved'):.1f})")

@@ -17,15 +17,26 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Report, finish, group, span
 
-from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, records_caption,
-                       table5_paper_values)
-from .training_report import (PAPER_ROW, SYSTEMS, Intervals, cell_bars, cell_order, default_backend, epoch_state, history,
-                              kind_of, machine_order, partial_wave, provenance, run_number, shown_caption,
+from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, has, ours, pipelines, records_caption,
+                       short_name, table5_paper_values)
+from .training_report import (PAPER_ROW, Intervals, cell_bars, cell_order, default_backend, epoch_state, history,
+                              in_order, kind_of, machine_order, partial_wave, provenance, run_number, shown_caption,
                               shown_records, speedup_claim, variant)
 
-COLUMNS = (("pyg_host", "PyG s"), ("dgl_host", "DGL s"), ("wholegraph_lib", "WG-lib s"), ("wholegraph", "ours s"))
-SPEEDUPS = (("ours vs PyG", "PyG s"), ("ours vs DGL", "DGL s"), ("ours vs WG-lib", "WG-lib s"))
 PAPER_IMPLS = ("pyg_host", "dgl_host", "wholegraph")      # Table V's columns: PyG, DGL, Ours (WholeGraph)
+COLUMN_ORDER = ("pyg_host", "dgl_host", "wholegraph_lib", "wholegraph")
+
+
+def columns() -> list[tuple[str, str]]:
+    """(pipeline, its epoch-time column): the paper's in its order, the real library's before ours,
+    then every other registered pipeline."""
+    return [(impl, f"{short_name(impl)} s") for impl in sorted(pipelines(), key=in_order(COLUMN_ORDER))]
+
+
+def speedups() -> list[tuple[str, str]]:
+    """(ours' speedup column over a pipeline, that pipeline's epoch-time column), every other one."""
+    mine = short_name(ours())
+    return [(f"{mine} vs {short_name(impl)}", col) for impl, col in columns() if impl != ours()]
 
 __all__ = ["Table5", "default_backend", "partial_wave"]   # the views of table5's rows read these from here
 
@@ -81,9 +92,9 @@ def speedup_claims(cells: dict, intervals) -> list:
     for (kind, ds, model), impls in cells.items():
         paper = TABLE5.get(ds, {}).get(model)
         for impl, index, name in (("pyg_host", 0, "PyG"), ("dgl_host", 1, "DGL")):
-            if impl in impls and "wholegraph" in impls:
+            if impl in impls and ours() in impls:
                 out.append(speedup_claim(f"{kind} {SHORT.get(ds, ds)} {MODEL_NAMES[model]}: {name} / ours epoch",
-                                         impls[impl], impls["wholegraph"], intervals,
+                                         impls[impl], impls[ours()], intervals,
                                          paper[index] / paper[2] if paper else None))
     return out
 
@@ -105,19 +116,19 @@ def paper_row(ds: str, model: str) -> dict:
 def epochs(impls: dict) -> dict:
     """The epoch-time columns of a cell, its speedups, the pipelines whose epoch was capped and those
     measured at reduced fidelity (``run --time-budget``; the notes say how)."""
-    rec = {col: (impls[impl]["metrics"].get("epoch_time") if impl in impls else None) for impl, col in COLUMNS}
-    ours = rec["ours s"]
-    for col, other in SPEEDUPS:
-        rec[col] = rec[other] / ours if (ours and rec[other]) else None
+    rec = {col: (impls[impl]["metrics"].get("epoch_time") if impl in impls else None) for impl, col in columns()}
+    mine = rec[f"{short_name(ours())} s"]
+    for col, other in speedups():
+        rec[col] = rec[other] / mine if (mine and rec[other]) else None
     capped = []
-    for impl, _ in COLUMNS:
+    for impl, _ in columns():
         state = epoch_state(impls.get(impl))
         if state != "measured":
             e = impls[impl]["extra"]["epoch_time"]
-            capped.append(f"{SYSTEMS[impl]} {e['batches_run']}/{e['batches_full']}"
+            capped.append(f"{short_name(impl)} {e['batches_run']}/{e['batches_full']}"
                           + (" (upper bound)" if state == "bound" else ""))
     rec["capped"] = ", ".join(capped) or None
-    reduced = [SYSTEMS[impl] for impl, _ in COLUMNS if impls.get(impl, {}).get("fidelity")]
+    reduced = [short_name(impl) for impl, _ in columns() if impls.get(impl, {}).get("fidelity")]
     rec["reduced fidelity"] = ", ".join(reduced) or None
     return rec
 
@@ -125,7 +136,7 @@ def epochs(impls: dict) -> dict:
 def table5_row(kind: str, ds: str, model: str, impls: dict, speed: dict) -> dict:
     """A shown row of Table V (a machine kind's newest runs of the cell); its speedups are judged."""
     rec = {"Machine": kind, "Dataset": SHORT.get(ds, ds), "Model": MODEL_NAMES[model], **epochs(impls)}
-    bounded = [impl for impl, _ in COLUMNS if partial_wave(impls.get(impl))]
+    bounded = [impl for impl, _ in columns() if partial_wave(impls.get(impl))]
     if rec["ours vs PyG"]:
         speed["bounded" if "pyg_host" in bounded else "pyg"].append(rec["ours vs PyG"])
     if rec["ours vs DGL"] and "dgl_host" not in bounded:
@@ -153,7 +164,7 @@ def epoch_figure(shown: list[dict], labels: dict, at_paper: bool):
         return dict(zip(PAPER_IMPLS, TABLE5[ds][model])).get(impl) if at_paper and model in TABLE5.get(ds, {}) \
             else None
 
-    return cell_bars(shown, labels, [impl for impl, _ in COLUMNS], measured, paper,
+    return cell_bars(shown, labels, [impl for impl, _ in columns()], measured, paper,
                      title="WholeGraph Table V: epoch time", ylabel="seconds per epoch", log=True,
                      paper_impls=PAPER_IMPLS if at_paper else ())
 
@@ -204,7 +215,7 @@ def dgl_layers_notes(records: list[dict]) -> list[str]:
     layers: ..." as the pipeline described it."""
     seen: dict[str, list[str]] = {}
     for r in records:
-        if r["key"]["impl"] == "dgl_host" and r["metrics"].get("epoch_time") is not None:
+        if has(r["key"]["impl"], "dgl_layers") and r["metrics"].get("epoch_time") is not None:
             layers = (r["extra"].get("epoch_time", {}).get("components") or {}).get("layers")
             if layers:
                 layers = LOG_TIME.sub("", layers)      # DGL's log lines differ by their clock time alone

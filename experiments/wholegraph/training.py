@@ -38,6 +38,7 @@ each also trains its own smaller grid when run alone.
 
 from __future__ import annotations
 
+from harness import registry
 from harness.argtypes import (cap, cap_int, choice, fanouts, names_of, nonneg_int, or_word, positive_float,
                               positive_int, unit_float)
 from harness.argtypes import dataset_names as name_list
@@ -48,17 +49,52 @@ from harness.reportkit import group
 from ..kit import training as kit
 from . import PAPER_HARDWARE
 
-PIPELINES = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")
-HOST_PIPELINES = ("pyg_host", "dgl_host")
-# Points run fastest first: a run stopped at its time limit keeps the GPU pipelines' rows.
-RUN_ORDER = ("wholegraph", "wholegraph_lib", "pyg_host", "dgl_host")
+
+
+def pipelines() -> tuple[str, ...]:
+    """WholeGraph's training comparisons: every pipeline but XGNN's tiered ones, in the order points
+    run, fastest first (the GPU pipelines, then the host ones): a run stopped at its time limit keeps
+    the GPU pipelines' rows."""
+    found = registry.series("pipelines", without=("tiered",))
+    return tuple(s.impl for s in sorted(found, key=lambda s: s.has("host")))
+
+
+def has(impl: str, trait: str) -> bool:
+    """Whether pipeline ``impl`` has ``trait`` (False for one no longer registered)."""
+    spec = registry.lookup("pipelines", impl)
+    return spec is not None and spec.has(trait)
+
+
+def is_host(impl: str) -> bool:
+    """A host pipeline (the PyG/DGL recipe): capped apart, its graph and features in host memory."""
+    return has(impl, "host")
+
+
+def short_name(impl: str) -> str:
+    """A pipeline's name in table columns and the paper's words (PyG, DGL, WG-lib, ours)."""
+    spec = registry.lookup("pipelines", impl)
+    return spec.label_for("short") if spec is not None else impl
+
+
+def pipeline_name(impl: str) -> str:
+    """A pipeline's name in captions and legends: WholeGraph (ours), WholeGraph (pylibwholegraph)..."""
+    spec = registry.lookup("pipelines", impl)
+    return spec.title if spec is not None else impl
+
+
+def shared_store() -> list[str]:
+    """WholeGraph's storage and sampling: ours and the real library's, in the registry's order."""
+    return [impl for impl in pipelines() if has(impl, "shared_store")]
+
+
+def ours() -> str:
+    """The paper's design as this harness implements it: WholeGraph's shared store, our code."""
+    return registry.names("pipelines", traits=("shared_store",), family="ours")[0]
 MODELS = ("gcn", "sage", "gat")
 DATASETS = ("ogbn-products", "ogbn-papers100M", "friendster", "uk-2007-05")
 SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M", "friendster": "Friendster",
          "uk-2007-05": "UK_domain"}
 MODEL_NAMES = {"gcn": "GCN", "sage": "GraphSAGE", "gat": "GAT", "pinsage": "PinSAGE"}
-PIPELINE_NAMES = {"pyg_host": "PyG", "dgl_host": "DGL", "wholegraph": "WholeGraph (ours)",
-                  "wholegraph_lib": "WholeGraph (pylibwholegraph)"}
 GIB = 2 ** 30
 MEMORY = ("graph_structure", "node_features", "cache", "labels", "training", "total")
 
@@ -187,7 +223,11 @@ def common_parameters(datasets=DATASETS, models=MODELS, backends=("default",)) -
 class TrainingExperiment(kit.TrainingExperiment):
     """Base of every training experiment: grid = pipelines x datasets x models x backends."""
 
-    impls = PIPELINES
+
+    @property
+    def impls(self):
+        return pipelines()
+
     warm_and_cold = ("Warm: compiled kernels, allocator pools and resident stores (3 untimed warm-up batches). "
                      "Every batch of an epoch has its own seeds (a fresh shuffle per epoch). The stage "
                      "breakdown comes from the first, synchronized epoch, the epoch time from the later "
@@ -207,7 +247,7 @@ class TrainingExperiment(kit.TrainingExperiment):
         out = []
         for b in self.param(cfg, "backends"):
             if b == "default":
-                b = {"pyg_host": "pyg", "dgl_host": default_dgl_layers(cfg.device)}.get(impl, "native")
+                b = default_layers(impl, cfg.device)
             if b not in out:
                 out.append(b)
         return out
@@ -225,7 +265,7 @@ class TrainingExperiment(kit.TrainingExperiment):
         for name in self.param(cfg, "datasets"):
             scale = self.scale(cfg, name)
             for model in self.param(cfg, "models"):
-                for impl in sorted(self.impls, key=lambda i: RUN_ORDER.index(i) if i in RUN_ORDER else len(RUN_ORDER)):
+                for impl in [i for i in pipelines() if i in self.impls]:
                     for backend in self.backends_for(impl, cfg):
                         params = {"dataset": name, "scale": scale, "model": model, "backend": backend, **common}
                         if model == "gat":
@@ -252,7 +292,7 @@ class TrainingExperiment(kit.TrainingExperiment):
 
     def batch_cap(self, impl: str, cfg):
         caps = [cap(self.setting(cfg, "max_batches"))]
-        if impl in HOST_PIPELINES:
+        if is_host(impl):
             caps.append(cap(self.param(cfg, "host_max_batches")))
         caps = [c for c in caps if c is not None]
         return min(caps) if caps else None
@@ -260,12 +300,11 @@ class TrainingExperiment(kit.TrainingExperiment):
     def skip_reason(self, point, cfg):
         from harness.needs import detect
         from impls import models
-        from impls.pipelines import unavailable
 
         problem = models.needs_for(point.params.get("backend", "native")).unmet(detect())
         if problem:
             return f"{point.params.get('backend')} layers: {problem}"
-        return unavailable(point.impl, cfg.device)
+        return None
 
     def run_point(self, point, ctx):
         return train_point(self, point, ctx)
@@ -285,7 +324,7 @@ class TrainingExperiment(kit.TrainingExperiment):
             if "synced_epochs" in params:
                 params["synced_epochs"] = min(params["synced_epochs"], 1)
             notes.append("1 measured epoch")
-        for limit, applies, who in ((every, True, "every pipeline's"), (host, point.impl in HOST_PIPELINES, "host")):
+        for limit, applies, who in ((every, True, "every pipeline's"), (host, is_host(point.impl), "host")):
             if limit and applies and (params.get("max_batches") or float("inf")) > limit:
                 params["max_batches"] = limit
                 notes.append(f"{who} epoch capped at {limit} mini-batches (extrapolated)")
@@ -302,9 +341,17 @@ class TrainingExperiment(kit.TrainingExperiment):
 
         p = point.params
         size = datasets.stored_bytes(p["dataset"], p["scale"])
-        if point.impl in HOST_PIPELINES:
+        if is_host(point.impl):
             return {"host": size}
         return {"gpu": size / max(1, point.world_size)}
+
+
+def default_layers(impl: str, device: str) -> str:
+    """A pipeline's own layers: PyG's, DGL's where its build runs them (else PyG's), or native."""
+    spec = registry.get_impl("pipelines", impl)
+    if spec.has("pyg_layers"):
+        return "pyg"
+    return default_dgl_layers(device) if spec.has("dgl_layers") else "native"
 
 
 def default_dgl_layers(device: str) -> str:
@@ -351,10 +398,10 @@ def explicit_options(exp, cfg) -> dict:
 
 def profile_layers(pipe) -> list[dict]:
     """Each layer of the trained model alone on one training mini-batch of this rank (forward +
-    backward, impls.models.bench.layer_profile): where a layer set's training time goes. Untimed
+    backward, experiments.kit.layers.layer_profile): where a layer set's training time goes. Untimed
     for the epochs (after them); the rank's own batch, no collective."""
     from harness.timing import timer_for
-    from impls.models.bench import layer_profile
+    from ..kit.layers import layer_profile
 
     seeds = pipe.epoch_batches(0)[0][0]
     _, blocks = next(iter(pipe.iterate([seeds], training=False)))
@@ -373,7 +420,6 @@ def fullest(parts: list) -> dict | None:
 
 
 def train_point(exp, point, ctx) -> list[Measurement]:
-    from harness import registry
     from harness.ranks import all_gather
     from impls.pipelines.base import MEMORY_CATEGORIES
     from impls.pipelines.monitor import UtilizationMonitor

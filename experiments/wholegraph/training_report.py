@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import re
 
-from harness.reportkit import PALETTE, TOLERANCE, Band, Claim, Estimate, finite, machine_kind, newest_per_kind
+from harness import registry
+from harness.reportkit import TOLERANCE, Band, Claim, Estimate, finite, machine_kind, newest_per_kind
 from harness.verdicts import Noise
 
-from .training import HOST_PIPELINES, MODEL_NAMES, SHORT, TABLE5
+from .training import MODEL_NAMES, SHORT, TABLE5, is_host, pipelines, short_name
 
 PAPER_ROW = "paper (8x A100)"          # the paper's rows of a table and its series in a figure
-SYSTEMS = {"pyg_host": "PyG", "dgl_host": "DGL", "wholegraph_lib": "WG-lib", "wholegraph": "ours"}
-COLOURS = {"pyg_host": PALETTE["PyG"], "dgl_host": PALETTE["DGL"], "wholegraph_lib": PALETTE["WholeGraph"],
-           "wholegraph": PALETTE["ours"]}
 DATASET_ORDER = {name: i for i, name in enumerate(TABLE5)}
 MODEL_ORDER = {name: i for i, name in enumerate(MODEL_NAMES)}
 
@@ -46,20 +44,38 @@ STATES = {
 
 # ----------------------------------------------------------------------------- which records
 
+def in_order(order: tuple[str, ...]):
+    """A sort key of pipelines: those a figure names in ``order`` (its paper's order) first, then
+    every other registered one in the registry's order, then any no longer registered."""
+    rest = pipelines()
+
+    def key(impl: str) -> tuple:
+        if impl in order:
+            return (order.index(impl), "")
+        return (len(order) + (rest.index(impl) if impl in rest else len(rest)), impl)
+    return key
+
+
+def pipeline_colour(impl: str) -> str:
+    """A pipeline's colour: its family's (grey for one no longer registered)."""
+    spec = registry.lookup("pipelines", impl)
+    return (spec.plot_colour() if spec is not None else None) or "0.5"
+
+
 def default_backend(rec: dict) -> bool:
     """True for a record trained with its pipeline's default layers: PyG's for pyg_host; for dgl_host
     DGL's where its build runs them, else PyG's (``default_dgl_layers``); native otherwise."""
-    impl, backend = rec["key"]["impl"], rec["key"]["backend"]
-    if impl == "dgl_host":
+    spec, backend = registry.lookup("pipelines", rec["key"]["impl"]), rec["key"]["backend"]
+    if spec is not None and spec.has("dgl_layers"):
         return backend in ("dgl", "pyg")
-    return backend == ("pyg" if impl == "pyg_host" else "native")
+    return backend == ("pyg" if spec is not None and spec.has("pyg_layers") else "native")
 
 
 def variant(rec: dict) -> str:
     """The options a record was trained with beyond the paper's settings ("" for none; the host
     pipelines' batch cap is allowed, their time being extrapolated to the full epoch)."""
     extra = set(rec["params"]) - PAPER_SETTING_KEYS
-    if rec["key"]["impl"] in HOST_PIPELINES:
+    if is_host(rec["key"]["impl"]):
         extra -= {"max_batches"}
     return ", ".join(f"{k}={rec['params'][k]}" for k in sorted(extra))
 
@@ -120,7 +136,7 @@ def speedup_claim(what: str, slow: dict | None, fast: dict | None, intervals: In
     ratio (None: its sign only) or in ``band``; no verdict where either epoch is only an upper bound."""
     a, b = intervals.of(slow, metric), intervals.of(fast, metric)
     effect = a.ratio(b) if a is not None and b is not None and a.value > 0 and b.value > 0 else None
-    bound = [SYSTEMS.get(r["key"]["impl"], r["key"]["impl"]) for r in (slow, fast) if partial_wave(r)]
+    bound = [short_name(r["key"]["impl"]) for r in (slow, fast) if partial_wave(r)]
     band = band or (Band.factor(paper, TOLERANCE) if paper else Band.beyond(1.0))
     return Claim(what, effect, band, f"{paper:.3g}x" if paper else "faster",
                  runs=tuple(sorted({r["key"]["run_id"] for r in (slow, fast) if r is not None})),
@@ -186,7 +202,7 @@ def bar(ax, x: float, height, width: float, impl: str, state: str = "measured", 
     """One bar in ``impl``'s colour, drawn as ``state`` says (module doc); nothing for a missing value."""
     if not finite(height):
         return None
-    colour = COLOURS.get(impl, "0.5")
+    colour = pipeline_colour(impl)
     look = {"color": colour, "edgecolor": colour, "linewidth": 0.6}
     look.update(STATES.get(state, ("", {}))[1])
     if state == "paper":
@@ -198,7 +214,7 @@ def legend(target, impls, states, *, loc="upper center", ncol: int | None = None
     """A legend of the systems' colours (``impls``) and of the ``states`` drawn apart (module doc)."""
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor=COLOURS.get(i, "0.5"), edgecolor=COLOURS.get(i, "0.5"), label=SYSTEMS.get(i, i))
+    handles = [Patch(facecolor=pipeline_colour(i), edgecolor=pipeline_colour(i), label=short_name(i))
                for i in impls]
     for state in states:
         text, style = STATES[state]
@@ -298,7 +314,7 @@ def partial_wave(rec: dict | None) -> bool:
     worker waves (what its own row says: workers, batches run and full): W workers build W batches at once,
     so a partial wave costs a whole one and the per-batch extrapolation overstates the epoch; the
     cell is then an upper bound."""
-    if not rec or rec["key"]["impl"] not in HOST_PIPELINES:
+    if not rec or not is_host(rec["key"]["impl"]):
         return False
     e = rec["extra"].get("epoch_time", {})
     workers, run, full = int(e.get("workers") or 0), e.get("batches_run"), e.get("batches_full")

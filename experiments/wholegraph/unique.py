@@ -7,29 +7,43 @@ against the sort reference before it is timed.
 
 from __future__ import annotations
 
+import itertools
+
 from harness.argtypes import dataset_names as name_list
 from harness.argtypes import fanout_sets, int_list, positive_int
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError
 from harness.experiment import Experiment, Measurement, Param, Point
+from harness import registry
 from harness.registry import register_experiment
-from harness.reportkit import Report, colour, figure, finish, machine_kind, newest_rows, several_runs_per_kind
-from harness.timing import CacheFlush
+from harness.reportkit import Report, figure, finish, machine_kind, newest_rows, several_runs_per_kind
+from harness.timing import CacheFlush, RepeatBudget
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, short_name
 
-UNIQUE_IMPLS = ("hash_append", "dense_append", "sort", "wholegraph_lib")
+
+
+def uniques():
+    """Every append-unique, in the registry's order: the table's columns and the figure's bars."""
+    return registry.series("unique")
+
+
+def role(trait: str):
+    """The append-unique that has ``trait`` (the paper's, the reference)."""
+    return registry.series("unique", traits=(trait,))[0]
 
 
 def frontier(graph, ctx, batch: int, fanouts, hop: int):
-    """(targets, neighbors) of hop ``hop`` (1-based) of one path_doubling mini-batch."""
-    from impls.sampling.bench import implementation, seed_batches
+    """(targets, neighbors) of hop ``hop`` (1-based) of one mini-batch of the paper's sampler
+    (path_doubling), de-duplicated between hops by the reference."""
+    from ..kit.samplers import implementation, seed_batches
 
     cfg = ctx.cfg
-    sampler = implementation(ctx, "sampling", "path_doubling", graph, store="local")
-    unique = implementation(ctx, "unique", "sort", graph)
+    paper = registry.names("sampling", traits=("paper",))[0]
+    sampler = implementation(ctx, "sampling", paper, graph, store="local")
+    unique = implementation(ctx, "unique", role("reference").impl, graph)
     device = ctx.rank.torch_device()
     targets = seed_batches(graph, batch, 1, cfg.seed, 0, device)[0]
     for h in range(hop):
@@ -59,7 +73,11 @@ def check_unique(out, targets, neighbors) -> None:
 class UniqueTable(Experiment):
     title = "Append-unique: hash table, direct-mapped table, sort (torch.unique) and real WholeGraph"
     interface = "unique"
-    impls = UNIQUE_IMPLS
+
+    @property
+    def impls(self):
+        return tuple(u.impl for u in uniques())
+
     metric, unit, better = "time", "us", "lower"
     differs_from_paper = ("Not a paper table (WholeGraph describes its hash append-unique without timing it): our "
                           "implementations, torch.unique and today's real WholeGraph on one H200, on the frontiers of "
@@ -87,29 +105,29 @@ class UniqueTable(Experiment):
             for hop in self.param(cfg, "hops"):
                 if hop < 1 or hop > len(fanouts):
                     raise HarnessError(f"hops must lie in 1..{len(fanouts)}")
-                for impl in UNIQUE_IMPLS:
+                for impl in self.impls:
                     yield Point(impl, {"dataset": name, "scale": self.scale(cfg, name), "batch": batch,
                                        "fanouts": list(fanouts), "hop": hop}, world)
 
     def run_point(self, point, ctx):
         from harness import graphs
-        from impls.sampling.bench import implementation, timed
+
+        from ..kit.samplers import implementation, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         targets, neighbors = frontier(graph, ctx, p["batch"], p["fanouts"], p["hop"])
-        options = {"dup_count": False} if point.impl == "wholegraph_lib" else {}
-        unique = implementation(ctx, "unique", point.impl, graph, **options)
+        library = registry.get_impl("unique", point.impl).has("library")
+        unique = implementation(ctx, "unique", point.impl, graph, **({"dup_count": False} if library else {}))
         id_bound = len(graph.indptr) - 1          # as sample_blocks passes it: the graph's node count
         out = unique.append_unique(targets, neighbors, id_bound=id_bound)
         check_unique(out, targets, neighbors)
         n_unique = int(out[0].numel())
-        if point.impl == "wholegraph_lib":       # time the library call alone
-            from pylibwholegraph.torch.graph_ops import append_unique
-
-            fn = lambda _: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)  # noqa: E731
+        if library:                              # time the library's own call alone
+            call = unique.library_call(targets, neighbors)
+            fn = lambda _: call()  # noqa: E731
         else:
             fn = lambda _: unique.append_unique(targets, neighbors, check=False, id_bound=id_bound)  # noqa: E731
         flush = CacheFlush([device] if device.type == "cuda" else ())
@@ -119,10 +137,10 @@ class UniqueTable(Experiment):
             flush()
             targets.max(), neighbors.max()
 
-        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
-                            flush=flush_and_read_inputs)
+        budget = RepeatBudget.for_run(cfg, warmup=(5, 2), repeats=(30, 5))
+        stats, _, _, _ = timed(fn, itertools.repeat(None), rank, budget, flush=flush_and_read_inputs)
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
-                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
+                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra(), **budget.extra()}
         return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
 
     def report(self, rows, runs) -> ReportArtifact:
@@ -151,24 +169,32 @@ class UniqueTable(Experiment):
 
 
 def unique_headline(table) -> str:
-    """Per machine and dataset, torch.unique / hash_append at the deepest hop, where the work dominates,
-    then at hop 1, where a call's fixed cost does (torch.unique takes about as long at 8K keys as at
-    11K there)."""
-    if "sort / hash" not in table:
+    """Per machine and dataset, the reference (torch.unique) over the paper's append-unique
+    (hash_append) at the deepest hop, where the work dominates, then at hop 1, where a call's fixed
+    cost does (torch.unique takes about as long at 8K keys as at 11K there)."""
+    reference, paper = role("reference"), role("paper")
+    column = ratio_column(reference, paper)
+    if column not in table:
         return ""
     parts = []
     for (machine, ds), mine in table.groupby(["Machine", "Dataset"], sort=False):
-        mine = mine[mine["sort / hash"].notna()].sort_values("Hop")
+        mine = mine[mine[column].notna()].sort_values("Hop")
         if mine.empty:
             continue
         deep, first = mine.iloc[-1], mine.iloc[0]
         text = (f"{machine}, {ds} hop {int(deep['Hop'])} ({count(int(deep['Targets']))} + "
-                f"{count(int(deep['Neighbors']))} keys): torch.unique / hash_append {deep['sort / hash']:.2f}x")
+                f"{count(int(deep['Neighbors']))} keys): {reference.spec.label_for('short')} / {paper.impl} "
+                f"{deep[column]:.2f}x")
         if int(first["Hop"]) != int(deep["Hop"]):
             text += (f"; hop {int(first['Hop'])} ({count(int(first['Targets']))} + {count(int(first['Neighbors']))}, "
-                     f"fixed costs dominate) {first['sort / hash']:.2f}x")
+                     f"fixed costs dominate) {first[column]:.2f}x")
         parts.append(text)
     return " | ".join(parts) + " (the paper times none)" if parts else ""
+
+
+def ratio_column(reference, one) -> str:
+    """The table's column of ``one``'s time over the reference's: ``sort / hash``."""
+    return f"{reference.impl} / {one.spec.label_for('short')}"
 
 
 def unique_row(machine: str, cell: tuple, grp, notes: list) -> dict:
@@ -179,29 +205,23 @@ def unique_row(machine: str, cell: tuple, grp, notes: list) -> dict:
     rec = {"Machine": machine, "Dataset": short_name(ds), "Hop": int(hop), "Targets": int(first["p_targets"]),
            "Neighbors": int(first["p_neighbors"]), "Unique": int(first["p_unique"])}
     vals = {}
-    for impl in UNIQUE_IMPLS:
-        sel = grp[grp["impl"] == impl]
-        vals[impl] = rec[f"{impl} us"] = float(sel["value"].iloc[0]) if not sel.empty else None
-    if vals["hash_append"] and vals["sort"]:
-        rec["sort / hash"] = vals["sort"] / vals["hash_append"]
-        if hop == 1:
+    for one in uniques():
+        sel = grp[grp["impl"] == one.impl]
+        vals[one.impl] = rec[f"{one.impl} us"] = float(sel["value"].iloc[0]) if not sel.empty else None
+    reference, paper = role("reference"), role("paper")
+    for ours in registry.series("unique", family=paper.family):       # each of ours over the reference
+        if not (vals[ours.impl] and vals[reference.impl]):
+            continue
+        column = ratio_column(reference, ours)
+        rec[column] = vals[reference.impl] / vals[ours.impl]
+        if ours.impl == paper.impl and hop == 1:
             line = (f"{rec['Machine']}, {rec['Dataset']} hop 1 ({rec['Targets']} targets, {rec['Neighbors']} "
-                    f"neighbors): hash_append {vals['hash_append']:.1f} us, torch.unique {vals['sort']:.1f} us = "
-                    f"{rec['sort / hash']:.2f}x")
+                    f"neighbors): {paper.impl} {vals[paper.impl]:.1f} us, {reference.spec.label_for('short')} "
+                    f"{vals[reference.impl]:.1f} us = {rec[column]:.2f}x")
             if first["device"] == "cuda":
-                line += f" (issue target >= 2x: {'met' if rec['sort / hash'] >= 2 else 'NOT met'})"
+                line += f" (issue target >= 2x: {'met' if rec[column] >= 2 else 'NOT met'})"
             notes.append(line)
-    if vals["dense_append"] and vals["sort"]:
-        rec["sort / dense"] = vals["sort"] / vals["dense_append"]
     return rec
-
-
-# ours in the palette's colour (the direct-mapped table a lighter shade of it), torch.unique in grey
-OURS_LIGHT = "#9ecae1"
-UNIQUE_BARS = (("hash_append us", "ours: hash_append", colour("ours")),
-               ("dense_append us", "ours: dense_append", OURS_LIGHT),
-               ("sort us", "torch.unique (sort)", "#595959"),
-               ("wholegraph_lib us", "WholeGraph append_unique", colour("WholeGraph")))
 
 
 def count(n: int) -> str:
@@ -221,7 +241,8 @@ def unique_figure(table):
     for ax, (machine, ds) in zip(axes[0], panels):
         mine = table[(table["Machine"] == machine) & (table["Dataset"] == ds)].sort_values("Hop")
         xs = np.arange(len(mine))
-        bars = [b for b in UNIQUE_BARS if b[0] in mine and mine[b[0]].notna().any()]
+        bars = [(f"{u.impl} us", u.label, u.colour) for u in uniques()]
+        bars = [b for b in bars if b[0] in mine and mine[b[0]].notna().any()]
         width = 0.8 / max(len(bars), 1)
         for i, (col, label, face) in enumerate(bars):
             ax.bar(xs + (i - (len(bars) - 1) / 2) * width, mine[col].fillna(0), width, label=label, color=face)

@@ -83,7 +83,7 @@ class Fig11(ScalingExperiment):
         return rep.artifact("XGNN Fig. 11: scalability", caption, table, scaling_figure(shown, rep.kind),
                             headline=headline, claims=claims, history=rep.table(history, empty="no Fig. 11 rows",
                                                                                 drop_empty=False),
-                            skips=(r := rep.shown_rows(shown))[r["impl"].isin(SYSTEMS11)])
+                            skips=(r := rep.shown_rows(shown))[r["impl"].isin({SYSTEMS[s].impl for s in SYSTEMS11})])
 
 
 def scaling_rows(records, machine, notes: list[str]) -> tuple[list[dict], list, list[tuple]]:

@@ -20,8 +20,8 @@ from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Estimate, figure, finish, finite, group, ratio
 
 from .fig11 import ScalingExperiment
-from .training import (MODEL_NAMES, SHORT, SHOWN, TrainingReport, cell, combo, combo_list, common_parameters, fmt, percent,
-                       system_list)
+from .training import (MODEL_NAMES, SHORT, SHOWN, SYSTEMS, TrainingReport, cell, combo, combo_list, common_parameters,
+                       fmt, percent, system_list)
 
 
 def paper_values() -> tuple[PaperValue, ...]:
@@ -75,7 +75,7 @@ class Fig12(ScalingExperiment):
             f"values. {SHOWN}", shown=shown)
         return rep.artifact("XGNN Fig. 12: memory and mini-batch time vs GPUs", caption, table,
                             memory_figure(shown, rep.kind), headline=headline, claims=claims,
-                            skips=(r := rep.shown_rows(shown))[r["impl"] == "xgnn"],
+                            skips=(r := rep.shown_rows(shown))[r["impl"] == SYSTEMS["xgnn"].impl],
                             history=rep.table(history, empty="no XGNN rows", single=(), drop_empty=False))
 
 

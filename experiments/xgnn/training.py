@@ -84,7 +84,6 @@ SHORT = {"twitter-2010": "TW", "ogbn-papers100M": "PA", "uk-2006-05": "UK", "com
 MODELS = ("gcn", "sage", "pinsage")
 MODEL_NAMES = {"gcn": "GCN", "sage": "GraphSAGE", "pinsage": "PinSAGE"}
 MODEL_SHORT = {"gcn": "GCN", "sage": "GSG", "pinsage": "PSG"}
-TIERED = ("xgnn", "dgl_cache", "quiver")
 
 
 @dataclass(frozen=True)
@@ -378,14 +377,12 @@ class XGNNTraining(kit.TrainingExperiment):
         return Point(SYSTEMS[system].impl, params, world)
 
     def skip_reason(self, point, cfg):
-        from impls.pipelines import unavailable
-
         system = SYSTEMS[point.params["system"]]
         if system.unavailable:
             return system.unavailable
         if point.params["model"] == "pinsage" and point.params["system"] in NO_PINSAGE:
             return NO_PINSAGE[point.params["system"]]
-        return unavailable(point.impl, cfg.device)
+        return None
 
     def run_point(self, point, ctx):
         return train_system(self, point, ctx)
@@ -415,12 +412,13 @@ def train_system(exp, point, ctx) -> list[Measurement]:
     graph = graphs.load(ctx, p["dataset"], p["scale"])
     topo = topology_bytes(graph)
     budget = budget_bytes(p["budget"], p["dataset"], p["model"], topo)
+    spec = registry.get_impl("pipelines", system.impl)
     options = {k: v for k, v in system.options.items() if v is not None}
-    if p.get("topology") and system.impl in ("xgnn", "quiver"):
+    if p.get("topology") and spec.has("topology"):
         options["topology"] = p["topology"]           # a named GPU topology (impls.core.topology.by_name)
-    if budget is not None and folds_workspace(p["budget"]) and system.impl in TIERED:
+    if budget is not None and folds_workspace(p["budget"]) and spec.has("tiered"):
         options.setdefault("reserve_bytes", 0)
-    if system.impl == "wholegraph" and budget is not None:
+    if spec.has("shared_store") and budget is not None:         # everything on the GPUs, nothing to spill
         need = wholegraph_need(graph, rank.world_size)
         if need > budget:
             raise OutOfMemoryBudget(f"WholeGraph's topology and features (everything on {rank.world_size} "
@@ -431,7 +429,7 @@ def train_system(exp, point, ctx) -> list[Measurement]:
                          memory_budget_bytes=budget, options=options,
                          stage_barrier=p.get("stage_barrier") == "on")
     label = f"{system.label} {SHORT.get(p['dataset'], p['dataset'])} {MODEL_NAMES[p['model']]}"
-    pipe = registry.get_impl("pipelines", system.impl).factory(rank, config)
+    pipe = spec.factory(rank, config)
     warm = exp.setting(cfg, "warmup_batches")
     synced_epochs = p.get("synced_epochs", exp.setting(cfg, "synced_epochs"))     # absent in older rows
 
@@ -444,7 +442,7 @@ def train_system(exp, point, ctx) -> list[Measurement]:
     trained = kit.run_epochs(pipe, rank, label, config.epochs, warmup_batches=warm,
                              synced=lambda e: exp.timing == "both" and e < synced_epochs,
                              evaluate="every" if exp.eval_every_epoch else "last",
-                             unprefetched_synced=system.impl in TIERED, finish=finish)
+                             unprefetched_synced=spec.has("tiered"), finish=finish)
     f = trained.final
     cats = MEMORY_CATEGORIES + ("total",)
     summed = dict(zip(cats, rank.all_reduce_floats([f["mem"][k] for k in cats], "sum")))
@@ -510,7 +508,7 @@ def collect(rows, prefer: str | None = None, key_params: tuple[str, ...] = ("sys
 def system_of_row(params: dict, impl: str) -> dict:
     """A row's params with its system as the columns name it: the re-implemented DGL configuration
     (DGL+C's pipeline with no cache) is stored as system 'dgl' with impl dgl_cache."""
-    if params.get("system") == "dgl" and impl == "dgl_cache":
+    if params.get("system") == "dgl" and impl == SYSTEMS["dgl_gpu"].impl:
         return {**params, "system": "dgl_gpu"}
     return params
 

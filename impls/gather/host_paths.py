@@ -69,12 +69,14 @@ class HostZeroCopyGather:
 
 
 @register_impl("gather", "host_copy", needs=Needs(devices=("cpu", "cuda")),
-               summary="features in host shared memory; CPU gather into pinned buffer + async H2D (PyG/DGL)")
+               summary="features in host shared memory; CPU gather into pinned buffer + async H2D (PyG/DGL)",
+               label="host memory: gather + H2D", family="host memory", order=61, traits=("host",))
 def make_host_copy(rank, spec: TableSpec, **options):
     return HostCopyGather(rank, spec, **options)
 
 
 @register_impl("gather", "host_uva", needs=Needs(devices=("cuda",), packages=("cupy",)),
-               summary="features in page-locked host memory read by the GPU kernel directly (zero copy)")
+               summary="features in page-locked host memory read by the GPU kernel directly (zero copy)",
+               label="host memory: zero copy", family="host memory", order=60, traits=("host",))
 def make_host_uva(rank, spec: TableSpec, **options):
     return HostZeroCopyGather(rank, spec, **options)

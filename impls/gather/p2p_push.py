@@ -49,7 +49,7 @@ import torch.distributed as dist
 from harness.errors import SkipPoint
 from harness.needs import Needs
 from harness.ranks import all_gather, broadcast
-from harness.registry import register_impl
+from harness.registry import Variant, register_impl
 from impls.core import cuda
 from impls.core.layout import TableSpec, check_ids
 from impls.core.row_gather import (BULK_SHARED_BYTES, DEFAULT_LAUNCH, Launch, gather_into, parse_launch,
@@ -317,6 +317,10 @@ class PushGather:
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
                summary="rows pushed by their owners: requests posted to the owners' inboxes, each owner "
                        "writes its rows into the requesters' output buffers (NVLink stores by SMs, or "
-                       "bulk-copy stores: mode tma)")
+                       "bulk-copy stores: mode tma)",
+               label="ours p2p_push", order=20, traits=("capacity",), variants=(
+                   Variant("sm", {"mode": "sm"}, "ours: pushed, NVLink stores", traits=frozenset({"launch"})),
+                   Variant("tma", {"mode": "tma"}, "ours: pushed, bulk-copy stores", ("cuda",),
+                           frozenset({"launch", "bulk_copy"}))))
 def make(rank, spec: TableSpec, mode: str = "sm", capacity: int | None = None, launch: str | None = None, **_):
     return PushGather(rank, spec, mode, capacity, launch)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from harness.needs import Needs
-from harness.registry import register_impl
+from harness.registry import Variant, register_impl
 from impls.core.layout import TableSpec, check_ids
 from impls.storage import ShardedTable
 
@@ -123,10 +123,25 @@ def gather_mapped(store: ShardedTable, ids: torch.Tensor, out: torch.Tensor) -> 
     return out
 
 
+_GPU = ("cuda",)       # variants that differ from another only on GPUs: how GPU memory is shared or loaded
+
+
 @register_impl("gather", "p2p_shared",
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True),
                summary="one gather kernel per rank reading peer shards: a pointer per rank (symmetric "
-                       "memory, CUDA IPC) or one CUDA VMM range (continuous)")
+                       "memory, CUDA IPC) or one CUDA VMM range (continuous)",
+               label="ours p2p_shared", order=10, traits=("peer_read", "id_orders"), variants=(
+                   Variant("chunked", {"mode": "chunked"}, "ours: chunked", traits=frozenset({"paper", "launch"})),
+                   Variant("chunked-ipc", {"mode": "chunked", "backend": "ipc"}, "ours: chunked, CUDA IPC",
+                           traits=frozenset({"tuned"})),
+                   Variant("chunked-vmm", {"mode": "chunked", "backend": "vmm"}, "ours: chunked, CUDA VMM", _GPU,
+                           frozenset({"tuned"})),
+                   Variant("continuous", {"mode": "continuous"}, "ours: continuous (VMM)",
+                           traits=frozenset({"launch"})),
+                   Variant("chunked-l2_256", {"mode": "chunked", "load": "l2_256"}, "ours: chunked, L2::256B prefetch",
+                           _GPU, frozenset({"tuned", "launch"})),
+                   Variant("chunked-bulk", {"mode": "chunked", "load": "bulk"}, "ours: chunked, bulk-copy loads", _GPU,
+                           frozenset({"tuned", "bulk_copy"}))))
 def make(rank, spec: TableSpec, mode: str = "chunked", backend: str | None = None, launch: str | None = None,
          load: str | None = None, node_aware: bool = True, count_reads: bool = False, **_):
     return SharedMemoryGather(rank, spec, mode, backend, launch, load, node_aware, count_reads)

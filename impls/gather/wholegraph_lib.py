@@ -32,7 +32,7 @@ import torch
 
 from harness.errors import HarnessError, SkipPoint
 from harness.needs import Needs
-from harness.registry import register_impl
+from harness.registry import Variant, register_impl
 from impls.core.layout import RowPartition, TableSpec, check_ids, closed_form_rows
 from impls.core.wholegraph import check_mode_location, communicator, library_version, memory_of, release
 
@@ -160,7 +160,12 @@ class WholeGraphGather:
 
 @register_impl("gather", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
                summary="real pylibwholegraph WholeMemory embedding: continuous / chunked / distributed, "
-                       "device or host memory")
+                       "device or host memory",
+               label="WholeGraph", family="WholeGraph", order=40, traits=("library",), variants=(
+                   Variant("continuous", {"mode": "continuous"}, "WholeGraph continuous", traits=frozenset({"peer_read"})),
+                   Variant("chunked", {"mode": "chunked"}, "WholeGraph chunked", traits=frozenset({"peer_read"})),
+                   Variant("distributed", {"mode": "distributed"}, "WholeGraph distributed",
+                           traits=frozenset({"collective"}))))
 def make(rank, spec: TableSpec, mode: str = "continuous", location: str = "device",
          api: str = "embedding", gather_sms: int = -1, **_):
     return WholeGraphGather(rank, spec, mode=mode, location=location, api=api, gather_sms=gather_sms)

@@ -24,26 +24,58 @@ features live and how a mini-batch is sampled and gathered (``sample(seeds) -> b
   slicing, pinned copy, PyG layers).
 - ``dgl_host``: DGL's recipe where DGL imports.
 
-``unavailable(name, device)`` gives the reason a pipeline cannot run here beyond its
-``Needs`` (PyG's sampler needs pyg-lib or torch-sparse), or None.
+A pipeline says on its registry entry what it cannot do beyond its ``Needs`` (``unavailable(device)``:
+PyG's sampler needs pyg-lib or torch-sparse) and what it is (its traits, below).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-_PROBES: dict[str, Callable[[str], str | None]] = {}
+from harness.registry import register_interface
+
+if TYPE_CHECKING:
+    from harness.launcher import RankContext
+
+    from .base import EpochStats, PipelineConfig
 
 
-def register_probe(name: str, probe: Callable[[str], str | None]) -> None:
-    """A check run before a pipeline is launched: ``probe(device) -> reason or None``."""
-    _PROBES[name] = probe
+@runtime_checkable
+class Pipeline(Protocol):
+    """A training system on every rank of the process group (every method but the per-rank ones
+    is collective): ``setup()``, ``train_epoch(epoch) -> EpochStats``, ``evaluate(split)``,
+    ``memory()`` (bytes per category on this rank's device), ``describe()`` (where each part lives),
+    ``close()``."""
+
+    def setup(self) -> None: ...
+
+    def train_epoch(self, epoch: int, *, breakdown: bool | None = None) -> "EpochStats": ...
+
+    def evaluate(self, split: str = "val", max_nodes: int | None = None) -> float: ...
+
+    def memory(self) -> dict[str, int]: ...
+
+    def describe(self) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
 
 
-def unavailable(name: str, device: str) -> str | None:
-    """Why pipeline ``name`` cannot run here beyond its declared Needs, or None."""
-    from harness import registry
+class PipelineFactory(Protocol):
+    def __call__(self, rank: "RankContext", config: "PipelineConfig") -> Pipeline: ...
 
-    registry.discover()
-    probe = _PROBES.get(name)
-    return probe(device) if probe else None
+
+TRAITS = {
+    "host": "the PyG/DGL recipe: graph and features in host memory, mini-batches from loader worker "
+            "processes, features sliced on the CPU and copied (batch caps: host_max_batches)",
+    "shared_store": "WholeGraph's design: the CSR and the features in the GPUs' shared memory, sampled and "
+                    "gathered on the GPUs",
+    "tiered": "XGNN's tiered stores: hot topology and features on the GPUs, the rest in host memory "
+              "(a memory budget; its synchronized epochs run without prefetching)",
+    "topology": "places its stores by the GPUs' NVLink topology (takes topology=, a named one)",
+    "library": "the paper system's own package (real WholeGraph)",
+    "pyg_layers": "trains PyG's layers by default",
+    "dgl_layers": "trains DGL's layers by default where its DGL build runs them, else PyG's",
+}
+
+register_interface("pipelines", Pipeline, factory=PipelineFactory, traits=TRAITS,
+                   summary="end-to-end mini-batch GNN training, data-parallel on every rank")

@@ -36,6 +36,7 @@ class DGLCachePipeline(TieredPipeline):
 
 @register_impl("pipelines", "dgl_cache", needs=NEEDS, reimplements="DGL+C", real_package=reimplemented.DGL_C,
                summary="DGL+C: topology replicated on every GPU, hottest features cached per GPU, misses by "
-                       "zero copy, reservoir KHop, DDP")
+                       "zero copy, reservoir KHop, DDP",
+               label="DGL+C", family="DGL+C", order=42, traits=("tiered",))
 def make(rank, config):
     return DGLCachePipeline(rank, config)

@@ -144,6 +144,7 @@ class DglHostPipeline(Pipeline):
 
 @register_impl("pipelines", "dgl_host", needs=Needs(packages=("dgl",), note="pip install '.[dgl]'"),
                summary="DGL recipe: host graph/features, DGL NeighborSampler + DataLoader CPU workers, CPU feature "
-                       "slicing, pinned copy, DGL layers (PyG's on GPUs with a CPU build of DGL), DDP")
+                       "slicing, pinned copy, DGL layers (PyG's on GPUs with a CPU build of DGL), DDP",
+               label="DGL", family="DGL", order=31, traits=("host", "dgl_layers"), labels={"short": "DGL"})
 def make(rank, config):
     return DglHostPipeline(rank, config)

@@ -40,7 +40,6 @@ from harness.needs import Needs
 from harness.registry import register_impl
 from impls.core.blocks import Block
 
-from . import register_probe
 from .base import Pipeline, tensor_bytes
 from .host import HostFeatureGather, LoaderBatches, limit_threads, loader_workers, stop_workers
 
@@ -100,9 +99,6 @@ def _probe(device: str) -> str | None:
     except SkipPoint as exc:
         return str(exc)
     return None
-
-
-register_probe("pyg_host", _probe)
 
 
 class PygHostPipeline(Pipeline):
@@ -201,7 +197,9 @@ class PygHostPipeline(Pipeline):
 
 @register_impl("pipelines", "pyg_host", needs=Needs(packages=("torch_geometric",), note="pyg-lib or torch-sparse"),
                summary="PyG recipe: host graph/features, NeighborLoader CPU workers, CPU feature slicing, "
-                       "pinned copy, PyG layers, DDP")
+                       "pinned copy, PyG layers, DDP",
+               label="PyG", family="PyG", order=30, traits=("host", "pyg_layers"), unavailable=_probe,
+               labels={"short": "PyG"})
 def make(rank, config):
     problem = _probe(rank.device)
     if problem:

@@ -34,6 +34,7 @@ class QuiverPipeline(TieredPipeline):
 
 @register_impl("pipelines", "quiver", needs=NEEDS, reimplements="Quiver", real_package=reimplemented.QUIVER,
                summary="Quiver: topology in pinned host memory sampled by UVA, hottest features over each "
-                       "NVLink clique, reservoir sampling, DDP")
+                       "NVLink clique, reservoir sampling, DDP",
+               label="Quiver", family="Quiver", order=41, traits=("tiered", "topology"))
 def make(rank, config):
     return QuiverPipeline(rank, config)

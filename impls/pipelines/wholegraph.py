@@ -114,6 +114,7 @@ class WholeGraphPipeline(Pipeline):
                needs=Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), peer_access=True,
                            note="numba on CPU"),
                summary="ours: CSR sharded over the GPUs, features in the shared store, path_doubling + "
-                       "hash_append, one-kernel p2p gather, DDP")
+                       "hash_append, one-kernel p2p gather, DDP",
+               label="WholeGraph (ours)", order=10, traits=("shared_store",), labels={"short": "ours"})
 def make(rank, config):
     return WholeGraphPipeline(rank, config)

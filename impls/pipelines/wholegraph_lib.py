@@ -70,6 +70,8 @@ class WholeGraphLibPipeline(WholeGraphPipeline):
 
 @register_impl("pipelines", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
                summary="real pylibwholegraph: WholeMemory CSR + its sampler and append_unique, "
-                       "WholeMemoryEmbedding gather, DDP")
+                       "WholeMemoryEmbedding gather, DDP",
+               label="WholeGraph (pylibwholegraph)", family="WholeGraph", order=20, traits=("shared_store", "library"),
+               labels={"short": "WG-lib"})
 def make(rank, config):
     return WholeGraphLibPipeline(rank, config)

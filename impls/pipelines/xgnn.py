@@ -59,6 +59,7 @@ class XGNNPipeline(TieredPipeline):
 
 @register_impl("pipelines", "xgnn", needs=NEEDS,
                summary="XGNN: GGMS (hot topology/features modulo over GPUs, solver placement, host rest by "
-                       "zero copy), batched KHop, prefetching sampler thread, DDP")
+                       "zero copy), batched KHop, prefetching sampler thread, DDP",
+               label="XGNN", family="XGNN", order=40, traits=("tiered", "topology"))
 def make(rank, config):
     return XGNNPipeline(rank, config)

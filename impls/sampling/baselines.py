@@ -109,6 +109,16 @@ class PygSampler:
         _, out = self._run(seeds, fanouts, seed, generator)
         return {"nodes": int(out.node.numel()), "edges": int(out.row.numel())}
 
+    def loader(self, seeds, fanouts, batch: int, workers: int):
+        """PyG's NeighborLoader over ``seeds`` (shuffled, persistent workers): (loader, edges of one
+        of its batches, its name)."""
+        from torch_geometric.loader import NeighborLoader
+
+        loader = NeighborLoader(self.data, num_neighbors=list(fanouts), batch_size=batch, shuffle=True,
+                                num_workers=workers, is_sorted=True, input_nodes=seeds,
+                                persistent_workers=workers > 0, prefetch_factor=2 if workers > 0 else None)
+        return loader, (lambda b: int(b.edge_index.size(1))), f"PyG NeighborLoader ({self.backend})"
+
     def describe(self) -> str:
         import torch_geometric
 
@@ -191,6 +201,18 @@ class DglSampler:
             targets = block.srcdata[self.dgl.NID]
         return {"nodes": int(targets.numel()), "edges": int(edges)}
 
+    def loader(self, seeds, fanouts, batch: int, workers: int):
+        """DGL's NeighborSampler in its DataLoader over ``seeds`` (shuffled, persistent workers forked
+        from this process, where the shim's graphbolt stand-in lives): (loader, edges of one of its
+        batches, its name)."""
+        sampler = self.dgl.dataloading.NeighborSampler(list(reversed(fanouts)))
+        extra = {"multiprocessing_context": "fork", "persistent_workers": True, "prefetch_factor": 2} \
+            if workers else {}
+        loader = self.dgl.dataloading.DataLoader(self.g, seeds, sampler, batch_size=batch, shuffle=True,
+                                                 num_workers=workers, **extra)
+        return loader, (lambda b: sum(int(block.num_edges()) for block in b[2])), \
+            f"DGL {self.dgl.__version__} NeighborSampler in its DataLoader"
+
     def describe(self) -> str:
         return (f"DGL {self.dgl.__version__} sample_neighbors + to_block on {self.device}, {self.threads} OpenMP "
                 f"thread{'s' if self.threads != 1 else ''} (as in a DataLoader worker)")
@@ -259,6 +281,19 @@ class LibSamplerAdapter:
         offsets, ids = self.sample_raw(seeds, fanout, seed=seed, generator=generator, check=check)
         return offsets.to(torch.int64), ids.to(torch.int64)
 
+    def sample_minibatch(self, seeds, fanouts, *, seed=None, generator=None) -> dict:
+        """Real WholeGraph's own mini-batch: its sampler and its append_unique, hop by hop."""
+        from pylibwholegraph.torch.graph_ops import append_unique
+
+        targets = torch.as_tensor(seeds).to(self.inner.col_dtype)
+        edges = 0
+        with torch.cuda.device(self.device):
+            for fanout in fanouts:
+                _, ids = self.sample_raw(targets, fanout, seed=seed, generator=generator, check=False)
+                targets = append_unique(targets, ids, need_neighbor_raw_to_unique=True)[0]
+                edges += ids.numel()
+        return {"nodes": int(targets.numel()), "edges": int(edges)}
+
     def describe(self) -> str:
         return self.inner.describe()
 
@@ -266,18 +301,34 @@ class LibSamplerAdapter:
         self.inner.close()
 
 
+def pyg_unavailable(device: str | None = None) -> str | None:
+    try:
+        pyg_backend()
+    except SkipPoint as exc:
+        return str(exc)
+    return None
+
+
 @register_impl("sampling", "pyg", needs=Needs(packages=("torch_geometric",), note="pyg-lib or torch-sparse"),
-               summary="PyG NeighborSampler (NeighborLoader's sampler) on the CPU")
+               summary="PyG NeighborSampler (NeighborLoader's sampler) on the CPU", label="PyG", family="PyG",
+               order=50, traits=("own_minibatch", "host", "cpu_library", "loader"), unavailable=pyg_unavailable,
+               labels={"loader": "PyG NeighborLoader", "loader_tick": "PyG\nNeighborLoader"})
 def make_pyg(where, indptr, indices, **options):
     return PygSampler(where, indptr, indices, **options)
 
 
 @register_impl("sampling", "dgl", needs=Needs(packages=("dgl",)),
-               summary="DGL sample_neighbors (+ to_block per hop)")
+               summary="DGL sample_neighbors (+ to_block per hop)", label="DGL", family="DGL", order=51,
+               traits=("own_minibatch", "cpu_library", "loader"),
+               labels={"loader": "DGL DataLoader (NeighborSampler)", "loader_tick": "DGL\nDataLoader"})
 def make_dgl(where, indptr, indices, **options):
     return DglSampler(where, indptr, indices, **options)
 
 
+@register_impl("sampling", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
+               summary="real pylibwholegraph unweighted_sample_without_replacement on a CSR in WholeMemory",
+               label="WholeGraph", family="WholeGraph", order=40, traits=("library", "own_minibatch"),
+               labels={"minibatch": "WholeGraph (its sampler + append_unique)"})
 def make_lib_adapter(rank, indptr, indices, **options) -> LibSamplerAdapter:
     if not hasattr(rank, "torch_device"):
         raise HarnessError("wholegraph_lib needs a rank context (it builds its CSR collectively)")

@@ -117,6 +117,7 @@ class RandomWalkSampler(_Sampler):
 
 @register_impl("sampling", "pinsage_walk", needs=_NEEDS,
                summary="PinSAGE: random walks with restart per target, top-k visited nodes weighted by visit "
-                       "count (CuPy kernel; numba on CPU)")
+                       "count (CuPy kernel; numba on CPU)",
+               label="ours: pinsage_walk", order=13, traits=("walks",))
 def make_pinsage_walk(where, indptr, indices, **options):
     return RandomWalkSampler(where, indptr, indices, **options)

@@ -253,19 +253,22 @@ _NEEDS = Needs(cuda_packages=("cupy",), note="numba on CPU")
 
 @register_impl("sampling", "path_doubling", needs=_NEEDS,
                summary="WholeGraph Alg. 1: parallel sampling without replacement by path doubling, "
-                       "M threads per target (CuPy kernel; numba on CPU)")
+                       "M threads per target (CuPy kernel; numba on CPU)",
+               label="ours: path_doubling", order=10, traits=("paper", "blocks"))
 def make_path_doubling(where, indptr, indices, **options):
     return PathDoublingSampler(where, indptr, indices, **options)
 
 
 @register_impl("sampling", "reservoir", needs=_NEEDS,
-               summary="reservoir sampling, one thread per target (CuPy kernel; numba on CPU)")
+               summary="reservoir sampling, one thread per target (CuPy kernel; numba on CPU)",
+               label="ours: reservoir", order=11, traits=("blocks",))
 def make_reservoir(where, indptr, indices, **options):
     return ReservoirSampler(where, indptr, indices, **options)
 
 
 @register_impl("sampling", "khop_batched", needs=_NEEDS,
                summary="XGNN KHop: shared-memory de-duplicated positions, batched coalesced reads, "
-                       "remote-byte counting; variant=original is the reservoir KHop")
+                       "remote-byte counting; variant=original is the reservoir KHop",
+               label="ours: khop_batched", order=12, traits=("blocks",))
 def make_khop_batched(where, indptr, indices, **options):
     return KHopBatchedSampler(where, indptr, indices, **options)

@@ -291,6 +291,13 @@ class WholeGraphAppendUnique:
         dup = torch.bincount(local, minlength=uniq.numel()).to(torch.int32) if self.dup_count else None
         return uniq, local, dup
 
+    def library_call(self, targets, neighbors):
+        """The library's own call on these inputs (no checks, conversions or duplicate counts): what
+        a timing of the library alone repeats."""
+        from pylibwholegraph.torch.graph_ops import append_unique
+
+        return lambda: append_unique(targets, neighbors, need_neighbor_raw_to_unique=True)
+
     def describe(self) -> str:
         from impls.core.wholegraph import library_version
 
@@ -299,24 +306,29 @@ class WholeGraphAppendUnique:
 
 @register_impl("unique", "hash_append", needs=Needs(cuda_packages=("cupy",), note="numba on CPU"),
                summary="WholeGraph hash-table append-unique: targets first, bucket counts + prefix sum "
-                       "(CuPy kernels; numba on CPU)")
+                       "(CuPy kernels; numba on CPU)",
+               label="ours: hash_append", order=10, traits=("paper",), labels={"short": "hash"})
 def make_hash_append(where, **options):
     return HashAppendUnique(where, **options)
 
 
 @register_impl("unique", "dense_append", needs=Needs(cuda_packages=("cupy",), note="torch on CPU"),
                summary="direct-mapped append-unique: one slot per node id (ids below the graph's node count), "
-                       "new nodes in ascending id (CuPy kernels; torch on CPU)")
+                       "new nodes in ascending id (CuPy kernels; torch on CPU)",
+               label="ours: dense_append", order=11, colour="#9ecae1", labels={"short": "dense"})
 def make_dense_append(where, **options):
     return DenseAppendUnique(where, **options)
 
 
-@register_impl("unique", "sort", summary="sort-based append-unique reference (torch.unique)")
+@register_impl("unique", "sort", summary="sort-based append-unique reference (torch.unique)",
+               label="torch.unique (sort)", family="torch", colour="#595959", order=30, traits=("reference",),
+               labels={"short": "torch.unique"})
 def make_sort(where, **options):
     return SortUnique(where, **options)
 
 
 @register_impl("unique", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
-               summary="real pylibwholegraph append_unique")
+               summary="real pylibwholegraph append_unique",
+               label="WholeGraph append_unique", family="WholeGraph", order=40, traits=("library",))
 def make_wholegraph_lib(where, **options):
     return WholeGraphAppendUnique(where, **options)

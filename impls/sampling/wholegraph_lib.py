@@ -34,8 +34,6 @@ import random
 import torch
 
 from harness.errors import HarnessError, SkipPoint
-from harness.needs import Needs
-from harness.registry import register_impl
 from impls.core.wholegraph import check_mode_location, communicator, library_version, memory_of, release
 
 
@@ -150,8 +148,6 @@ class WholeGraphSampler:
         self._row = self._col = None
 
 
-@register_impl("sampling", "wholegraph_lib", needs=Needs(devices=("cuda",), packages=("pylibwholegraph",)),
-               summary="real pylibwholegraph unweighted_sample_without_replacement on a CSR in WholeMemory")
 def make(rank, indptr: torch.Tensor, indices: torch.Tensor, mode: str = "continuous",
          location: str = "device", seed: int | None = None, **_):
     return WholeGraphSampler(rank, indptr, indices, mode=mode, location=location, seed=seed)

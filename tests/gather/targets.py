@@ -6,21 +6,23 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
+from harness.timing import RepeatBudget
 from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 
-def check_gather(ctx, impl: str, mode: str | None, num_rows: int, row_elems: int, dtypes: list[str],
+def check_gather(ctx, impl: str, options: dict, num_rows: int, row_elems: int, dtypes: list[str],
                  n_ids: int, seed: int) -> dict:
     """Each rank gathers random ids with duplicates, an empty list and every dtype;
-    rows are checked against the closed form locally. Returns counts of checked rows."""
-    spec_factory = registry.get_impl("gather", impl).factory
+    rows are checked against the closed form locally, and the gatherer against the interface's
+    contract. Returns counts of checked rows."""
+    made = registry.get_impl("gather", impl)
     device = ctx.torch_device()
     checked = {}
     for dtype in dtypes:
         spec = TableSpec(num_rows, row_elems, dtype)
-        options = {"mode": mode} if mode else {}
-        gatherer = spec_factory(ctx, spec, **options)
+        gatherer = made.factory(ctx, spec, **options)
         try:
+            assert isinstance(gatherer, registry.contract_of(made)), f"{impl}: not a {registry.contract_of(made)}"
             gen = torch.Generator().manual_seed(seed + 97 * ctx.rank)
             ids = torch.randint(0, num_rows, (n_ids,), generator=gen)
             ids[: n_ids // 4] = ids[n_ids // 4: n_ids // 2]          # duplicates on purpose
@@ -45,7 +47,7 @@ def check_gather(ctx, impl: str, mode: str | None, num_rows: int, row_elems: int
     return checked
 
 
-def gather_against_the_table(ctx, variants: list[tuple[str, str | None]], num_rows: int, row_elems: int,
+def gather_against_the_table(ctx, variants: list[tuple[str, dict]], num_rows: int, row_elems: int,
                              n_ids: int, seed: int) -> dict[str, int]:
     """``gather(ids)`` equals ``features[ids]``, features being the whole table every store fills
     (row i's closed form), for random ids that reach every rank's shard, the last rows included.
@@ -54,22 +56,23 @@ def gather_against_the_table(ctx, variants: list[tuple[str, str | None]], num_ro
     gen = torch.Generator().manual_seed(seed + ctx.rank)
     ids = torch.cat([torch.randint(0, num_rows, (n_ids,), generator=gen), torch.arange(num_rows)])
     checked = {}
-    for impl, mode in variants:
-        options = {"mode": mode} if mode else {}
+    for impl, options in variants:
         gatherer = registry.get_impl("gather", impl).factory(ctx, TableSpec(num_rows, row_elems), **options)
         try:
             rows = gatherer.gather(ids.to(ctx.torch_device())).cpu()
-            assert torch.equal(rows, features[ids]), f"{impl} {mode}: rows differ from features[ids]"
-            checked[f"{impl} {mode}"] = int(ids.numel())
+            assert torch.equal(rows, features[ids]), f"{impl} {options}: rows differ from features[ids]"
+            checked[f"{impl} {options}"] = int(ids.numel())
         finally:
             gatherer.close()
     return checked
 
 
-def alltoall_ceiling(ctx, nbytes: int) -> int:
-    from impls.gather.ceiling import alltoall_seconds
-
-    return alltoall_seconds(ctx, nbytes, warmup=0, repeats=2).repeats
+def ceiling_repeats(ctx, impl: str, options: dict, nbytes: int) -> int:
+    """A ceiling measured through its contract with two repeats: the repeats it timed (on the ranks
+    that time; 0 elsewhere)."""
+    ceiling = registry.get_impl("gather", impl).factory()
+    reading = ceiling.measure(ctx, {ceiling.size_param: nbytes, **options}, RepeatBudget(warmup=0, repeats=2))
+    return reading.seconds.repeats if reading.seconds is not None else 0
 
 
 def check_adversarial(ctx, variants: list, num_rows: int, row_elems: int, dtypes: list[str], seed: int) -> dict:
@@ -119,12 +122,6 @@ def check_adversarial(ctx, variants: list, num_rows: int, row_elems: int, dtypes
             finally:
                 gatherer.close()
     return results
-
-
-def copy_all_ceiling(ctx, nbytes: int, directions: tuple[str, ...]) -> list[int]:
-    from impls.gather.ceiling import copy_all
-
-    return [copy_all(ctx, nbytes, direction, warmup=0, repeats=2)[0].repeats for direction in directions]
 
 
 def device_memory_after_rounds(ctx, impl: str, options: dict, rounds: int) -> tuple[int, int]:

@@ -17,21 +17,19 @@ from tests.gpu import require_gpus
 torch = require_gpus()
 
 from harness.errors import HarnessError  # noqa: E402
+from harness import registry  # noqa: E402
 from harness.launcher import launch  # noqa: E402
 from impls.sampling.minibatch import sample_blocks  # noqa: E402
-from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler, ReservoirSampler  # noqa: E402
+from impls.sampling.samplers import KHopBatchedSampler, PathDoublingSampler  # noqa: E402
 from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique  # noqa: E402
 from tests.sampling import reference as ref  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda:0"
 GPUS = torch.cuda.device_count()
-SAMPLERS = {
-    "path_doubling": PathDoublingSampler,
-    "reservoir": ReservoirSampler,
-    "khop_batched": KHopBatchedSampler,
-    "khop_original": lambda *a, **k: KHopBatchedSampler(*a, variant="original", **k),
-}
+# ours (every registered sampler composed into Blocks), and the reservoir KHop XGNN starts from
+SAMPLERS = {**{s.impl: s.spec.factory for s in registry.series("sampling", traits=("blocks",))},
+            "khop_original": lambda *a, **k: KHopBatchedSampler(*a, variant="original", **k)}
 
 
 def _numba():

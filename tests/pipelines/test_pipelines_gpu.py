@@ -10,8 +10,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.multigpu]
 
 
 def _cases():
+    from harness import registry
     from harness.needs import _import_problem
-    from impls.pipelines import unavailable
 
     base = {"model": "sage", "num_layers": 2, "hidden": 16, "fanouts": (4, 3), "batch_size": 24, "lr": 0.01,
             "eval_batch_size": 64}
@@ -19,7 +19,7 @@ def _cases():
              {"pipeline": "wholegraph", **base, "model": "gat", "heads": 2}]
     if _import_problem("pylibwholegraph") is None:
         cases.append({"pipeline": "wholegraph_lib", **base})
-    if unavailable("pyg_host", "cuda") is None:
+    if registry.get_impl("pipelines", "pyg_host").unavailable_reason("cuda") is None:
         cases.append({"pipeline": "pyg_host", **base, "options": {"num_workers": 0}})
     return cases
 

@@ -9,6 +9,8 @@ can fail).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -73,11 +75,11 @@ class FakeSampler:
 @pytest.mark.parametrize("kind", ["minibatch", "hop"])
 @pytest.mark.parametrize("warmup", [None, 0])
 def test_a_host_samplers_first_call_stays_out_of_its_row(monkeypatch, clock, impl, kind, warmup):
+    from experiments.kit import samplers
     from experiments.wholegraph.sampling import SamplingTable
-    from impls.sampling import bench
 
     cost = FirstCallCost(clock)
-    monkeypatch.setattr(bench, "implementation", lambda *a, **k: FakeSampler(cost))
+    monkeypatch.setattr(samplers, "implementation", lambda *a, **k: FakeSampler(cost))
     params = {"kind": kind, "dataset": "uniform:3000:6", "scale": 1.0, "store": "local", "mode": "continuous",
               "batch": 64, **({"fanouts": [5, 3]} if kind == "minibatch" else {"fanout": 4})}
     rows = SamplingTable().run_point(Point(impl, params, 1), context(warmup=warmup))
@@ -103,9 +105,14 @@ def test_a_host_loaders_start_stays_out_of_its_rate(monkeypatch, clock, workers,
                 cost.charge()
                 yield 10
 
-    monkeypatch.setattr(sampling, "_host_loader", lambda impl, graph, params, w: (Loader(), lambda b: b, "fake"))
+    class LoaderSampler:
+        def loader(self, seeds, fanouts, batch, workers):
+            return Loader(), (lambda b: b), "fake"
+
+    spec = SimpleNamespace(factory=lambda *args, **options: LoaderSampler())
+    graph = SimpleNamespace(indptr=None, indices=None, train_idx=np.arange(100))
     monkeypatch.setattr("os.cpu_count", lambda: 8)
-    out = sampling.loader_point(None, None, {"workers": workers}, warmup, 3, seed=0, impl="dgl")
+    out = sampling.loader_point(spec, graph, {"workers": workers, "fanouts": [3, 2], "batch": 8}, warmup, 3, seed=0)
     per_batch = out[0].stats
     if warmup or workers:           # the warm-up windows take the first batch
         assert per_batch.repeats == 3 and per_batch.max == pytest.approx(4.0)
@@ -118,10 +125,10 @@ def test_a_host_loaders_start_stays_out_of_its_rate(monkeypatch, clock, workers,
 def test_torch_unique_on_the_host_keeps_a_first_call_out_of_its_row(monkeypatch, clock, warmup):
     """wholegraph.unique's sort (torch.unique) on CPU, its first timed call made expensive."""
     import experiments.wholegraph.unique as unique_mod
+    from experiments.kit import samplers
     from experiments.wholegraph.unique import UniqueTable
-    from impls.sampling import bench
 
-    real = bench.implementation
+    real = samplers.implementation
     cost = FirstCallCost(clock, later=0.0005)
 
     class Charged:
@@ -141,7 +148,7 @@ def test_torch_unique_on_the_host_keeps_a_first_call_out_of_its_row(monkeypatch,
         return Charged(got) if interface == "unique" and ctx.cache.get("charged-now") else got
 
     ctx = context(warmup=warmup)
-    monkeypatch.setattr(bench, "implementation", implementation)
+    monkeypatch.setattr(samplers, "implementation", implementation)
     params = {"dataset": "uniform:4000:8", "scale": 1.0, "batch": 64, "fanouts": [5, 5], "hop": 2}
     frontier = unique_mod.frontier
 

@@ -1,10 +1,11 @@
-"""The sampler interface (impls/sampling/samplers.py), checked on every sampler that runs on the
-CPU through its registry factory: ours, the reservoir KHop XGNN starts from, DGL's (its CPU build
-is installed here) and PyG's (with the stand-in torch-sparse op of conftest.py, where
-torch_geometric imports).
+"""The sampler interface (impls/sampling: the ``Sampler`` Protocol), checked on every registered
+sampler that runs on the CPU, through its registry factory: ours, the reservoir KHop XGNN starts
+from, DGL's (its CPU build is installed here) and PyG's (with the stand-in torch-sparse op of
+conftest.py, where torch_geometric imports), and any sampler added later.
 
-Not here: ``pinsage_walk`` (its contract is the top visited nodes of random walks, tested in
-test_random_walk.py) and ``wholegraph_lib`` (CUDA only: tests/gpu/test_sampling_gpu.py).
+Not here: the random walks (``pinsage_walk``: its contract is the top visited nodes of random
+walks, tested in test_random_walk.py) and the CUDA-only ones (``wholegraph_lib``:
+tests/gpu/test_sampling_gpu.py).
 """
 
 from __future__ import annotations
@@ -14,30 +15,40 @@ import pytest
 import torch
 
 from harness import registry
+from harness.needs import detect
 
 from . import reference as ref
 
-SAMPLERS = ("path_doubling", "reservoir", "khop_batched", "khop_original", "dgl", "pyg")
+# every registered neighbour sampler that has a CPU path, and the reservoir KHop (khop_batched's
+# variant="original")
+SAMPLERS = tuple(s.impl for s in registry.series("sampling", without=("walks",))
+                 if "cpu" in s.spec.needs.devices) + ("khop_original",)
+
+
+def test_every_kind_of_sampler_is_checked():
+    assert {"path_doubling", "reservoir", "khop_batched", "dgl", "pyg"} <= set(SAMPLERS)     # others may come
 
 
 @pytest.fixture
 def make(request):
-    """make(indptr, indices) -> the sampler named by the test's ``name`` parameter, on the CPU."""
+    """make(indptr, indices) -> the sampler named by the test's ``name`` parameter, on the CPU,
+    checked against the interface's contract."""
     name = request.node.callspec.params["name"]
-    if name == "dgl":
-        from harness.dgl_compat import import_dgl
-
-        try:
-            import_dgl()
-        except ImportError as exc:
-            pytest.skip(str(exc))
-    if name == "pyg":
+    impl, options = ("khop_batched", {"variant": "original"}) if name == "khop_original" else (name, {})
+    spec = registry.get_impl("sampling", impl)
+    if "torch_geometric" in spec.needs.packages:            # PyG with the stand-in torch-sparse op
         pytest.importorskip("torch_geometric")
         request.getfixturevalue("fake_torch_sparse")
-    registry.discover()
-    impl, options = ("khop_batched", {"variant": "original"}) if name == "khop_original" else (name, {})
-    factory = registry.get_impl("sampling", impl).factory
-    return lambda indptr, indices: factory("cpu", indptr, indices, **options)
+    else:
+        reason = spec.needs.unmet(detect(), "cpu")
+        if reason:
+            pytest.skip(reason)
+
+    def build(indptr, indices):
+        sampler = spec.factory("cpu", indptr, indices, **options)
+        assert isinstance(sampler, registry.contract_of(spec))
+        return sampler
+    return build
 
 
 @pytest.fixture(scope="module")

@@ -40,9 +40,11 @@ def test_pyg_sampler_in_our_interface(fake_torch_sparse):
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_neighbor_loader_point(fake_torch_sparse):
     from experiments.wholegraph.sampling import loader_point
+    from harness import registry
 
     indptr, indices = ref.random_graph(400, seed=6, max_degree=20)
     graph = SimpleNamespace(indptr=indptr, indices=indices, train_idx=np.arange(0, 400, 2))
-    out = loader_point(None, graph, {"fanouts": [4, 3], "batch": 32, "workers": 0}, 1, 4, seed=0)
+    out = loader_point(registry.get_impl("sampling", "pyg"), graph, {"fanouts": [4, 3], "batch": 32, "workers": 0},
+                       1, 4, seed=0)
     assert [m.metric for m in out] == ["time", "edges_per_s"]
     assert out[0].stats.repeats == 4 and out[1].stats.median > 0

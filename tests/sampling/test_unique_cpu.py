@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness import registry
 from harness.errors import HarnessError
 from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique
 
@@ -49,6 +50,29 @@ def test_hash_append_equals_sort_reference(name, targets, neighbors):
     ru, rl, rd = ref.hash_unique_order(targets, neighbors)     # the deterministic order, exactly
     assert np.array_equal(out[0].numpy(), ru) and np.array_equal(out[1].numpy(), rl)
     assert np.array_equal(out[2].numpy(), rd)
+
+
+# every registered append-unique with a CPU path, through its registry factory
+ON_CPU = [s.impl for s in registry.series("unique") if s.unmet("cpu") is None]
+
+
+def test_every_kind_of_append_unique_is_checked():
+    assert {"hash_append", "dense_append", "sort"} <= set(ON_CPU)          # others may come
+
+
+# ids below a graph's node count, as a sampler gives them (the contract's id_bound)
+GRAPH_CASES = [c for c in CASES if max(np.max(c[1], initial=0), np.max(c[2], initial=0)) < 2**31 - 1]
+
+
+@pytest.mark.parametrize("impl", ON_CPU)
+@pytest.mark.parametrize("name,targets,neighbors", GRAPH_CASES, ids=[c[0] for c in GRAPH_CASES])
+def test_every_append_unique_equals_the_sort_reference(impl, name, targets, neighbors):
+    spec = registry.get_impl("unique", impl)
+    unique = spec.factory("cpu")
+    assert isinstance(unique, registry.contract_of(spec))
+    id_bound = int(max(np.max(targets, initial=0), np.max(neighbors, initial=0))) + 1
+    out = unique.append_unique(torch.as_tensor(targets), torch.as_tensor(neighbors), id_bound=id_bound)
+    check_against_sort(out, targets, neighbors)
 
 
 def test_sort_reference_orders_new_nodes_ascending():
