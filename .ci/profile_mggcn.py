@@ -20,16 +20,17 @@ def main() -> None:
     ap.add_argument("--model", default="3x256")
     ap.add_argument("--epochs", type=int, default=10)
     args = ap.parse_args()
-    from harness import datasets, registry
+    from harness import graphs, registry
+    from harness.config import RunConfig
+    from harness.experiment import RunContext
     from impls.fullbatch.model import ModelConfig
-    from impls.fullbatch.problem import from_dataset
 
     registry.discover()
     dev = torch.device("cuda:0")
     torch.cuda.set_device(dev)
     layers, hidden = (int(x) for x in args.model.split("x"))
     model = ModelConfig(layers, hidden)
-    graph = from_dataset(datasets.load(args.dataset, scale=args.scale, seed=0))
+    graph = graphs.load(RunContext(RunConfig(device="cuda")), args.dataset, args.scale, "fullbatch")
     variants = {
         "single_gpu": lambda: registry.get_impl("fullbatch", "single_gpu").factory(graph, model, device=dev),
         "mggcn permuted": lambda: registry.get_impl("fullbatch", "mggcn").factory(graph, model, device=dev,

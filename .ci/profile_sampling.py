@@ -16,15 +16,14 @@ import numpy as np
 import torch
 
 
-def graph_of(name: str, scale: float):
-    if name == "random":
-        from experiments.kit.samplers import UniformGraph
+def graph_of(name: str, scale: float, device: str):
+    from harness import graphs
+    from harness.config import RunConfig
+    from harness.experiment import RunContext
 
-        g = UniformGraph.build("uniform:2000000:50", scale, 0)
-    else:
-        from harness import datasets
-
-        g = datasets.load("ogbn-products", scale=scale, seed=0, feature_dim=1)
+    dataset = "uniform:2000000:50" if name == "random" else "ogbn-products"
+    run = RunConfig(device="cuda" if device.startswith("cuda") else "cpu")
+    g = graphs.load(RunContext(run), dataset, scale, "structure")
     return g.indptr, g.indices
 
 
@@ -45,7 +44,7 @@ def main() -> None:
     dev = torch.device(args.device)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     for name in args.graphs.split(","):
-        indptr, indices = graph_of(name, args.scale)
+        indptr, indices = graph_of(name, args.scale, args.device)
         n = indptr.size - 1
         sampler = registry.get_impl("sampling", "path_doubling").factory(dev, indptr, indices)
         loads = [float(x) for x in args.max_loads.split(",")]

@@ -18,10 +18,12 @@ import torch
 
 
 def frontiers(name: str, scale: float, hops, dev):
-    from harness import datasets, registry
+    from harness import graphs, registry
+    from harness.config import RunConfig
+    from harness.experiment import RunContext
 
     registry.discover()
-    g = datasets.load(name, scale=scale, seed=0, feature_dim=1)
+    g = graphs.load(RunContext(RunConfig(device="cuda")), name, scale, "structure")
     sampler = registry.get_impl("sampling", "path_doubling").factory(dev, g.indptr, g.indices)
     sort = registry.get_impl("unique", "sort").factory(dev)
     fanouts = (30, 30, 30)       # wholegraph.unique's default

@@ -52,13 +52,11 @@ class DatasetTable(Experiment):
             yield Point("standin", {"dataset": name, "scale": self.scale(cfg, name)}, world)
 
     def run_point(self, point, ctx):
-        from harness import datasets
+        from harness import datasets, graphs
 
-        cfg = ctx.cfg
         name, scale = point.params["dataset"], point.params["scale"]
         spec = datasets.get(name)
-        graph = datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root, prefer_real=False,
-                              device=cfg.device)
+        graph = graphs.load(ctx, name, scale, standin=True)
         stats = datasets.degree_stats(graph)
         target_nodes = spec.nodes * scale
         stored = spec.standin.stored_edges if spec.standin else spec.edges

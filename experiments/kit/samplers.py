@@ -1,94 +1,21 @@
 """Measuring samplers inside ranks: shared by wholegraph.sampling, wholegraph.unique and xgnn.fig14.
 
-Every rank loads the dataset (rank 0 generates/caches a stand-in first), builds the
-implementation once per (impl, options, dataset) and times its own batches; an iteration's
-time is the slowest rank's (``measure_collective``: barriers around every iteration). The graph
-and the implementations built on it live in the run's cache (``ctx``: the point's
-``harness.experiment.RunContext``), one graph at a time.
+Every rank loads the dataset's structure (``harness.graphs.load(ctx, name, scale, "structure")``),
+builds the implementation once per (impl, options, graph) and times its own batches; an
+iteration's time is the slowest rank's (``measure_collective``: barriers around every iteration).
+The implementations built on a graph live in the run's cache beside it (``graphs.built_on``) and
+close when the next graph is loaded.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Iterator
 
-import numpy as np
 import torch
 
-from harness import datasets, registry
-from harness.errors import HarnessError
-from harness.ranks import load_on_ranks
+from harness import graphs, registry
 from harness.timing import RepeatBudget, measure_collective, timer_for
-
-UNIFORM_PREFIX = "uniform:"
-
-
-@dataclass
-class UniformGraph:
-    """A synthetic uniform random graph (not a paper's dataset): every node draws Poisson(degree)
-    neighbours uniformly from all nodes; every node is a training node. docs/machines.md lists
-    PyG's NeighborLoader on such a graph of 2M nodes; ``uniform:2000000:50`` rebuilds one."""
-
-    name: str
-    num_nodes: int
-    degree: int
-    indptr: np.ndarray
-    indices: np.ndarray
-    train_idx: np.ndarray
-
-    @classmethod
-    def build(cls, spec: str, scale: float, seed: int) -> "UniformGraph":
-        nodes, degree = parse_uniform(spec)
-        nodes = max(2, int(round(nodes * scale)))
-        rng = np.random.default_rng(seed * 1_000_003 + 17)
-        indptr = np.zeros(nodes + 1, dtype=np.int64)
-        np.cumsum(rng.poisson(degree, nodes), out=indptr[1:])
-        index_dtype = np.int32 if nodes < 2 ** 31 else np.int64
-        indices = rng.integers(0, nodes, int(indptr[-1]), dtype=index_dtype)
-        return cls(spec, nodes, degree, indptr, indices, np.arange(nodes, dtype=np.int64))
-
-
-def is_uniform(name: str) -> bool:
-    return name.startswith(UNIFORM_PREFIX)
-
-
-def parse_uniform(spec: str) -> tuple[int, int]:
-    """'uniform:NODES:DEGREE' -> (nodes, degree)."""
-    try:
-        nodes, degree = (int(x) for x in spec[len(UNIFORM_PREFIX):].split(":"))
-    except ValueError:
-        nodes = degree = 0
-    if nodes < 2 or degree < 1:
-        raise HarnessError(f"a uniform graph is '{UNIFORM_PREFIX}NODES:DEGREE' (NODES >= 2, DEGREE >= 1), "
-                           f"not '{spec}'")
-    return nodes, degree
-
-
-def load_graph(ctx, name: str, scale: float):
-    """The dataset on every rank; rank 0 prepares the stand-in first, the others wait. Loading
-    another graph closes the implementations built on the previous one.
-
-    Sampling reads no features, so stand-ins are made with one feature column (same graph and
-    splits as the full-width stand-in, without writing gigabytes of features). ``uniform:N:D``
-    is a synthetic uniform random graph (:class:`UniformGraph`), built by every rank alike."""
-    cfg = ctx.cfg
-
-    def load():
-        if is_uniform(name):
-            return UniformGraph.build(name, scale, cfg.seed)
-        return load_on_ranks(ctx.rank, lambda: datasets.load(name, scale=scale, seed=cfg.seed, data_root=cfg.data_root,
-                                                             **_lean(name, scale)))
-
-    return ctx.cached(("sampling-graph", name, scale, cfg.seed, str(cfg.data_root)), load,
-                      replaces=("sampling-graph", "sampling-impl"))
-
-
-def _lean(name: str, scale: float) -> dict:
-    """Stand-in overrides: one feature column (real datasets at scale 1.0 load as they are)."""
-    if scale == 1.0 and datasets.real_available(name):
-        return {}
-    return {"feature_dim": 1}
 
 
 def implementation(ctx, interface: str, name: str, graph, **options):
@@ -101,7 +28,7 @@ def implementation(ctx, interface: str, name: str, graph, **options):
             return registry.get_impl("sampling", name).factory(rank, graph.indptr, graph.indices, **options)
         return registry.get_impl(interface, name).factory(rank, **options)
 
-    return ctx.cached(("sampling-impl", interface, name, id(graph), tuple(sorted(options.items()))), build)
+    return graphs.built_on(ctx, graph, ("sampling-impl", interface, name, tuple(sorted(options.items()))), build)
 
 
 def seed_stream(graph, batch: int, seed: int, rank: int, device) -> Iterator[torch.Tensor]:

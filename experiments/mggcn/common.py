@@ -273,30 +273,15 @@ def limit_threads(rank) -> None:
         torch.set_num_threads(1)
 
 
-def load_graph(choice: DatasetChoice, scale: float, ctx):
-    """The dataset as a FullGraph on every rank (rank 0 prepares a stand-in first); one graph at a
-    time is kept, with its shares, in the run's cache."""
-    from harness import datasets
-    from harness.ranks import load_on_ranks
-    from impls.fullbatch.problem import from_dataset
-
-    cfg = ctx.cfg
-
-    def load():
-        return from_dataset(datasets.load(choice.registry, scale=scale, seed=cfg.seed, data_root=cfg.data_root))
-
-    return ctx.cached(("graph", choice.registry, scale, cfg.seed, str(cfg.data_root)),
-                      lambda: load_on_ranks(ctx.rank, load), replaces=("graph", "share"))
-
-
 def rank_share(graph, ctx, order: str, partition: str, seed: int):
     """This rank's share of ``graph``; one at a time is kept (a big graph's tiles are gigabytes)."""
+    from harness import graphs
     from impls.fullbatch.problem import rank_share as build
 
     rank = ctx.rank
-    return ctx.cached(("share", id(graph), rank.world_size, rank.rank, order, partition, seed),
-                      lambda: build(graph, rank.rank, rank.world_size, order=order, partition=partition, seed=seed),
-                      replaces=("share",))
+    return graphs.built_on(ctx, graph, ("share", rank.world_size, rank.rank, order, partition, seed),
+                           lambda: build(graph, rank.rank, rank.world_size, order=order, partition=partition,
+                                         seed=seed), alone=True)
 
 
 def estimate_mggcn_bytes(share, dims: list[int], reuse: bool = True) -> int:
@@ -447,7 +432,7 @@ def measure_epoch_time(exp, point, graph, ctx, device: str | None = None, counts
 
 def graph_params(graph) -> dict:
     return {"nodes": int(graph.num_nodes), "edges": int(graph.num_edges),
-            "standin": bool(graph.meta.get("is_standin", True))}
+            "standin": bool(graph.is_standin)}
 
 
 # --- reports ------------------------------------------------------------------------------------

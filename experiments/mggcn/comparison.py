@@ -22,13 +22,14 @@ library's GCN on one GPU: DGL where it ran on a GPU, else PyG (DGL's CPU build),
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.argtypes import bool_flag
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param, Point
 from harness.reportkit import Band, Claim, Estimate, Report, bars, figure, finite
 
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
-                     dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest,
+                     dataset_list, limit_threads, machine_kinds, measure_epoch_time, mggcn_params, newest,
                      has_trait, paper_method, plain_log_y, run_number, scale_note, scale_suffix, trainer_label,
                      trainers)
 
@@ -128,7 +129,7 @@ class ComparisonExperiment(MGGCNExperiment):
 
     def run_point(self, point: Point, ctx):
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         reason = self.host_reason(point, ctx)
         if reason is None:
             return measure_epoch_time(self, point, graph, ctx)

@@ -10,6 +10,7 @@ stage broadcasts when P > 1), GeMM, activation (Eq. 7 and its derivative), loss 
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
@@ -19,7 +20,7 @@ from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
-                     dataset_label, dataset_list, epoch_counts, graph_params, limit_threads, load_graph,
+                     dataset_label, dataset_list, epoch_counts, graph_params, limit_threads,
                      machine_kinds, mggcn_params, newest, release, run_number, scale_suffix)
 
 OP_LABELS = {"spmm": "SpMM", "gemm": "GeMM", "activation": "activation", "loss": "loss layer",
@@ -67,7 +68,7 @@ class Fig5(MGGCNExperiment):
         import torch.distributed as dist
 
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         trainer = build_trainer(self, point, graph, ctx, profile_ops=True)
         warmup, repeats = epoch_counts(ctx.cfg)
         per_epoch = []

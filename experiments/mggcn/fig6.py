@@ -14,6 +14,7 @@ input order inside each: the engine's default order), by timeline.py; the engine
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
@@ -22,7 +23,7 @@ from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
-                     dataset_list, limit_threads, load_graph, machine_kinds, newest, run_number, scale_suffix)
+                     dataset_list, limit_threads, machine_kinds, newest, run_number, scale_suffix)
 from .timeline import describe_spmm, draw_lanes, lane_legend, measure_timeline, stage_rows
 
 ORDERS = ("original", "random", "random_parts")
@@ -70,7 +71,7 @@ class Fig6(MGGCNExperiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         return measure_timeline(self, point, graph, ctx, overlap=False)
 
     def report(self, rows, runs) -> ReportArtifact:

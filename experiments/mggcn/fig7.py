@@ -10,6 +10,7 @@ over the ideal (all nonzeros spread evenly), which is what a stage-synchronous S
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.ranks import all_gather
@@ -18,7 +19,7 @@ from harness.reportkit import TOLERANCE, Band, Claim, Estimate, Report, figure
 
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
-                     dataset_label, dataset_list, engine_extra, gpu_colours, graph_params, limit_threads, load_graph,
+                     dataset_label, dataset_list, engine_extra, gpu_colours, graph_params, limit_threads,
                      machine_kinds, mggcn_params, newest, release, run_number, scale_suffix, time_epochs)
 
 
@@ -63,7 +64,7 @@ class Fig7(MGGCNExperiment):
         from impls.fullbatch.problem import nnz_imbalance
 
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         # the paper's schedule: its stage order makes every rank wait for the heaviest tile of a
         # stage, what the permutation evens out (the engine's default multiplies the local block first)
         trainer = build_trainer(self, point, graph, ctx, transport="broadcast", local_first=False)

@@ -8,6 +8,7 @@ the run's transport) with its overlap on and off.
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
@@ -16,7 +17,7 @@ from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
-                     limit_threads, load_graph, machine_kinds, mggcn_params, newest, run_number, scale_suffix)
+                     limit_threads, machine_kinds, mggcn_params, newest, run_number, scale_suffix)
 from .timeline import describe_spmm, draw_lanes, lane_legend, measure_timeline, stage_rows
 
 
@@ -63,7 +64,7 @@ class Fig8(MGGCNExperiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         return measure_timeline(self, point, graph, ctx, overlap=point.params["overlap"])
 
     def report(self, rows, runs) -> ReportArtifact:

@@ -10,6 +10,7 @@ model, so the first model (2 x 512) is the default.
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
@@ -18,7 +19,7 @@ from harness.reportkit import Band, Claim, Estimate, Report, figure, finish
 
 from . import PAPER_HARDWARE
 from .common import (DGL_MODEL, SWEEP_FACTORS, MGGCNExperiment, at_paper_settings, common_parameters,
-                     gpu_colours, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest,
+                     gpu_colours, limit_threads, machine_kinds, measure_epoch_time, mggcn_params, newest,
                      run_number, sweep_choice)
 
 
@@ -70,7 +71,7 @@ class Fig9(MGGCNExperiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
-        graph = load_graph(sweep_choice(point.params["factor"]), point.params["scale"], ctx)
+        graph = graphs.load(ctx, sweep_choice(point.params["factor"]).registry, point.params["scale"], "fullbatch")
         return measure_epoch_time(self, point, graph, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:

@@ -21,6 +21,7 @@ is what compares reuse with fresh allocation.
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, Param, Point
 from harness.ranks import all_gather
@@ -29,7 +30,7 @@ from harness.reportkit import Report, colour, figure
 
 from . import PAPER_HARDWARE
 from .common import (DATASETS, GiB, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
-                     dataset_list, epoch_counts, graph_params, has_trait, limit_threads, load_graph, machine_kinds,
+                     dataset_list, epoch_counts, graph_params, has_trait, limit_threads, machine_kinds,
                      mggcn_params, model_list, newest, release, run_number, scale_note, trainers)
 
 BOUND_ROUNDING = 0.002
@@ -87,7 +88,7 @@ class Memory(MGGCNExperiment):
         import torch
 
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         on_gpu = ctx.rank.device == "cuda"
         if on_gpu:
             torch.cuda.synchronize()

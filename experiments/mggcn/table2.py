@@ -16,6 +16,7 @@ DistGNN's seconds is taken only for a graph at the paper's size.
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
@@ -23,7 +24,7 @@ from harness.reportkit import PALETTE, PAPER_STYLE, Band, Claim, Estimate, Repor
 
 from . import PAPER_HARDWARE_A100
 from .common import (DATASETS, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label, dataset_list,
-                     limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest, plain_log_y,
+                     limit_threads, machine_kinds, measure_epoch_time, mggcn_params, newest, plain_log_y,
                      paper_method, run_number, scale_suffix)
 from .table3 import PAPER_ORDER, TABLE3, table3_cells
 
@@ -81,7 +82,7 @@ class Table2(MGGCNExperiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
-        graph = load_graph(DATASETS[point.params["dataset"]], point.params["scale"], ctx)
+        graph = graphs.load(ctx, DATASETS[point.params["dataset"]].registry, point.params["scale"], "fullbatch")
         return measure_epoch_time(self, point, graph, ctx)
 
     def report(self, rows, runs) -> ReportArtifact:

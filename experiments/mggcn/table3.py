@@ -9,6 +9,7 @@ Adam step over the whole graph.  ``mggcn`` runs at every world size; the one-dev
 
 from __future__ import annotations
 
+from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
@@ -17,7 +18,7 @@ from harness.reportkit import Report, colour, lines
 from . import PAPER_HARDWARE_A100
 from .comparison import SPEEDUP_VS_DGL_A100, SPEEDUP_VS_DGL_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
-                     dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params,
+                     dataset_list, limit_threads, machine_kinds, measure_epoch_time, mggcn_params,
                      model_list, newest, paper_method, plain_log_y, run_number, scale_suffix, trainers,
                      variant_label)
 
@@ -88,7 +89,7 @@ class Table3(MGGCNExperiment):
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
         choice = DATASETS[point.params["dataset"]]
-        graph = load_graph(choice, point.params["scale"], ctx)
+        graph = graphs.load(ctx, choice.registry, point.params["scale"], "fullbatch")
         return measure_epoch_time(self, point, graph, ctx)
 
     # --- report --------------------------------------------------------------------------------

@@ -1,10 +1,8 @@
 """Shared machinery of the ICS'22 placement experiments and XGNN Fig. 13.
 
-- :func:`load_graph`: a dataset (stand-in unless the real one is present) as plain arrays, kept
-  in the run's cache; the one place that talks to ``harness.datasets``.
-- :class:`Workbench`: hotness, policies and placements kept per graph in the run's cache
-  (:func:`workbench`), so a sweep over buffer sizes and topologies computes METIS / PaGraph
-  partitions once per process.
+- :class:`Workbench`: hotness, policies and placements kept per graph (read with
+  ``harness.graphs.load``) in the run's cache (:func:`workbench`), so a sweep over buffer sizes
+  and topologies computes METIS / PaGraph partitions once per process.
 - :class:`BreakdownExperiment`: ICS'22 Figs. 4, 5, 6, 10, 11 (loading time and access fractions
   per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
@@ -19,6 +17,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +27,8 @@ from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 
+if TYPE_CHECKING:
+    from harness.datasets.graph import Graph
 
 from .paper import (LAS_MAXS, MEASURABLE_TOPOLOGIES, NUM_LAYERS, PAPER_BATCH, PAPER_LAYER_NODES, PAPER_Q_SIZE,
                     QUICK_PAGRAPH_CAP_S, paper_alpha)
@@ -41,78 +42,28 @@ def scaled(value: float, scale: float, floor: int) -> int:
 alpha_param = or_word("auto", unit_float)
 
 
-# --- graphs ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GraphData:
-    name: str
-    scale: float
-    seed: int
-    num_nodes: int
-    indptr: np.ndarray
-    indices: np.ndarray
-    train_idx: np.ndarray
-    val_idx: np.ndarray
-    test_idx: np.ndarray
-    features: np.ndarray | None
-    labels: np.ndarray | None
-    symmetric: bool
-    is_standin: bool
-    description: str
-
-    @property
-    def feature_dim(self) -> int:
-        return 0 if self.features is None else int(self.features.shape[1])
-
-    @property
-    def row_bytes(self) -> int:
-        """Bytes of one feature row (the unit the cost model charges for)."""
-        if self.features is None:
-            return 4
-        return int(self.features.shape[1] * self.features.dtype.itemsize)
-
-    @property
-    def key(self) -> tuple:
-        return (self.name, self.scale, self.seed)
-
-
-def load_graph(ctx, name: str, scale: float, **overrides) -> GraphData:
-    """The dataset ``name`` at ``scale`` (a stand-in unless the real one is present at scale 1),
-    kept in the run's cache; ``overrides``: the stand-in's (harness.datasets.load)."""
-    from harness import datasets
-
-    cfg = ctx.cfg
-    data_root = str(cfg.data_root) if cfg.data_root else None
-
-    def load() -> GraphData:
-        g = datasets.load(name, scale=scale, seed=cfg.seed, data_root=data_root, **overrides)
-        return GraphData(name, scale, cfg.seed, int(g.num_nodes), np.asarray(g.indptr, dtype=np.int64),
-                         np.asarray(g.indices), np.asarray(g.train_idx, dtype=np.int64),
-                         np.asarray(g.val_idx, dtype=np.int64), np.asarray(g.test_idx, dtype=np.int64),
-                         g.features, g.labels, bool(g.symmetric), bool(g.is_standin), g.describe())
-
-    return ctx.cached(("placement-graph", name, scale, cfg.seed, data_root, tuple(sorted(overrides.items()))), load)
-
-
 # --- cached placements -------------------------------------------------------------------------
 
 class Workbench:
-    """Hotness, policies, placements and LAS sets, computed once per process."""
+    """Hotness, policies, placements and LAS sets, computed once per process. A graph is known by
+    its name and scale: the run's seed (``seed``) and data root decide the rest of its structure,
+    all that these read (a stand-in with another feature signal shares them)."""
 
-    def __init__(self):
+    def __init__(self, seed: int):
+        self.seed = seed
         self._hotness: dict = {}
         self._policies: dict = {}
         self._placements: dict = {}
         self._boosts: dict = {}
 
-    def hotness(self, graph: GraphData, kind: str = "lhop") -> np.ndarray:
-        key = (graph.key, kind)
+    def hotness(self, graph: Graph, kind: str = "lhop") -> np.ndarray:
+        key = (graph_key(graph), kind)
         if key not in self._hotness:
             from impls.placement import hotness as hot
 
             if kind == "lhop":
                 value = hot.lhop_hotness(graph.indptr, graph.indices, graph.train_idx, NUM_LAYERS,
-                                         symmetric=graph.symmetric)
+                                         symmetric=bool(graph.symmetric))
             elif kind == "degree":
                 value = hot.degree_hotness(graph.indptr, graph.indices)
             elif kind.startswith("presample"):
@@ -120,7 +71,7 @@ class Workbench:
 
                 # GNNLab's PreSC#1 with XGNN's GraphSAGE fanouts
                 value = hot.presample_hotness(graph.indptr, graph.indices, graph.train_idx,
-                                              NodeWiseSampler((25, 10)), 6000, epochs=1, seed=graph.seed)
+                                              NodeWiseSampler((25, 10)), 6000, epochs=1, seed=self.seed)
             else:
                 raise HarnessError(f"unknown hotness '{kind}' (lhop, degree, presample)")
             self._hotness[key] = value
@@ -134,19 +85,19 @@ class Workbench:
             self._policies[key] = make_policy(name, **options)
         return self._policies[key]
 
-    def placement(self, graph: GraphData, policy: str, topology_name: str, buffer_size: int,
+    def placement(self, graph: Graph, policy: str, topology_name: str, buffer_size: int,
                   hotness: str = "lhop", seed: int = 0, **options):
         from impls.placement.policies import PlacementProblem
         from impls.core.topology import by_name
 
-        key = (graph.key, policy, topology_name, buffer_size, hotness, seed, tuple(sorted(options.items())))
+        key = (graph_key(graph), policy, topology_name, buffer_size, hotness, seed, tuple(sorted(options.items())))
         if key not in self._placements:
             problem = PlacementProblem(graph.indptr, graph.indices, graph.train_idx, self.hotness(graph, hotness),
-                                       by_name(topology_name), buffer_size, NUM_LAYERS, seed, graph.symmetric)
+                                       by_name(topology_name), buffer_size, NUM_LAYERS, seed, bool(graph.symmetric))
             self._placements[key] = self.policy(policy, **options).place(problem)
         return self._placements[key]
 
-    def locality_sets(self, graph: GraphData, placement, gpu: int, q_size: int) -> list[np.ndarray]:
+    def locality_sets(self, graph: Graph, placement, gpu: int, q_size: int) -> list[np.ndarray]:
         """ICS'22's Q'_1..Q'_L for one GPU: B = every node it reads from a GPU buffer."""
         from impls.placement.sampling import build_locality_sets
 
@@ -176,7 +127,11 @@ def time_cap(exp, cfg) -> float:
 
 def workbench(ctx) -> Workbench:
     """The run's workbench (one per process that runs the experiment's points)."""
-    return ctx.cached(("workbench",), Workbench)
+    return ctx.cached(("workbench",), lambda: Workbench(ctx.cfg.seed))
+
+
+def graph_key(graph: Graph) -> tuple:
+    return (graph.name, graph.scale)
 
 
 def timeout_skip(exc) -> SkipPoint:
@@ -311,6 +266,7 @@ class BreakdownExperiment(Experiment):
         same training split, sampler and seed). Without LAS the sampler does not depend on the
         placement, so every policy that shuffles globally (and every buffer size of one that splits
         the training nodes) replays the batches sampled once per process."""
+        from harness import graphs
         from impls.placement.simulate import count_replayed, replay, replay_batches
 
         graph, placement = setup.graph, setup.placement
@@ -319,8 +275,7 @@ class BreakdownExperiment(Experiment):
                           epochs=1, max_batches=setup.max_batches, seed=ctx.cfg.seed, keep_batches=keep_batches)
         parts = None if placement.train_parts is None else hashlib.blake2b(
             b"".join(np.ascontiguousarray(p, dtype=np.int64).tobytes() + b"|" for p in placement.train_parts)).hexdigest()
-        key = ("placement-batches", graph.key, placement.num_gpus, setup.batch, setup.layer_nodes, setup.max_batches,
-               ctx.cfg.seed, parts)
+        what = ("placement-batches", placement.num_gpus, setup.batch, setup.layer_nodes, setup.max_batches, parts)
 
         def sample():
             kept = [[] for _ in range(placement.num_gpus)]
@@ -329,17 +284,18 @@ class BreakdownExperiment(Experiment):
                 kept[g].append(np.asarray(nodes, dtype=np.int64))
             return kept
 
-        return count_replayed(placement, ctx.cached(key, sample), 1, keep_batches)
+        return count_replayed(placement, graphs.built_on(ctx, graph, what, sample), 1, keep_batches)
 
     def setup(self, point: Point, ctx) -> "PointSetup":
         """Graph, placement, sampler and cost model of a point (simulated and measured alike)."""
+        from harness import graphs
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost
         from impls.core.topology import by_name
 
         cfg, bench = ctx.cfg, workbench(ctx)
         prm = point.params
-        graph = load_graph(ctx, self.dataset, prm["scale"])
+        graph = graphs.load(ctx, self.dataset, prm["scale"])
         topology = by_name(prm["topology"])
         buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
         alpha = self.param(cfg, "alpha")
@@ -374,10 +330,14 @@ class BreakdownExperiment(Experiment):
         """On every rank of the runner's launch (rank g = GPU g of the topology): rank 0 places and
         replays the point's batches as the simulated point does, every rank gathers its own for
         real, and the rows put the measured time beside the modeled one of the same batches."""
+        from harness import graphs
         from harness.ranks import all_gather, prepare_on_rank0
 
         from ..kit.placement_loading import measure_placement
 
+        # every rank opens the graph (its loading is collective), so that rank 0 alone can build
+        # the point on it from the run's cache
+        graphs.load(ctx, self.dataset, point.params["scale"])
         job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
         result = measure_placement(ctx.rank, job)
         return measured_rows(modeled, all_gather(ctx.rank, result))
@@ -424,7 +384,7 @@ class Modeled:
 
 @dataclass
 class PointSetup:
-    graph: GraphData
+    graph: Graph
     topology: object
     placement: object
     options: dict
@@ -598,7 +558,7 @@ def measured_skip_reason(exp, topology_name: str, cfg) -> str | None:
     return None
 
 
-def cost_model(graph: GraphData, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):
+def cost_model(graph: Graph, topology, c_gpu_us: float | None = None, c_cpu_us: float | None = None):
     """Eq. 3's C_gpu and C_cpu: given in microseconds per node, else the topology's bandwidths."""
     from impls.placement.cost import CostModel
 

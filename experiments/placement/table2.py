@@ -23,7 +23,7 @@ from harness.timing import measure
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
-from .common import load_graph, policy_options, time_cap
+from .common import policy_options, time_cap
 from .paper import NUM_LAYERS
 from .shown import SMOKE_NOTE, shown_rows
 
@@ -64,16 +64,17 @@ class Table2(Experiment):
                 yield Point(impl, {"dataset": dataset, "scale": scale, "parts": self.param(cfg, "parts")})
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
+        from harness import graphs
         from impls.placement.pagraph import PlacementTimeout
 
         cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(ctx, prm["dataset"], prm["scale"])
+        graph = graphs.load(ctx, prm["dataset"], prm["scale"])
         extra = {"nodes": graph.num_nodes, "edges": int(len(graph.indices)), "standin": graph.is_standin}
         spec = registry.get_impl(self.interface, point.impl)
         policy = spec.factory(**policy_options(point.impl, time_cap_s=time_cap(self, cfg)))
         step = policy.preprocessing(graph.indptr, graph.indices, graph.train_idx, prm["parts"], NUM_LAYERS,
-                                    seed=cfg.seed, symmetric=graph.symmetric)
+                                    seed=cfg.seed, symmetric=bool(graph.symmetric))
         if spec.has("time_capped"):       # one run under the cap, timed by the partitioner itself
             try:
                 result = step()

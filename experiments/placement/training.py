@@ -44,7 +44,7 @@ from harness.worlds import Worlds
 
 from ..kit import training as kit
 from . import PAPER_HARDWARE
-from .common import cost_model, load_graph, policy_options, scaled, time_cap, workbench
+from .common import cost_model, policy_options, scaled, time_cap, workbench
 from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS, POLICY_ORDER,
                     paper_alpha, policy_label)
 from .shown import SMOKE_NOTE, shown_rows
@@ -615,14 +615,15 @@ class LossTrainer:
     def setup(self) -> None:
         import torch
 
+        from harness import graphs
         from impls.core.topology import by_name
         from impls.placement.pagraph import PlacementTimeout
         from impls.placement.sampling import LayerWiseSampler, LocalityBoost, ScaleController
 
         exp, prm, cfg, bench = self.exp, self.point.params, self.ctx.cfg, workbench(self.ctx)
         signal = exp.param(cfg, "feature_signal")
-        graph = self.graph = load_graph(self.ctx, exp.dataset, prm["scale"],
-                                        **({"feature_signal": signal} if signal else {}))
+        graph = self.graph = graphs.load(self.ctx, exp.dataset, prm["scale"],
+                                         **({"feature_signal": signal} if signal else {}))
         if graph.features is None or graph.labels is None:
             raise SkipPoint(f"{exp.dataset}: needs node features and labels")
         topology = by_name(prm["topology"])

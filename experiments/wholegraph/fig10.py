@@ -129,16 +129,12 @@ class Fig10(Experiment):
                                        **one.options}, world)
 
     def run_point(self, point, ctx):
-        from harness import datasets
+        from harness import graphs
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         device = rank.torch_device()
-        if rank.rank == 0:  # one rank builds the cache, the others read it
-            datasets.prepare(p["dataset"], scale=p["scale"], seed=cfg.seed, data_root=cfg.data_root)
-        dist.barrier()
-        graph = datasets.load(p["dataset"], scale=p["scale"], seed=cfg.seed, data_root=cfg.data_root,
-                              prefer_real=False).tensors()
+        graph = graphs.load(ctx, p["dataset"], p["scale"], standin=True).tensors()
         num_nodes = graph["indptr"].numel() - 1
         sampler_name = self.param(cfg, "sampler") or registry.names("sampling", traits=("paper",))[0]
         unique_name = registry.names("unique", traits=("paper",))[0]

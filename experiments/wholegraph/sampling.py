@@ -266,11 +266,13 @@ class SamplingTable(Experiment):
         return None
 
     def run_point(self, point, ctx):
-        from ..kit.samplers import load_graph, seed_stream, timed
+        from harness import graphs
+
+        from ..kit.samplers import seed_stream, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(ctx, p["dataset"], p["scale"])
+        graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         spec = registry.get_impl("sampling", point.impl)
         host = spec.has("cpu_library")
@@ -475,7 +477,7 @@ def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
 
 def figure_name(ds: str) -> str:
     """A graph's name short enough for a tick label."""
-    from ..kit.samplers import is_uniform, parse_uniform
+    from harness.graphs import is_uniform, parse_uniform
 
     if is_uniform(ds):
         nodes, degree = parse_uniform(ds)

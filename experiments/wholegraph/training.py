@@ -365,14 +365,14 @@ def default_dgl_layers(device: str) -> str:
     return default_layers(device)
 
 
-def pipeline_config(exp, point, cfg):
+def pipeline_config(exp, point, ctx):
+    from harness import graphs
     from impls.pipelines.base import PipelineConfig
 
-    p = point.params
+    cfg, p = ctx.cfg, point.params
     workers = exp.param(cfg, "workers")
     return PipelineConfig(
-        dataset=p["dataset"], scale=p["scale"], data_root=str(cfg.data_root) if cfg.data_root else None,
-        model=p["model"], backend=p["backend"], num_layers=p["layers"], hidden=p["hidden"],
+        graph=lambda: graphs.load(ctx, p["dataset"], p["scale"]), model=p["model"], backend=p["backend"], num_layers=p["layers"], hidden=p["hidden"],
         heads=p.get("heads", exp.param(cfg, "heads")), fanouts=tuple(p["fanouts"]), batch_size=p["batch_size"],
         lr=exp.setting(cfg, "lr"), dropout=exp.param(cfg, "dropout"), seed=cfg.seed, epochs=p["epochs"],
         max_batches_per_epoch=p.get("max_batches"), eval_batch_size=exp.setting(cfg, "eval_batch_size"),
@@ -426,7 +426,7 @@ def train_point(exp, point, ctx) -> list[Measurement]:
 
     cfg, rank = ctx.cfg, ctx.rank
     p = point.params
-    config = pipeline_config(exp, point, cfg)
+    config = pipeline_config(exp, point, ctx)
     timing = exp.param(cfg, "timing")
     pipe = registry.get_impl("pipelines", point.impl).factory(rank, config)
     monitor = UtilizationMonitor(rank.torch_device(), exp.param(cfg, "util_interval_ms") / 1e3) \

@@ -110,11 +110,13 @@ class UniqueTable(Experiment):
                                        "fanouts": list(fanouts), "hop": hop}, world)
 
     def run_point(self, point, ctx):
-        from ..kit.samplers import implementation, load_graph, timed
+        from harness import graphs
+
+        from ..kit.samplers import implementation, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
-        graph = load_graph(ctx, p["dataset"], p["scale"])
+        graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         targets, neighbors = frontier(graph, ctx, p["batch"], p["fanouts"], p["hop"])
         library = registry.get_impl("unique", point.impl).has("library")

@@ -88,7 +88,8 @@ class Fig13(Experiment):
                     yield Point(impl, {"dataset": dataset, "scale": scale, "topology": topology}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        from experiments.placement.common import load_graph, policy_options, scaled, workbench
+        from experiments.placement.common import policy_options, scaled, workbench
+        from harness import graphs
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
         from impls.placement.simulate import replay
@@ -96,7 +97,7 @@ class Fig13(Experiment):
 
         cfg = ctx.cfg
         prm = point.params
-        graph = load_graph(ctx, DATASETS[prm["dataset"]], prm["scale"])
+        graph = graphs.load(ctx, DATASETS[prm["dataset"]], prm["scale"])
         topology = xgnn_topology(prm["topology"])
         buffer_size = int(self.param(cfg, "buffer_fraction") * graph.num_nodes)
         alpha = self.param(cfg, "alpha")

@@ -114,13 +114,14 @@ class Fig14(Experiment):
 
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
+        from harness import graphs
         from harness.timing import DeviceClock, Spans, measure_collective, timer_for
         from impls.sampling.minibatch import sample_blocks
 
-        from ..kit.samplers import epoch_batches, implementation, load_graph
+        from ..kit.samplers import epoch_batches, implementation
 
         p = point.params
-        graph = load_graph(ctx, p["dataset"], p["scale"])
+        graph = graphs.load(ctx, p["dataset"], p["scale"], "structure")
         device = rank.torch_device()
         parts = p["parts"]
         count_rank = rank.rank if rank.world_size == parts else 0

@@ -401,17 +401,15 @@ class XGNNTraining(kit.TrainingExperiment):
 
 
 def train_system(exp, point, ctx) -> list[Measurement]:
-    from harness import registry
-    from impls.pipelines.base import MEMORY_CATEGORIES, PipelineConfig, load_graph
+    from harness import graphs, registry
+    from impls.pipelines.base import MEMORY_CATEGORIES
     from impls.pipelines.xgnn import xgnn_config
     from impls.storage.budget import OutOfMemoryBudget
 
     cfg, rank = ctx.cfg, ctx.rank
     p = point.params
     system = SYSTEMS[p["system"]]
-    data_root = str(cfg.data_root) if cfg.data_root else None
-    graph = load_graph(rank, PipelineConfig(dataset=p["dataset"], scale=p["scale"], data_root=data_root,
-                                            seed=cfg.seed))
+    graph = graphs.load(ctx, p["dataset"], p["scale"])
     topo = topology_bytes(graph)
     budget = budget_bytes(p["budget"], p["dataset"], p["model"], topo)
     spec = registry.get_impl("pipelines", system.impl)
@@ -425,8 +423,7 @@ def train_system(exp, point, ctx) -> list[Measurement]:
         if need > budget:
             raise OutOfMemoryBudget(f"WholeGraph's topology and features (everything on {rank.world_size} "
                                     f"GPU{'s' if rank.world_size > 1 else ''})", need, budget)
-    config = xgnn_config(p["model"], graph=graph, dataset=p["dataset"], scale=p["scale"], data_root=data_root,
-                         hidden=p["hidden"], batch_size=p["batch_size"], lr=exp.setting(cfg, "lr"), seed=cfg.seed,
+    config = xgnn_config(p["model"], graph=graph, hidden=p["hidden"], batch_size=p["batch_size"], lr=exp.setting(cfg, "lr"), seed=cfg.seed,
                          epochs=p["epochs"], max_batches_per_epoch=p.get("max_batches"),
                          eval_batch_size=max(p["batch_size"], 256), eval_max_nodes=cap(exp.setting(cfg, "eval_nodes")),
                          memory_budget_bytes=budget, options=options,

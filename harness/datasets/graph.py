@@ -41,6 +41,11 @@ class Graph:
         return 0 if self.features is None else int(self.features.shape[1])
 
     @property
+    def row_bytes(self) -> int:
+        """Bytes of one feature row as stored (0 without features)."""
+        return 0 if self.features is None else self.feature_dim * int(self.features.dtype.itemsize)
+
+    @property
     def feature_dtype(self) -> str | None:
         if self.features is None:
             return None

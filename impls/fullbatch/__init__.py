@@ -1,13 +1,13 @@
 """Interface `fullbatch`: full-graph GCN training (MG-GCN and its baselines).
 
 Every implementation is built by its factory (:class:`TrainerFactory`) as ``factory(graph, model,
-device=..., seed=..., rank=..., world=..., **options)`` from a :class:`problem.FullGraph` and a
-:class:`model.ModelConfig`, and returns a :class:`FullBatchTrainer`: ``train_epoch()``,
-``compute_gradients() -> (loss, logits, dW)``, ``loss_value()`` and ``close()``.  All train the
-same model (model.py) from the same initial weights, so their losses and gradients agree.  Those
-with trait ``distributed`` span several ranks; they must be built on every rank of an initialized
-process group and take their rank's 1D share (``share=``). What each is, experiments read from its
-traits (:data:`TRAITS`), never from its name.
+device=..., seed=..., rank=..., world=..., **options)`` from a :class:`harness.datasets.Graph` (the
+``fullbatch`` view of ``harness.graphs.load``) and a :class:`model.ModelConfig`, and returns a
+:class:`FullBatchTrainer`: ``train_epoch()``, ``compute_gradients() -> (loss, logits, dW)``,
+``loss_value()`` and ``close()``.  All train the same model (model.py) from the same initial
+weights, so their losses and gradients agree.  Those with trait ``distributed`` span several ranks;
+they must be built on every rank of an initialized process group and take their rank's 1D share
+(``share=``). What each is, experiments read from its traits (:data:`TRAITS`), never from its name.
 """
 
 from __future__ import annotations

@@ -8,13 +8,15 @@ GPU this needs a CUDA build of DGL (elsewhere the row is skipped with the reason
 
 from __future__ import annotations
 
+from harness.datasets.graph import Graph
+
 from .autograd_trainer import AutogradTrainer
 from .model import ModelConfig, init_weights
-from .problem import FullGraph, _edge_arrays
+from .problem import _edge_arrays
 
 
 class DglGCN(AutogradTrainer):
-    def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
+    def __init__(self, graph: Graph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True):
         import numpy as np
         import torch

@@ -8,14 +8,17 @@ B, cut by the same partition vector into P column tiles ``F^{ij}`` (MG-GCN Sec. 
 stage j it multiplies ``F^{ij}`` by the rows of H that rank j broadcasts.
 
 Everything here is vectorized over the edge arrays (numpy only: scipy is not in the GPU image's package list);
-nothing loops over edges.
+nothing loops over edges. The graph is a :class:`harness.datasets.Graph` with float32 features and
+int64 training ids (``harness.graphs.load(ctx, dataset, scale, "fullbatch")``, or :func:`random_graph`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+
+from harness.datasets.graph import Graph
 
 
 @dataclass
@@ -40,45 +43,8 @@ class CsrMatrix:
         return dense
 
 
-@dataclass
-class FullGraph:
-    """A node-classification graph on the host, in out-neighbour CSR (edge u -> v in row u)."""
-
-    name: str
-    num_nodes: int
-    indptr: np.ndarray
-    indices: np.ndarray
-    features: np.ndarray          # num_nodes x d0, float32 (may be a memory map)
-    labels: np.ndarray            # int64, -1 = unlabelled
-    train_idx: np.ndarray         # int64 node ids that carry the loss
-    num_classes: int
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def feature_dim(self) -> int:
-        return int(self.features.shape[1])
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.indptr[-1])
-
-
-def from_dataset(graph) -> FullGraph:
-    """Wrap a :class:`harness.datasets.Graph` (memory-mapped arrays are used in place)."""
-    if graph.features is None:
-        raise ValueError(f"{graph.name} has no node features")
-    if graph.labels is None or graph.labels.ndim != 1:
-        raise ValueError(f"{graph.name}: full-batch GCN here needs single-label classes")
-    features = graph.features
-    if features.dtype != np.float32:
-        features = np.asarray(graph.feature_tensor().float().numpy())
-    return FullGraph(graph.name, int(graph.num_nodes), graph.indptr, graph.indices, features,
-                     graph.labels, np.asarray(graph.train_idx, dtype=np.int64),
-                     int(graph.num_classes), {"is_standin": graph.is_standin, "scale": graph.scale})
-
-
 def random_graph(num_nodes: int, avg_degree: float, feature_dim: int, num_classes: int, seed: int = 0,
-                 *, train_fraction: float = 0.6, isolated: int = 0) -> FullGraph:
+                 *, train_fraction: float = 0.6, isolated: int = 0) -> Graph:
     """A small random directed graph for tests: uniform edges, no duplicates or self loops.
 
     ``isolated`` vertices get no in- or out-edges at all (Eq. 2 divides by an in-degree of 0 for
@@ -100,13 +66,15 @@ def random_graph(num_nodes: int, avg_degree: float, feature_dim: int, num_classe
     features = rng.standard_normal((num_nodes, feature_dim)).astype(np.float32)
     labels = np.argmax(features @ rng.standard_normal((feature_dim, num_classes)), axis=1)
     train = np.sort(rng.choice(num_nodes, max(1, int(train_fraction * num_nodes)), replace=False))
-    return FullGraph(f"random-{num_nodes}-{seed}", num_nodes, indptr, dst.astype(np.int32), features,
-                     labels.astype(np.int64), train.astype(np.int64), num_classes)
+    none = np.empty(0, dtype=np.int64)
+    return Graph(f"random-{num_nodes}-{seed}", num_nodes, int(indptr[-1]), indptr, dst.astype(np.int32), features,
+                 labels.astype(np.int64), train.astype(np.int64), none, none, is_standin=False, scale=1.0,
+                 meta={"num_classes": num_classes})
 
 
 # --- normalized adjacency (MG-GCN Eq. 2) --------------------------------------------------------
 
-def _edge_arrays(g: FullGraph, self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
+def _edge_arrays(g: Graph, self_loops: bool) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) of every edge u -> v, with a self loop added to vertices that lack one."""
     index_dtype = np.int32 if g.num_nodes < 2**31 else np.int64
     src = np.repeat(np.arange(g.num_nodes, dtype=index_dtype), np.diff(g.indptr))
@@ -128,7 +96,7 @@ def in_degree_weights(dst: np.ndarray, num_nodes: int) -> np.ndarray:
     return inv.astype(np.float32)
 
 
-def aggregation_matrix(g: FullGraph, self_loops: bool = True) -> CsrMatrix:
+def aggregation_matrix(g: Graph, self_loops: bool = True) -> CsrMatrix:
     """The forward operator F = Â^T as one global CSR (single device, tests)."""
     src, dst = _edge_arrays(g, self_loops)
     inverse_indegree = in_degree_weights(dst, g.num_nodes)
@@ -298,7 +266,7 @@ def _row_block_tiles(rows: np.ndarray, cols: np.ndarray, bounds: np.ndarray, ran
     return tiles
 
 
-def rank_share(g: FullGraph, rank: int, world: int, *, order: str, seed: int = 0,
+def rank_share(g: Graph, rank: int, world: int, *, order: str, seed: int = 0,
                self_loops: bool = True, partition: str = "rows",
                bounds: np.ndarray | None = None) -> RankShare:
     """Build rank ``rank``'s tiles of F and B and its rows of X (MG-GCN Sec. 4.1, 1D rows).

@@ -11,15 +11,17 @@ GCNConv always multiplies by W before aggregating (no order rule).
 
 from __future__ import annotations
 
+from harness.datasets.graph import Graph
+
 from .autograd_trainer import AutogradTrainer
 from .model import ModelConfig, init_weights
-from .problem import FullGraph, aggregation_matrix
+from .problem import aggregation_matrix
 
 ADJACENCY = ("edge_index", "sparse")
 
 
 class PygGCN(AutogradTrainer):
-    def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
+    def __init__(self, graph: Graph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True, adjacency: str = "sparse"):
         import numpy as np
         import torch

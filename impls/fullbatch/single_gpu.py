@@ -8,9 +8,11 @@ stored B = F^T instead of transposing F on every call.
 
 from __future__ import annotations
 
+from harness.datasets.graph import Graph
+
 from .autograd_trainer import AutogradTrainer
 from .model import GEMM_FIRST, ModelConfig, init_weights, orders
-from .problem import FullGraph, rank_share
+from .problem import rank_share
 
 
 def _aggregate_function():
@@ -32,7 +34,7 @@ def _aggregate_function():
 
 
 class SingleDeviceGCN(AutogradTrainer):
-    def __init__(self, graph: FullGraph, model: ModelConfig, *, device="cpu", seed: int = 0,
+    def __init__(self, graph: Graph, model: ModelConfig, *, device="cpu", seed: int = 0,
                  self_loops: bool = True, profile_ops: bool = False):
         import torch
 

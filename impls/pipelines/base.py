@@ -87,15 +87,13 @@ SPLITS = ("train", "val", "test")
 
 @dataclass
 class PipelineConfig:
-    """What to train and how. ``graph`` (a loaded :class:`harness.datasets.Graph`) overrides
-    ``dataset``/``scale``; ``backend`` None = the pipeline's default (``pyg`` for pyg_host,
+    """What to train and how. ``graph``: what it trains on, a :class:`harness.datasets.Graph`
+    (``harness.graphs.load``), or a function that returns one, called by ``setup`` (whose time then
+    counts the loading); ``backend`` None = the pipeline's default (``pyg`` for pyg_host,
     ``native`` otherwise); ``options`` holds pipeline-specific settings (each module lists its
     own, e.g. ``num_workers``, ``sampler``, ``mode``)."""
 
-    dataset: str = "ogbn-products"
-    scale: float = 1.0
     graph: Any = None
-    data_root: str | None = None
     model: str = "sage"                      # gcn | sage | gat | pinsage
     backend: str | None = None               # native | pyg
     num_layers: int = 3
@@ -174,18 +172,6 @@ def epoch_batches(train_ids: torch.Tensor, world: int, rank: int, seed: int, epo
     if max_batches is not None:
         batches = batches[:max_batches]
     return batches, full
-
-
-def load_graph(rank, config: PipelineConfig):
-    """The dataset on every rank: rank 0 prepares (generates and caches) a stand-in first, the
-    others wait and then open the same cache (memory-mapped: one copy in the page cache)."""
-    if config.graph is not None:
-        return config.graph
-    from harness import datasets
-    from harness.ranks import load_on_ranks
-
-    return load_on_ranks(rank, lambda: datasets.load(config.dataset, scale=config.scale, seed=config.seed,
-                                                     data_root=config.data_root))
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor, start: int, chunk_bytes: int = 64 << 20) -> None:
@@ -371,7 +357,10 @@ class Pipeline:
     # --- lifecycle -------------------------------------------------------------------------
     def setup(self) -> None:
         """Collective: load the graph, build the stores, the labels and the model under DDP."""
-        self.graph = load_graph(self.rank, self.config)
+        graph = self.config.graph
+        if graph is None:
+            raise HarnessError("PipelineConfig.graph is not set: load it with harness.graphs.load")
+        self.graph = graph() if callable(graph) else graph
         if self.device.type == "cuda":
             torch.cuda.empty_cache()           # a stand-in generated on this GPU leaves cached blocks
         g = self.graph

@@ -30,7 +30,8 @@ def profile_target(pipeline, epoch: int) -> Path | None:
     if epoch != int(os.environ.get("HARNESS_PROFILE_EPOCH", "1")):
         return None
     cfg = pipeline.config
-    name = f"{pipeline.name}-{getattr(cfg, 'dataset', 'data')}-{getattr(cfg, 'model', 'model')}-e{epoch}"
+    graph = getattr(getattr(pipeline, "graph", None), "name", "data")
+    name = f"{pipeline.name}-{graph}-{getattr(cfg, 'model', 'model')}-e{epoch}"
     if me:
         name += f"-r{me}"
     return Path(root) / (name.replace("/", "_") + ".txt")

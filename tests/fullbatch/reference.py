@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from impls.fullbatch.model import ModelConfig, init_weights
-from impls.fullbatch.problem import FullGraph, random_graph
+from harness.datasets import Graph
+from impls.fullbatch.problem import random_graph
 
 # two configurations that exercise both GeMM/SpMM orders in every position:
 #   3x20 on 12 features / 9 classes: [12, 20, 20, 9] -> SpMM first (layer 0, its backward SpMM is
@@ -27,11 +28,11 @@ MODELS = {
 NUM_NODES, AVG_DEGREE, FEATURES, CLASSES = 157, 5, 12, 9   # 157: parts of unequal size for P = 2, 3, 4
 
 
-def make_test_graph(seed: int = 1) -> FullGraph:
+def make_test_graph(seed: int = 1) -> Graph:
     return random_graph(NUM_NODES, AVG_DEGREE, FEATURES, CLASSES, seed=seed, isolated=3)
 
 
-def dense_normalized_adjacency(g: FullGraph, self_loops: bool = True) -> np.ndarray:
+def dense_normalized_adjacency(g: Graph, self_loops: bool = True) -> np.ndarray:
     """Â of Eq. 2: Â_uv = A_uv / sum_w A_wv (0 for a vertex without in-edges)."""
     n = g.num_nodes
     adjacency = np.zeros((n, n))
@@ -44,7 +45,7 @@ def dense_normalized_adjacency(g: FullGraph, self_loops: bool = True) -> np.ndar
 
 
 class DenseReference:
-    def __init__(self, g: FullGraph, model: ModelConfig, seed: int = 0, self_loops: bool = True):
+    def __init__(self, g: Graph, model: ModelConfig, seed: int = 0, self_loops: bool = True):
         self.forward_op = torch.tensor(dense_normalized_adjacency(g, self_loops).T)   # Â^T
         self.X = torch.tensor(np.asarray(g.features), dtype=torch.float64)
         self.train = torch.tensor(np.asarray(g.train_idx))

@@ -29,6 +29,7 @@ def _with_edges(g, src, dst):
     pairs = np.unique(np.asarray(src, dtype=np.int64) * g.num_nodes + np.asarray(dst))
     g.indptr = np.concatenate([[0], np.cumsum(np.bincount(pairs // g.num_nodes, minlength=g.num_nodes))])
     g.indices = (pairs % g.num_nodes).astype(np.int32)
+    g.num_edges = int(g.indptr[-1])
     return g
 
 

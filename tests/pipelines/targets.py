@@ -121,9 +121,12 @@ def one_step(ctx, graph: Graph, cases: list[dict], fake_pyg: bool = False) -> di
 
 def train_planted(ctx, data_root: str, epochs: int) -> dict:
     """The wholegraph pipeline on a products stand-in: validation accuracy after each epoch."""
-    from harness import registry
+    from harness import graphs, registry
+    from harness.config import RunConfig
+    from harness.experiment import RunContext
 
-    config = PipelineConfig(dataset="ogbn-products", scale=0.01, data_root=data_root, model="sage", num_layers=2,
+    graph = graphs.load(RunContext(RunConfig(device="cpu", data_root=data_root), ctx), "ogbn-products", 0.01)
+    config = PipelineConfig(graph=graph, model="sage", num_layers=2,
                             hidden=64, fanouts=(5, 5), batch_size=64, lr=0.01, seed=0, eval_batch_size=256,
                             eval_max_nodes=400)
     pipe = registry.get_impl("pipelines", "wholegraph").factory(ctx, config)
@@ -169,8 +172,8 @@ def failing_point(ctx) -> None:
 
     original = training.pipeline_config
 
-    def with_graph(exp_, point_, cfg_):
-        config = original(exp_, point_, cfg_)
+    def with_graph(exp_, point_, ctx_):
+        config = original(exp_, point_, ctx_)
         config.graph = planted_graph()
         return config
 

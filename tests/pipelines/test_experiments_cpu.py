@@ -10,7 +10,7 @@ import pytest
 
 from harness import registry
 from harness.config import RunConfig
-from harness.experiment import Experiment, Measurement, Point
+from harness.experiment import Experiment, Measurement, Point, RunContext
 from harness.needs import _import_problem
 from harness.report import derived_ids, report_all, report_runs
 from harness.reportkit import PALETTE
@@ -276,13 +276,13 @@ def test_layer_and_prefetch_parameters_reach_the_pipeline_options(tmp_path):
     point = next(p for p in exp.points(cfg) if p.impl == "wholegraph")
     assert point.params["layer_impl"] == "sparse" and point.params["prefetch"] == "1"
     assert point.params["layer_sddmm"] == "gather"
-    options = pipeline_config(exp, point, cfg).options
+    options = pipeline_config(exp, point, RunContext(cfg)).options
     assert options["impl"] == "sparse" and options["backward"] == "transpose" and options["prefetch"] == "1"
     assert options["sddmm"] == "gather"
     plain = RunConfig(device="cpu", world_size=2, quick=True, out_dir=tmp_path,
                       params={"datasets": "ogbn-products", "models": "sage"})
     point = next(p for p in exp.points(plain) if p.impl == "wholegraph")
-    assert not {"impl", "backward", "sddmm", "prefetch"} & set(pipeline_config(exp, point, plain).options)
+    assert not {"impl", "backward", "sddmm", "prefetch"} & set(pipeline_config(exp, point, RunContext(plain)).options)
     assert point.params["dataset"] == "ogbn-products"
 
 

@@ -288,7 +288,7 @@ def test_profile_dir_gets_one_epoch_profile_from_rank_zero(tmp_path, monkeypatch
             "batch_size": 24, "lr": 0.01, "eval_batch_size": 64}
     launch(targets.profiled_epochs, (GRAPH, case), world_size=2, device="cpu", timeout_s=300)
     reports = list(tmp_path.glob("*.txt"))
-    assert [p.name for p in reports] == ["wholegraph-ogbn-products-sage-e1.txt"]   # rank 0, epoch 1 only
+    assert [p.name for p in reports] == ["wholegraph-planted-sage-e1.txt"]   # rank 0, epoch 1 only, its graph's name
     text = reports[0].read_text()
     assert "kernel launches" in text and "operators by self_cpu_time_total" in text and "aten::" in text
 
@@ -300,7 +300,8 @@ def test_profile_ranks_pick_which_ranks_profile(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HARNESS_PROFILE_DIR", str(tmp_path))
     monkeypatch.setenv("HARNESS_PROFILE_EPOCH", "0")
-    pipe = lambda me: SimpleNamespace(me=me, name="xgnn", config=SimpleNamespace(dataset="twitter", model="gcn"))  # noqa: E731
+    pipe = lambda me: SimpleNamespace(me=me, name="xgnn", graph=SimpleNamespace(name="twitter"),  # noqa: E731
+                                      config=SimpleNamespace(model="gcn"))
     assert profile_target(pipe(1), 0) is None                                   # default: rank 0 only
     monkeypatch.setenv("HARNESS_PROFILE_RANKS", "all")
     assert profile_target(pipe(3), 0).name == "xgnn-twitter-gcn-e0-r3.txt"

@@ -103,19 +103,19 @@ def test_uniform_graph_spec_and_loader_points(tmp_path):
     import numpy as np
     import pytest
 
-    from experiments.kit.samplers import UniformGraph
     from harness.errors import HarnessError
+    from harness.graphs import uniform_graph
 
-    g = UniformGraph.build("uniform:20000:50", 1.0, 0)
+    g = uniform_graph("uniform:20000:50", 1.0, 0)
     assert g.num_nodes == 20_000 and g.indptr.size == 20_001 and g.indptr[-1] == g.indices.size
     assert abs(g.indices.size / g.num_nodes - 50) < 1.0                     # Poisson(50) out-degrees
     assert g.indices.min() >= 0 and g.indices.max() < g.num_nodes
     assert np.array_equal(g.train_idx, np.arange(20_000))
-    assert UniformGraph.build("uniform:20000:50", 0.5, 0).num_nodes == 10_000
-    assert np.array_equal(UniformGraph.build("uniform:20000:50", 1.0, 0).indices, g.indices)   # seeded
+    assert uniform_graph("uniform:20000:50", 0.5, 0).num_nodes == 10_000
+    assert np.array_equal(uniform_graph("uniform:20000:50", 1.0, 0).indices, g.indices)   # seeded
     for bad in ("uniform:20000", "uniform:x:5", "uniform:1:5", "uniform:100:0"):
         with pytest.raises(HarnessError, match="NODES:DEGREE"):
-            UniformGraph.build(bad, 1.0, 0)
+            uniform_graph(bad, 1.0, 0)
 
     outcome, rows = _run(tmp_path, ["wholegraph.sampling"], impls=("path_doubling", "pyg"),
                          datasets="products,uniform:200000:20", fanouts="10-5", batches="64",
