@@ -1,8 +1,7 @@
-"""ICS'22's settings (Sec. 5.1) and how every placement figure names, orders and colours a policy."""
+"""ICS'22's settings (Sec. 5.1) and how every placement figure names and orders a policy (its colour:
+the paper's palette, experiments/placement/__init__.py)."""
 
 from __future__ import annotations
-
-from harness.reportkit import PALETTE
 
 # --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
 NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
@@ -27,10 +26,5 @@ def policy_label(impl: str, las: bool) -> str:
     return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
 
 
-# the order bars stand in and one colour per policy in every placement figure: systems in their
-# palette colour (Our is ICS'22's Algorithm 1, XGNN Fig. 13's CliqueOpt; Clique is Quiver's;
-# the Solver is XGNN's), the partitioning baselines in colours no system has
+# the order bars stand in, in every placement figure
 POLICY_ORDER = ("NAIVE", "RAND", "METIS", "PG (re-impl.)", "Our", "Our+LAS", "Clique", "Solver")
-POLICY_COLOURS = {"NAIVE": "#bdbdbd", "RAND": "#525252", "METIS": "#e7ba52", "PG (re-impl.)": PALETTE["PaGraph"],
-                  "Our": PALETTE["ours"], "Our+LAS": "#08306b", "Clique": PALETTE["Quiver"],
-                  "Solver": PALETTE["XGNN"]}

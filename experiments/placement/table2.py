@@ -22,9 +22,9 @@ from harness.reportkit import Report, figure, finish, group
 from harness.timing import measure
 from harness.worlds import Worlds
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .common import load_graph
-from .paper import NUM_LAYERS, POLICY_COLOURS, QUICK_PAGRAPH_CAP_S
+from .paper import NUM_LAYERS, QUICK_PAGRAPH_CAP_S
 from .shown import SMOKE_NOTE, shown_rows
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
@@ -177,7 +177,7 @@ class Table2(Experiment):
                 if value is None:
                     missing.setdefault((impl, source), []).append(ds)
                     continue
-                x, colour = d - 0.42 + width * (k + 0.5), POLICY_COLOURS[_POLICY[impl]]
+                x, colour = d - 0.42 + width * (k + 0.5), PALETTE[_POLICY[impl]]
                 paper, capped = source == PAPER_SOURCE, isinstance(text, str) and text.startswith(">")
                 ax.bar(x, value, width, color="white" if capped else colour, alpha=0.45 if paper else 1.0,
                        edgecolor=colour, linestyle="--" if paper else "-", hatch="//" if capped else None)

@@ -15,7 +15,8 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import TOLERANCE, Band, Report, group, ratio, span
 
-from .fig9 import STAGE_COLOURS, STAGES
+from . import PALETTE
+from .fig9 import STAGE_NAMES, STAGES
 from .training import (MODEL_NAMES, SHORT, TrainingExperiment, collect, common_parameters, ours, pipeline_name,
                        records_caption, shared_store)
 from .training_report import (PAPER_ROW, Intervals, cell_order, dataset_title, header, history, kind_of, machine_order,
@@ -151,7 +152,7 @@ def layers_figure(cells: dict, speedups: dict):
             bottom = 0.0
             for metric, col in STAGES:
                 value = rec["metrics"].get(metric) or 0.0
-                ax.bar(x, value, 0.6, bottom=bottom, color=STAGE_COLOURS[col])
+                ax.bar(x, value, 0.6, bottom=bottom, color=PALETTE[STAGE_NAMES[col]])
                 bottom += value
             ax.text(x, bottom, f"{bottom:.3g} s", ha="center", va="bottom", fontsize=9)
         ax.set_xticks(range(len(backends)), [{"pyg": "PyG layers", "native": "native (ours)"}[b] for b in backends])
@@ -166,8 +167,7 @@ def layers_figure(cells: dict, speedups: dict):
         ax.set_ylabel("seconds per synced epoch")
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    handles = [Patch(color=STAGE_COLOURS[col], label=label) for (_, col), label in
-               zip(STAGES, ("sampling", "gathering", "training"))]
+    handles = [Patch(color=PALETTE[STAGE_NAMES[col]], label=STAGE_NAMES[col]) for _, col in STAGES]
     header(fig, f"WholeGraph Fig. 11: our storage and sampling with PyG vs native layers, {machine} (newest runs)\n"
                 f"{PAPER_ROW}: native up to 2.43x faster than PyG layers",
            lambda y: fig.legend(handles=handles, loc="upper center", ncol=3, fontsize=9, frameon=False,

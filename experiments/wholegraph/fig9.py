@@ -16,14 +16,15 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Band, Claim, Report, span
 
+from . import PALETTE
 from .training import (MODEL_NAMES, MODELS, SHORT, TrainingExperiment, collect, common_parameters, has, is_host, ours,
                        pipeline_name, pipelines, records_caption, short_name)
 from .training_report import (STATES, Intervals, cell_order, dataset_title, default_backend, epoch_state, header,
                               history, in_order, kind_of, machine_order, shown_caption, shown_records)
 
 STAGES = (("sample_time", "sample s"), ("gather_time", "gather s"), ("train_time", "train s"))
-# the stages are not systems: their own colours, none of the palette's
-STAGE_COLOURS = {"sample s": "#f2a93b", "gather s": "#8fbcd4", "train s": "#4d4d4d"}
+# the stages are not systems: their own colours in WholeGraph's palette, by name
+STAGE_NAMES = {"sample s": "sampling", "gather s": "gathering", "train s": "training"}
 PANEL_IMPLS = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")      # the paper's panels, in its order
 DATASETS = ("ogbn-products", "ogbn-papers100M")
 
@@ -165,8 +166,8 @@ def breakdown_figure(shown: list[dict], labels: dict):
                     capped_states.add(state)
                 bottom = 0.0
                 for _, col in STAGES:
-                    ax.bar(x, row[col], 0.7, bottom=bottom, color=STAGE_COLOURS[col], hatch=hatch,
-                           edgecolor="white" if hatch else STAGE_COLOURS[col], linewidth=0.5)
+                    ax.bar(x, row[col], 0.7, bottom=bottom, color=PALETTE[STAGE_NAMES[col]], hatch=hatch,
+                           edgecolor="white" if hatch else PALETTE[STAGE_NAMES[col]], linewidth=0.5)
                     bottom += row[col]
                 ax.text(x, bottom, f"{bottom:.3g} s", ha="center", va="bottom", fontsize=9)
             ax.margins(y=0.15)
@@ -174,8 +175,7 @@ def breakdown_figure(shown: list[dict], labels: dict):
             ax.set_xlim(-0.5, len(MODELS) - 0.5)
             ax.set_title(f"{short_name(impl)}, {dataset_title(recs[0])}\n{machine}", fontsize=9)
         axes[r][0].set_ylabel("seconds per epoch")
-    handles = [Patch(color=STAGE_COLOURS[col], label=col.removesuffix(" s").replace("sample", "sampling")
-                     .replace("gather", "gathering").replace("train", "training")) for _, col in STAGES]
+    handles = [Patch(color=PALETTE[STAGE_NAMES[col]], label=STAGE_NAMES[col]) for _, col in STAGES]
     handles += [Patch(facecolor="0.85", edgecolor="0.3", hatch=STATES[s][1]["hatch"], label=STATES[s][0])
                 for s in ("capped", "bound") if s in capped_states]
     header(fig, "WholeGraph Fig. 9: epoch time breakdown (newest runs; the synchronized epoch)",

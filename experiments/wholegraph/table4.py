@@ -16,13 +16,13 @@ from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
 from harness.reportkit import Report, finite, group
 
+from . import PALETTE
 from .training import (GIB, MODEL_NAMES, MODELS, SHORT, TABLE4, TrainingExperiment, collect, common_parameters, ours,
                        pipeline_name, records_caption, shared_store, short_name, table4_paper_values)
 from .training_report import PAPER_ROW, header, history, kind_of, machine_order, shown_caption, shown_records
 
 STORES = (("graph_structure", "Graph Structure"), ("node_features", "Node Feature"))
 # the categories are not systems: their own colours, none of the palette's
-CATEGORY_COLOURS = {"graph_structure": "#8da0cb", "node_features": "#66c2a5", "training": "#4d4d4d"}
 PAPER_GPUS = 8
 
 
@@ -110,7 +110,7 @@ def memory_figure(shown: list[dict], labels: dict):
     lefts = [0.0] * len(shown)
     for cat in ("graph_structure", "node_features", "training"):
         values = [r["metrics"].get(f"memory_{cat}") or 0.0 for r in shown]
-        ax.barh(ys, values, 0.6, left=lefts, color=CATEGORY_COLOURS[cat])
+        ax.barh(ys, values, 0.6, left=lefts, color=PALETTE[cat.replace("_", " ")])
         lefts = [a + b for a, b in zip(lefts, values)]
     used = [(y, u) for y, r in zip(ys, shown)
             if finite(u := r["extra"].get("memory_total", {}).get("device_used_gib"))]
@@ -121,7 +121,7 @@ def memory_figure(shown: list[dict], labels: dict):
     ax.set_xlabel("GiB per GPU")
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title("paper (8x A100, real graph, nvidia-smi): 3.1 + 6.7 + 20.4 GB per GPU", fontsize=9)
-    handles = [Patch(color=CATEGORY_COLOURS[c], label=n) for c, n in (*STORES, ("training", "Training"))]
+    handles = [Patch(color=PALETTE[c.replace("_", " ")], label=n) for c, n in (*STORES, ("training", "Training"))]
     handles.append(Line2D([], [], marker="D", color="black", linestyle="none", label="device used (nvidia-smi view)"))
     header(fig, f"WholeGraph Table IV: memory per GPU, {shown[0]['key']['dataset'].replace('ogbn-', '')} "
                 "(newest runs per machine)",

@@ -28,7 +28,7 @@ from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
 from harness.reportkit import TOLERANCE, Band, Claim, Estimate, figure, finite, group, ratio
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .training import (FIG10_STEPS, MODEL_NAMES, SHORT, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list,
                        common_parameters, extrapolated, fmt, percent, run_number)
 
@@ -274,7 +274,7 @@ def noise_note(noise: dict) -> str:
 def steps_figure(shown: dict, keys: list):
     """A panel per model+dataset (the paper's four), the steps along x, Sampler and Trainer seconds
     per epoch side by side; "OOM" where a step ran out of memory."""
-    from .plots import Bars, grouped_bars
+    from harness.reportkit import Series, grouped_bars
 
     panels = list(dict.fromkeys(k[:3] for k in keys))
     ncols = 2 if len(panels) > 1 else 1
@@ -284,8 +284,8 @@ def steps_figure(shown: dict, keys: list):
         steps = [s for s in FIG10_STEPS if (kind, model, ds, s) in shown]
         recs = [shown[(kind, model, ds, s)] for s in steps]
         values = [times(rec) for rec in recs]
-        series = [Bars(name, [v[i] if v[i] is not None else cell(rec, "epoch_time") for v, rec in zip(values, recs)],
-                       colour=STAGE_COLOURS[name], extrapolated=[extrapolated(rec) for rec in recs])
+        series = [Series(name, [v[i] if v[i] is not None else cell(rec, "epoch_time") for v, rec in zip(values, recs)],
+                       colour=PALETTE[name], extrapolated=[extrapolated(rec) for rec in recs])
                   for i, name in enumerate(("Sampler", "Trainer"))]
         mixed = len({rec["run_id"] for rec in recs}) > 1          # then each step names its run
         grouped_bars(ax, [SYSTEMS[s].label + (f"\n{run_number(rec)}" if mixed else "") for s, rec in zip(steps, recs)],
@@ -295,9 +295,6 @@ def steps_figure(shown: dict, keys: list):
         ax.set_visible(False)
     fig.tight_layout()
     return fig
-
-
-STAGE_COLOURS = {"Sampler": "#6baed6", "Trainer": "#08519c"}
 
 
 def step_rows(rep, machine: str, point: tuple, steps: dict, noise: dict) -> list[tuple]:

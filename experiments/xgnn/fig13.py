@@ -204,9 +204,9 @@ class Fig13(Experiment):
         system's colour (one row of panels per machine kind)."""
         from matplotlib.patches import Patch
 
-        from experiments.placement.paper import POLICY_COLOURS
+        from experiments.placement import PALETTE as POLICIES
 
-        colours = {impl: POLICY_COLOURS["Our" if impl == "clique_opt" else POLICY_LABELS[impl]] for impl in self.impls}
+        colours = {impl: POLICIES["Our" if impl == "clique_opt" else POLICY_LABELS[impl]] for impl in self.impls}
         datasets = [d for d in DATASETS if d in set(wide["p_dataset"])]
         kinds = sorted({shown.kind(r) for r in wide["run_id"]})
         fig, axes = figure((10.0, min(6.0, 1.6 + 2.6 * len(kinds))), ncols=len(datasets), nrows=len(kinds),

@@ -133,13 +133,13 @@ SHOWN_COLUMNS = ("Part", "Machine", "Model+DS", "System", "E2E s", "E s", "graph
 def fig15_figure(rows_a: list[dict], curves: dict, targets: dict):
     """(a) each system's epoch time on one GPU (horizontal bars, the system's colour); (b) validation
     accuracy against training time per system, the common target and the paper's 56% dashed."""
-    from .plots import Bars, grouped_bars
+    from harness.reportkit import Series, grouped_bars
 
     fig, axes = figure((10, 4), ncols=2)
     if rows_a:
         kinds = list(dict.fromkeys(r["Machine"] for r in rows_a))
         labels = list(dict.fromkeys(r["System"] for r in rows_a))
-        series = [Bars(k, [next((r["E2E s"] for r in rows_a if r["Machine"] == k and r["System"] == s), None)
+        series = [Series(k, [next((r["E2E s"] for r in rows_a if r["Machine"] == k and r["System"] == s), None)
                            for s in labels], colour=[colour(s) for s in labels]) for k in kinds]
         grouped_bars(axes[0], labels, series, horizontal=True, value_label="seconds per epoch", legend=False)
         where = next(r["Model+DS"] for r in rows_a)

@@ -148,7 +148,7 @@ def platform_figure(shown: list[dict], kind):
     """A panel per platform of the paper's Table 1 (1 GPU, 4 GPUs, 8 GPUs), the systems down the
     side: the newest epoch time per machine kind (solid) beside the paper's (hatched), text where a
     system failed ("x", OOM) or is not implemented here."""
-    from .plots import Bars, grouped_bars, legend_by_system
+    from harness.reportkit import Series, grouped_bars, legend_by_system
 
     systems = [s for s in ALL1 if any(rec["params"]["system"] == s for rec in shown)] or list(SYSTEMS1)
     kinds = sorted({kind(rec) for rec in shown})
@@ -160,10 +160,10 @@ def platform_figure(shown: list[dict], kind):
         for k in kinds:
             mine = {rec["params"]["system"]: rec for rec in shown if kind(rec) == k and rec["world"] == gpus}
             if mine:
-                series.append(Bars(k, [short(cell(mine.get(s), "epoch_time"), SYSTEMS[s]) for s in systems],
+                series.append(Series(k, [short(cell(mine.get(s), "epoch_time"), SYSTEMS[s]) for s in systems],
                                    colour=colours, extrapolated=[extrapolated(mine.get(s)) for s in systems]))
         paper = [paper_row(s)[PLATFORMS[gpus]] if paper_row(s) else "" for s in systems]
-        series.append(Bars(PAPER_SOURCE, [v if v is not None else "x (fails)" for v in paper], colour=colours,
+        series.append(Series(PAPER_SOURCE, [v if v is not None else "x (fails)" for v in paper], colour=colours,
                            paper=True))
         grouped_bars(ax, labels if ax is axes[0] else [""] * len(labels), series, horizontal=True, log=True,
                      value_label="seconds per epoch", legend=False)

@@ -226,7 +226,7 @@ def speedup_figure(shown: dict, kind: str | None):
     """XGNN's E2E speedup over each system on the machine kind with the most GPUs, ours beside the
     paper's, a panel per model, the datasets along x; OOM and "x" cells written where their bar
     would be."""
-    from .plots import Bars, grouped_bars, legend_by_system
+    from harness.reportkit import Series, grouped_bars, legend_by_system
 
     cells = {(m, d): systems for (k, m, d), systems in shown.items() if k == kind}
     models = [m for m in MODELS if any(mm == m for mm, _ in cells)]
@@ -245,9 +245,9 @@ def speedup_figure(shown: dict, kind: str | None):
                 values.append(ratio(e2e, xg_e2e) or (e2e if isinstance(e2e, str) else
                                                      f"XGNN {xg_e2e}" if isinstance(xg_e2e, str) else ""))
                 capped.append(extrapolated(rec) or extrapolated(xg))
-            series.append(Bars(label, values, colour=drawn[label], extrapolated=capped))
+            series.append(Series(label, values, colour=drawn[label], extrapolated=capped))
             if SYSTEMS[system].paper != "":
-                series.append(Bars(label, [paper_speedup(model, d, system) or paper_cell(model, d, system) or ""
+                series.append(Series(label, [paper_speedup(model, d, system) or paper_cell(model, d, system) or ""
                                            for d in datasets], colour=series[-1].colour, paper=True))
         hollow |= grouped_bars(ax, [SHORT.get(d, d) for d in datasets], series, log=True, legend=False)
         ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle=":")

@@ -154,7 +154,7 @@ def compare(machine: str, key: tuple, systems: dict):
 def table5_figure(shown: dict):
     """(a) E2E epoch time and (b) total GPU memory per combination: WholeGraph and XGNN on the
     machine kind with the most GPUs (solid) beside the paper's 8 A100s (hatched), log axes."""
-    from .plots import Bars, grouped_bars, legend_by_system
+    from harness.reportkit import Series, grouped_bars, legend_by_system
 
     fig, axes = figure((10, 4), ncols=2)
     if not shown:
@@ -165,9 +165,9 @@ def table5_figure(shown: dict):
     panels = ((axes[0], "epoch_time", 3, "(a) E2E time", "seconds per epoch"),
               (axes[1], "memory_total_gpus", 4, "(b) total GPU memory", "all GPUs (ours GiB, paper GB)"))
     for ax, metric, index, title, label in panels:
-        series = [Bars(SYSTEMS[system].label, [cell(shown[k].get(system), metric) for k in keys],
+        series = [Series(SYSTEMS[system].label, [cell(shown[k].get(system), metric) for k in keys],
                        extrapolated=[extrapolated(shown[k].get(system)) for k in keys]) for system in SYSTEMS5]
-        series += [Bars(SYSTEMS[system].label, [TABLE5.get(k[1:], {}).get(system, (None,) * 5)[index] for k in keys],
+        series += [Series(SYSTEMS[system].label, [TABLE5.get(k[1:], {}).get(system, (None,) * 5)[index] for k in keys],
                         paper=True) for system in SYSTEMS5]
         grouped_bars(ax, groups, series, log=True, value_label=label, legend=False)
         ax.set_title(title)
