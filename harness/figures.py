@@ -219,11 +219,13 @@ def finite(x) -> bool:
 
 @dataclass(frozen=True)
 class Axis:
-    """An axis: its label, a log scale (labelled in plain numbers), its limits (None: matplotlib's)."""
+    """An axis: its label, a log scale (labelled in plain numbers), its limits (None: matplotlib's)
+    or the room its data leaves at either end (``margin``, a fraction of the data's span)."""
 
     label: str = ""
     log: bool = False
     limits: tuple | None = None
+    margin: float | None = None
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,8 @@ class Panel:
     stack per group, "lines": one line per series over its ``xs``) over ``groups`` (the bars'
     categories), its title, axes, reference lines, the verdict of the claim it shows (a box in its
     upper left corner), and its legend (True: matplotlib's best place; a dict: legend keywords;
-    False: none). ``totals``: a stack's total written above it in this format ("{:.3g} s")."""
+    False: none). ``totals``: a stack's total written above it in this format ("{:.3g} s");
+    ``grid``: lines across the value axis (side-by-side bars always have them)."""
 
     series: Sequence[Series]
     kind: str = "bars"
@@ -259,6 +262,7 @@ class Panel:
     verdict: str = ""
     legend: bool | Mapping = True
     title_size: float | None = None
+    grid: bool = True
 
     def __post_init__(self):
         if self.kind not in (*BAR_KINDS, "lines"):
@@ -270,7 +274,8 @@ class FigureSpec:
     """A report's figure as data: its panels (``ncols`` a row, the rest hidden), the paper's palette
     for every series without its own colour, the figure's size in inches, its title, and one legend
     for the whole figure (``legend``: keywords of ``fig.legend``, each series named once) in place
-    of the panels' own; ``sharey``: the panels share the value axis."""
+    of the panels' own; ``sharey``: the panels share the value axis; ``layout``: matplotlib's tight
+    layout (False where the report places its title and legend itself)."""
 
     panels: Sequence[Panel]
     palette: Palette = SYSTEMS
@@ -279,6 +284,7 @@ class FigureSpec:
     title: str = ""
     legend: Mapping | None = None
     sharey: bool = False
+    layout: bool = True
 
 
 def draw(spec: FigureSpec):
@@ -289,12 +295,14 @@ def draw(spec: FigureSpec):
                        **({"sharey": True} if spec.sharey else {}))
     for ax, panel in zip(axes.flat, spec.panels):
         draw_panel(ax, panel, spec.palette, legend=spec.legend is None)
-    for ax in list(axes.flat)[len(spec.panels):]:
+    for ax in list(axes.flat)[len(spec.panels) or 1:]:        # a figure of no panel keeps its empty axes
         ax.set_visible(False)
     if spec.legend is not None:
         fig.legend(handles=legend_handles(spec), **spec.legend)
     if spec.title:
         fig.suptitle(spec.title)
+    if spec.layout:
+        fig.tight_layout()
     return fig
 
 
@@ -309,12 +317,14 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
                      **legend_kw)
     elif panel.kind == "stacked":
         _stacked(ax, panel, palette)
+        if panel.grid:
+            ax.grid(True, axis="x" if panel.horizontal else "y", alpha=0.3)
         if show_legend:
             ax.legend(handles=_handles(panel.series, palette), fontsize=9, **legend_kw)
     else:
         lines(ax, [(s.label, s.xs, s.values, {**({"color": c} if (c := s.colour_of(0, "", palette)) else {}),
                                               **({"paper": True} if s.paper else {}), **s.style})
-                   for s in panel.series], legend_size=None)
+                   for s in panel.series], legend_size=None, grid=panel.grid)
         for which, axis in (("x", panel.x), ("y", panel.y)):
             if axis.log:
                 log_axis(ax, which)
@@ -329,9 +339,11 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
                  **rule.style}
         vertical = rule.vertical != panel.horizontal if panel.kind != "lines" else rule.vertical
         (ax.axvline if vertical else ax.axhline)(rule.at, label=rule.label or None, **style)
-    for axis, set_limits in ((panel.x, ax.set_xlim), (panel.y, ax.set_ylim)):
+    for which, axis, set_limits in (("x", panel.x, ax.set_xlim), ("y", panel.y, ax.set_ylim)):
         if axis.limits is not None:
             set_limits(*axis.limits)
+        if axis.margin is not None:
+            ax.margins(**{which: axis.margin})
     if panel.verdict:
         ax.text(0.02, 0.97, panel.verdict, transform=ax.transAxes, ha="left", va="top", fontsize=8,
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.7"})
