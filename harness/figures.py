@@ -320,7 +320,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
         if panel.grid:
             ax.grid(True, axis="x" if panel.horizontal else "y", alpha=0.3)
         if show_legend:
-            ax.legend(handles=_handles(panel.series, palette), fontsize=9, **legend_kw)
+            ax.legend(fontsize=9, **legend_kw)
     else:
         lines(ax, [(s.label, s.xs, s.values, {**({"color": c} if (c := s.colour_of(0, "", palette)) else {}),
                                               **({"paper": True} if s.paper else {}), **s.style})
@@ -362,7 +362,7 @@ def _stacked(ax, panel: Panel, palette: Palette) -> None:
             face = s.colour_of(g, f"C{i}", palette)
             style = {**(PAPER_BAR if s.paper else {}), **s.style}
             bar(g, value, panel.width, **({"left": base} if panel.horizontal else {"bottom": base}), color=face,
-                **style)
+                label=s.label if g == 0 else None, **style)
             base += value
         if panel.totals:
             ax.text(*((base, g) if panel.horizontal else (g, base)), panel.totals.format(base),
