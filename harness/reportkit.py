@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
 from .figures import (PAPER_BAR, PAPER_STYLE, Axis, FigureSpec, Panel, Rule, Series, bars, draw,  # noqa: F401
-                      figure, finish, finite, grouped_bars, legend_by_system, lines, log_axis)
+                      draw_panel, figure, finish, finite, grouped_bars, legend_by_system, legend_handles, lines,
+                      log_axis)
 from .palette import PALETTE, Palette, colour  # noqa: F401  (the report kit's palettes: reports import them from here)
 from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_MEASURED, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE,
                        TOLERANCE, Band, Claim, Estimate, Verdict, verdict_of)
