@@ -270,11 +270,27 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class Legend:
+    """The figure's one legend (below its panels, say): ``systems`` named by colour whatever their
+    bars are drawn as (ours solid, the paper's hatched, extrapolated ones hollow), the paper's bars
+    named once as hatched (``paper``: whose values), the hollow bar explained where one is drawn;
+    without ``systems``, every series named once. ``colours``: a name's colour where the palette has
+    none; ``room``: the rectangle (figure fractions) the panels keep, the rest is the legend's;
+    ``where``: ``fig.legend``'s keywords (one row unless they say ``ncol``)."""
+
+    systems: Sequence[str] = ()
+    paper: str = ""
+    colours: Mapping = field(default_factory=dict)
+    room: tuple | None = None
+    where: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class FigureSpec:
     """A report's figure as data: its panels (``ncols`` a row, the rest hidden), the paper's palette
     for every series without its own colour, the figure's size in inches, its title, and one legend
-    for the whole figure (``legend``: keywords of ``fig.legend``, each series named once) in place
-    of the panels' own; ``sharey``: the panels share the value axis; ``layout``: matplotlib's tight
+    for the whole figure (``legend``: a :class:`Legend`, or keywords of ``fig.legend`` naming
+    each series once) in place of the panels' own; ``sharey``: the panels share the value axis; ``layout``: matplotlib's tight
     layout (False where the report places its title and legend itself)."""
 
     panels: Sequence[Panel]
@@ -282,7 +298,7 @@ class FigureSpec:
     ncols: int = 1
     size: tuple = (8, 4)
     title: str = ""
-    legend: Mapping | None = None
+    legend: Legend | Mapping | None = None
     sharey: bool = False
     layout: bool = True
 
@@ -293,26 +309,39 @@ def draw(spec: FigureSpec):
     nrows = max(1, -(-len(spec.panels) // ncols))
     fig, axes = figure(spec.size, ncols=ncols, nrows=nrows, squeeze=False,
                        **({"sharey": True} if spec.sharey else {}))
+    hollow = False
     for ax, panel in zip(axes.flat, spec.panels):
-        draw_panel(ax, panel, spec.palette, legend=spec.legend is None)
+        hollow |= draw_panel(ax, panel, spec.palette, legend=spec.legend is None)
     for ax in list(axes.flat)[len(spec.panels) or 1:]:        # a figure of no panel keeps its empty axes
         ax.set_visible(False)
-    if spec.legend is not None:
+    room = None
+    if isinstance(spec.legend, Legend):
+        legend, room = spec.legend, spec.legend.room
+        if legend.systems:
+            entries = len(legend.systems) + bool(legend.paper) + hollow
+            legend_by_system(fig, list(legend.systems), paper=legend.paper or None, hollow=hollow,
+                             colours=dict(legend.colours), **{"ncol": entries, **legend.where})
+        else:
+            handles = legend_handles(spec)
+            fig.legend(handles=handles, **{"ncol": len(handles), **legend.where})
+    elif spec.legend is not None:
         fig.legend(handles=legend_handles(spec), **spec.legend)
     if spec.title:
         fig.suptitle(spec.title)
     if spec.layout:
-        fig.tight_layout()
+        fig.tight_layout(**({"rect": room} if room else {}))
     return fig
 
 
-def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True) -> None:
-    """One panel on ``ax`` (``legend``: its own legend, where it asks for one)."""
+def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True) -> bool:
+    """One panel on ``ax`` (``legend``: its own legend, where it asks for one); True when it drew a
+    hollow (extrapolated) bar."""
     legend_kw = dict(panel.legend) if isinstance(panel.legend, Mapping) else {}
     show_legend = legend and bool(panel.legend)
     value_axis, group_axis = (panel.x, panel.y) if panel.horizontal else (panel.y, panel.x)
+    hollow = False
     if panel.kind == "bars":
-        grouped_bars(ax, list(panel.groups), list(panel.series), horizontal=panel.horizontal, log=value_axis.log,
+        hollow = grouped_bars(ax, list(panel.groups), list(panel.series), horizontal=panel.horizontal, log=value_axis.log,
                      value_label=value_axis.label, legend=show_legend, width=panel.width, palette=palette,
                      **legend_kw)
     elif panel.kind == "stacked":
@@ -338,7 +367,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
         style = {"color": "0.3", "linewidth": 0.8, "linestyle": ":", **(PAPER_STYLE if rule.paper else {}),
                  **rule.style}
         vertical = rule.vertical != panel.horizontal if panel.kind != "lines" else rule.vertical
-        (ax.axvline if vertical else ax.axhline)(rule.at, label=rule.label or None, **style)
+        (ax.axvline if vertical else ax.axhline)(rule.at, **({"label": rule.label} if rule.label else {}), **style)
     for which, axis, set_limits in (("x", panel.x, ax.set_xlim), ("y", panel.y, ax.set_ylim)):
         if axis.limits is not None:
             set_limits(*axis.limits)
@@ -349,6 +378,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.7"})
     if panel.title:
         ax.set_title(panel.title, **({"fontsize": panel.title_size} if panel.title_size else {}))
+    return hollow
 
 
 def _stacked(ax, panel: Panel, palette: Palette) -> None:

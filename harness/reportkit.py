@@ -39,7 +39,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
-from .figures import (PAPER_BAR, PAPER_STYLE, Axis, FigureSpec, Panel, Rule, Series, bars, draw,  # noqa: F401
+from .figures import (PAPER_BAR, PAPER_STYLE, Axis, FigureSpec, Legend, Panel, Rule, Series, bars, draw,  # noqa: F401
                       draw_panel, figure, finish, finite, grouped_bars, legend_by_system, legend_handles, lines,
                       log_axis)
 from .palette import PALETTE, Palette, colour  # noqa: F401  (the report kit's palettes: reports import them from here)
