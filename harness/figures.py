@@ -289,9 +289,10 @@ class Legend:
 class FigureSpec:
     """A report's figure as data: its panels (``ncols`` a row, the rest hidden), the paper's palette
     for every series without its own colour, the figure's size in inches, its title, and one legend
-    for the whole figure (``legend``: a :class:`Legend`, or keywords of ``fig.legend`` naming
-    each series once) in place of the panels' own; ``sharey``: the panels share the value axis; ``layout``: matplotlib's tight
-    layout (False where the report places its title and legend itself)."""
+    for the whole figure (``legend``: a :class:`Legend`, or keywords of ``fig.legend`` naming each
+    series once) in place of the panels' own; ``sharex``, ``sharey``: the panels share that axis;
+    ``layout``: matplotlib's tight layout (False where the report places its title and legend
+    itself)."""
 
     panels: Sequence[Panel]
     palette: Palette = SYSTEMS
@@ -299,6 +300,7 @@ class FigureSpec:
     size: tuple = (8, 4)
     title: str = ""
     legend: Legend | Mapping | None = None
+    sharex: bool = False
     sharey: bool = False
     layout: bool = True
 
@@ -307,8 +309,8 @@ def draw(spec: FigureSpec):
     """The matplotlib figure of ``spec``."""
     ncols = max(1, min(spec.ncols, len(spec.panels)))
     nrows = max(1, -(-len(spec.panels) // ncols))
-    fig, axes = figure(spec.size, ncols=ncols, nrows=nrows, squeeze=False,
-                       **({"sharey": True} if spec.sharey else {}))
+    shared = {k: True for k, on in (("sharex", spec.sharex), ("sharey", spec.sharey)) if on}
+    fig, axes = figure(spec.size, ncols=ncols, nrows=nrows, squeeze=False, **shared)
     hollow = False
     for ax, panel in zip(axes.flat, spec.panels):
         hollow |= draw_panel(ax, panel, spec.palette, legend=spec.legend is None)
