@@ -340,6 +340,10 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
     hollow (extrapolated) bar."""
     legend_kw = dict(panel.legend) if isinstance(panel.legend, Mapping) else {}
     show_legend = legend and bool(panel.legend)
+    if not panel.series:                # nothing measured: the panel says so in its title, on empty axes
+        if panel.title:
+            ax.set_title(panel.title, **({"fontsize": panel.title_size} if panel.title_size else {}))
+        return False
     value_axis, group_axis = (panel.x, panel.y) if panel.horizontal else (panel.y, panel.x)
     hollow = False
     if panel.kind == "bars":
@@ -351,7 +355,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
         if panel.grid:
             ax.grid(True, axis="x" if panel.horizontal else "y", alpha=0.3)
         if show_legend:
-            ax.legend(fontsize=9, **legend_kw)
+            ax.legend(**{"fontsize": 9, **legend_kw})
     else:
         lines(ax, [(s.label, s.xs, s.values, {**({"color": c} if (c := s.colour_of(0, "", palette)) else {}),
                                               **({"paper": True} if s.paper else {}), **s.style})
@@ -360,7 +364,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
             if axis.log:
                 log_axis(ax, which)
         if show_legend:
-            ax.legend(fontsize=7, **legend_kw)
+            ax.legend(**{"fontsize": 7, **legend_kw})
     if group_axis.label or panel.kind == "lines":
         (ax.set_xlabel if not panel.horizontal or panel.kind == "lines" else ax.set_ylabel)(panel.x.label)
     if panel.kind == "lines" and panel.y.label:
