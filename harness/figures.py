@@ -219,13 +219,17 @@ def finite(x) -> bool:
 
 @dataclass(frozen=True)
 class Axis:
-    """An axis: its label, a log scale (labelled in plain numbers), its limits (None: matplotlib's)
-    or the room its data leaves at either end (``margin``, a fraction of the data's span)."""
+    """An axis: its label, a log scale (labelled in plain numbers; ``base`` 2 for counts of GPUs),
+    the values it marks (``ticks``, labelled as they are, no minor ticks), its limits (None:
+    matplotlib's; one end None: that end matplotlib's) or the room its data leaves at either end
+    (``margin``, a fraction of the data's span)."""
 
     label: str = ""
     log: bool = False
     limits: tuple | None = None
     margin: float | None = None
+    base: int = 10
+    ticks: Sequence | None = None
 
 
 @dataclass(frozen=True)
@@ -361,8 +365,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
                                               **({"paper": True} if s.paper else {}), **s.style})
                    for s in panel.series], legend_size=None, grid=panel.grid)
         for which, axis in (("x", panel.x), ("y", panel.y)):
-            if axis.log:
-                log_axis(ax, which)
+            _scale(ax, which, axis)
         if show_legend:
             ax.legend(**{"fontsize": 7, **legend_kw})
     if group_axis.label or panel.kind == "lines":
@@ -385,6 +388,17 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
     if panel.title:
         ax.set_title(panel.title, **({"fontsize": panel.title_size} if panel.title_size else {}))
     return hollow
+
+
+def _scale(ax, which: str, axis: Axis) -> None:
+    """A lines panel's ``axis`` (``which``: "x" or "y"): its scale and the values it marks."""
+    if axis.log and axis.base == 10 and axis.ticks is None:
+        log_axis(ax, which)
+    elif axis.log:
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=axis.base)
+    if axis.ticks is not None:
+        (ax.set_xticks if which == "x" else ax.set_yticks)(list(axis.ticks), [f"{t:g}" for t in axis.ticks])
+        ax.minorticks_off()
 
 
 def _stacked(ax, panel: Panel, palette: Palette) -> None:
