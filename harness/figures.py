@@ -11,7 +11,7 @@
 - A declared figure (:class:`FigureSpec`, after Triton's ``perf_report(Benchmark(...))``): panels
   (:class:`Panel`) of series (:class:`Series`) over axes (:class:`Axis`), bars side by side,
   stacked bars or lines, reference lines (:class:`Rule`), the paper's values in the paper's style,
-  the verdict in a box, one legend per panel or for the figure; :func:`draw` turns it into a
+  the verdict under the panel title, one legend per panel or for the figure; :func:`draw` turns it into a
   matplotlib figure, so a report module states what its figure shows and nothing of how.
 """
 
@@ -248,8 +248,8 @@ class Rule:
 class Panel:
     """One panel: its ``series`` drawn as ``kind`` ("bars": side by side per group, "stacked": one
     stack per group, "lines": one line per series over its ``xs``) over ``groups`` (the bars'
-    categories), its title, axes, reference lines, the verdict of the claim it shows (a box in its
-    upper left corner), and its legend (True: matplotlib's best place; a dict: legend keywords;
+    categories), its title, axes, reference lines, the verdict of the claim it shows (a line under
+    its title), and its legend (True: matplotlib's best place; a dict: legend keywords;
     False: none). ``totals``: a stack's total written above it in this format ("{:.3g} s");
     ``grid``: lines across the value axis (side-by-side bars always have them)."""
 
@@ -382,11 +382,9 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
             set_limits(*axis.limits)
         if axis.margin is not None:
             ax.margins(**{which: axis.margin})
-    if panel.verdict:
-        ax.text(0.02, 0.97, panel.verdict, transform=ax.transAxes, ha="left", va="top", fontsize=8,
-                bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.7"})
-    if panel.title:
-        ax.set_title(panel.title, **({"fontsize": panel.title_size} if panel.title_size else {}))
+    if panel.title or panel.verdict:        # the verdict under the title, where no bar or legend hides it
+        ax.set_title("\n".join(t for t in (panel.title, panel.verdict) if t),
+                     **({"fontsize": panel.title_size} if panel.title_size else {}))
     return hollow
 
 
