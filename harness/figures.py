@@ -11,8 +11,9 @@
 - A declared figure (:class:`FigureSpec`, after Triton's ``perf_report(Benchmark(...))``): panels
   (:class:`Panel`) of series (:class:`Series`) over axes (:class:`Axis`), bars side by side,
   stacked bars or lines, reference lines (:class:`Rule`), the paper's values in the paper's style,
-  the verdict under the panel title, one legend per panel or for the figure; :func:`draw` turns it into a
-  matplotlib figure, so a report module states what its figure shows and nothing of how.
+  the verdict under the panel's title, one legend per panel or for the figure (:class:`Legend`);
+  :func:`draw` turns it into a matplotlib figure, so a report module states what its figure shows
+  and nothing of how.
 """
 
 from __future__ import annotations
