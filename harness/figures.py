@@ -112,7 +112,8 @@ class Series:
     """One series: a value per group (bars: a number, or text such as "OOM" written in its bar's
     place) or per x (lines, ``xs``); its colour (None: the palette's colour of its label; a list:
     one per group, e.g. the system of each group); the paper's values or ours; which of ours are
-    extrapolated (drawn hollow); matplotlib's ``style`` for it."""
+    extrapolated (drawn hollow); matplotlib's ``style`` for it, and for a stacked bar's each value
+    (``each``, e.g. the hatch of a capped measurement)."""
 
     label: str
     values: Sequence
@@ -121,6 +122,7 @@ class Series:
     extrapolated: Sequence = ()
     xs: Sequence | None = None
     style: Mapping = field(default_factory=dict)
+    each: Sequence[Mapping] = ()
 
     def colour_of(self, group: int, default: str, palette: Palette = SYSTEMS) -> str:
         if isinstance(self.colour, list):
@@ -252,7 +254,8 @@ class Panel:
     categories), its title, axes, reference lines, the verdict of the claim it shows (a line under
     its title), and its legend (True: matplotlib's best place; a dict: legend keywords;
     False: none). ``totals``: a stack's total written above it in this format ("{:.3g} s");
-    ``grid``: lines across the value axis (side-by-side bars always have them)."""
+    ``grid``: lines across the value axis (side-by-side bars always have them); ``frame``: False
+    for a panel that only says in its title why it is empty (no axes drawn)."""
 
     series: Sequence[Series]
     kind: str = "bars"
@@ -268,6 +271,7 @@ class Panel:
     legend: bool | Mapping = True
     title_size: float | None = None
     grid: bool = True
+    frame: bool = True
 
     def __post_init__(self):
         if self.kind not in (*BAR_KINDS, "lines"):
@@ -346,6 +350,8 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
     legend_kw = dict(panel.legend) if isinstance(panel.legend, Mapping) else {}
     show_legend = legend and bool(panel.legend)
     if not panel.series:                # nothing measured: the panel says so in its title, on empty axes
+        if not panel.frame:
+            ax.set_axis_off()
         if panel.title:
             ax.set_title(panel.title, **({"fontsize": panel.title_size} if panel.title_size else {}))
         return False
@@ -402,16 +408,21 @@ def _scale(ax, which: str, axis: Axis) -> None:
 
 def _stacked(ax, panel: Panel, palette: Palette) -> None:
     """One stack per group, the series bottom to top (left to right with ``horizontal``), each
-    stack's total written past its end in ``panel.totals``'s format."""
+    stack's total written past its end in ``panel.totals``'s format; a group no series has a value
+    of stays empty."""
     bar = ax.barh if panel.horizontal else ax.bar
+    labelled: set = set()
     for g in range(len(panel.groups)):
+        if not any(finite(s.values[g]) for s in panel.series):
+            continue
         base = 0.0
         for i, s in enumerate(panel.series):
             value = s.values[g] if finite(s.values[g]) else 0.0
             face = s.colour_of(g, f"C{i}", palette)
-            style = {**(PAPER_BAR if s.paper else {}), **s.style}
+            style = {**(PAPER_BAR if s.paper else {}), **s.style, **(s.each[g] if s.each else {})}
             bar(g, value, panel.width, **({"left": base} if panel.horizontal else {"bottom": base}), color=face,
-                label=s.label if g == 0 else None, **style)
+                label=None if s.label in labelled else s.label, **style)
+            labelled.add(s.label)
             base += value
         if panel.totals:
             ax.text(*((base, g) if panel.horizontal else (g, base)), panel.totals.format(base),
