@@ -255,7 +255,8 @@ class Panel:
     its title), and its legend (True: matplotlib's best place; a dict: legend keywords;
     False: none). ``totals``: a stack's total written above it in this format ("{:.3g} s");
     ``grid``: lines across the value axis (side-by-side bars always have them); ``frame``: False
-    for a panel that only says in its title why it is empty (no axes drawn)."""
+    for a panel that only says in its title why it is empty (no axes drawn); ``points``: series
+    marked over the bars, a marker per group at its value (what a device reports, say)."""
 
     series: Sequence[Series]
     kind: str = "bars"
@@ -272,6 +273,7 @@ class Panel:
     title_size: float | None = None
     grid: bool = True
     frame: bool = True
+    points: Sequence[Series] = ()
 
     def __post_init__(self):
         if self.kind not in (*BAR_KINDS, "lines"):
@@ -363,6 +365,7 @@ def draw_panel(ax, panel: Panel, palette: Palette = SYSTEMS, legend: bool = True
                      **legend_kw)
     elif panel.kind == "stacked":
         _stacked(ax, panel, palette)
+        _points(ax, panel, palette)
         if panel.grid:
             ax.grid(True, axis="x" if panel.horizontal else "y", alpha=0.3)
         if show_legend:
@@ -406,6 +409,17 @@ def _scale(ax, which: str, axis: Axis) -> None:
         ax.minorticks_off()
 
 
+def _points(ax, panel: Panel, palette: Palette) -> None:
+    """The panel's points: a marker per group with a value, at that value over the group."""
+    for s in panel.points:
+        at = [(g, v) for g, v in enumerate(s.values) if finite(v)]
+        if not at:
+            continue
+        groups, values = [g for g, _ in at], [v for _, v in at]
+        xs, ys = (values, groups) if panel.horizontal else (groups, values)
+        ax.plot(xs, ys, **{"color": s.colour_of(0, "0.2", palette), "linestyle": "none", **s.style})
+
+
 def _stacked(ax, panel: Panel, palette: Palette) -> None:
     """One stack per group, the series bottom to top (left to right with ``horizontal``), each
     stack's total written past its end in ``panel.totals``'s format; a group no series has a value
@@ -431,6 +445,7 @@ def _stacked(ax, panel: Panel, palette: Palette) -> None:
     ticks = list(range(len(panel.groups)))
     if panel.horizontal:
         ax.set_yticks(ticks, list(panel.groups))
+        ax.invert_yaxis()                              # the first group on top, as a table reads
         ax.set_xlabel(panel.x.label)
     else:
         ax.set_xticks(ticks, list(panel.groups))
@@ -439,11 +454,11 @@ def _stacked(ax, panel: Panel, palette: Palette) -> None:
 
 def legend_handles(spec: FigureSpec) -> list:
     """One legend entry per series label over every panel of ``spec`` (first seen first), a bar
-    series as a patch, a line as a line, the paper's in the paper's style."""
+    series as a patch, a line or points as a line, the paper's in the paper's style."""
     seen: dict = {}
     for panel in spec.panels:
         for handle in (_handles(panel.series, spec.palette) if panel.kind in BAR_KINDS
-                       else _line_handles(panel.series, spec.palette)):
+                       else _line_handles(panel.series, spec.palette)) + _line_handles(panel.points, spec.palette):
             seen.setdefault(handle.get_label(), handle)
     return list(seen.values())
 
