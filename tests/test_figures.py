@@ -134,3 +134,27 @@ def test_a_panel_of_an_unknown_kind_is_refused():
 
 def test_the_kit_reexports_the_figures():
     assert kit.FigureSpec is FigureSpec and kit.draw is draw and kit.Palette is Palette
+
+
+def test_a_horizontal_stack_reads_top_down_with_points_and_per_value_styles():
+    stages = [Series("sampling", [1.0, 2.0], each=[{}, {"hatch": "xxx"}]), Series("training", [1.0, None])]
+    spec = FigureSpec([Panel(stages, kind="stacked", horizontal=True, groups=["first", "second"], x=Axis("GiB"),
+                             points=[Series("device used", [2.5, None], colour="black", style={"marker": "D"})]),
+                       Panel([], frame=False, title="no run")], palette=TOY, ncols=2)
+    fig = draw(spec)
+    ax, empty = fig.axes
+    assert [p.get_x() for p in ax.patches] == [0.0, 1.0, 0.0, 2.0]        # stacked left to right
+    assert [p.get_hatch() for p in ax.patches] == [None, None, "xxx", None]
+    assert ax.yaxis_inverted() and ax.get_xlabel() == "GiB"
+    (points,) = ax.get_lines()
+    assert list(points.get_xdata()) == [2.5] and list(points.get_ydata()) == [0] and points.get_marker() == "D"
+    assert not empty.axison and empty.get_title() == "no run"
+    assert [h.get_label() for h in legend_handles(spec)] == ["sampling", "training", "device used"]
+
+
+def test_a_log2_axis_marks_the_values_it_is_given():
+    fig = draw(FigureSpec([Panel([Series("PyG", [4.0, 2.5, 1.5], xs=[1, 2, 4])], kind="lines",
+                                 x=Axis("GPUs", log=True, base=2, ticks=[1, 2, 4]), y=Axis(limits=(0, None)))]))
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
+    assert ax.get_ylim()[0] == 0
