@@ -45,7 +45,7 @@ for name in ("hash_append", "dense_append"):
     u = registry.get_impl("unique", name).factory(dev)
     t = torch.arange(512, device=dev); nb = torch.randint(0, 2_000_000, (15360,), device=dev)
     bench(f"{name} 512+15360", lambda: u.append_unique(t, nb, check=False, id_bound=2_000_000), 300)
-from impls.sampling.bench import UniformGraph
+from experiments.kit.samplers import UniformGraph
 g = UniformGraph.build("uniform:2000000:50", 1.0, 0)
 s = registry.get_impl("sampling", "path_doubling").factory(dev, g.indptr, g.indices)
 bench("path_doubling 512x30", lambda: s.sample(t, 30, check=False), 300)

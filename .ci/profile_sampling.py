@@ -18,7 +18,7 @@ import torch
 
 def graph_of(name: str, scale: float):
     if name == "random":
-        from impls.sampling.bench import UniformGraph
+        from experiments.kit.samplers import UniformGraph
 
         g = UniformGraph.build("uniform:2000000:50", scale, 0)
     else:

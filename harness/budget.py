@@ -2,23 +2,24 @@
 follows the last point (stopping ranks, the rows' last rewrite, the report), and the clock it is
 measured on, in one object that the runner, the ranks and the progress lines share.
 
-The clock is injectable (``CLOCK``, or ``Budget(clock=...)``), so that budget behaviour is tested
-on a clock the test advances, never on the wall clock. Only on the real clock does the budget also
-stop a point in flight (``alarm``); on any clock the runner starts no point once it has ended.
+The clock is the timing engine's (``harness.timing.now``) and injectable (``CLOCK``, or
+``Budget(clock=...)``), so that budget behaviour is tested on a clock the test advances, never on
+the wall clock. Only on the real clock does the budget also stop a point in flight (``alarm``); on
+any clock the runner starts no point once it has ended.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import timing
 from .estimate import fmt_duration
 
-CLOCK: Callable[[], float] = time.time          # the clock budgets are read on (tests replace it)
+CLOCK: Callable[[], float] = timing.now        # the clock budgets are read on (tests replace it)
 
 REPORT_S_PER_ARTIFACT = 3.0                    # reserve per artifact the report writes
 
@@ -32,18 +33,9 @@ def reserve_for(total_s: float, artifacts: int = 1) -> float:
 
 
 def command_start() -> float:
-    """When this command began, on the budget's clock: on the wall clock the process's own start
+    """When this command began, on the budget's clock: on the real clock the process's own start
     (the interpreter's start-up and imports are part of what the user waits for), else now."""
-    if CLOCK is time.time:
-        try:
-            import os
-
-            import psutil
-
-            return float(psutil.Process(os.getpid()).create_time())
-        except Exception:         # noqa: BLE001 - no process table: count from now
-            pass
-    return CLOCK()
+    return timing.process_start() if CLOCK is timing.now else CLOCK()
 
 
 class BudgetEnded(KeyboardInterrupt):
@@ -100,7 +92,8 @@ class Budget:
         """While entered, BudgetEnded is raised in the main thread when the points' time is over:
         on the real clock only (an injected clock has no alarm; the runner checks it between
         points), and only in the main thread (elsewhere the runner stops between points only)."""
-        if self.clock is not time.time or threading.current_thread() is not threading.main_thread():
+        if self.clock is not timing.now or not timing.clock_is_real() \
+                or threading.current_thread() is not threading.main_thread():
             yield self
             return
         armed = True
@@ -112,7 +105,7 @@ class Budget:
                 raise BudgetEnded()
 
         previous = signal.signal(signal.SIGALRM, fire)
-        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.points_end - time.time()))
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.points_end - self.clock()))
         try:
             yield self
         finally:
@@ -132,8 +125,8 @@ class Stop:
 
     def now(self) -> float:
         """The clock points are timed on: the budget's (so that its decisions use the times it
-        measures), else a monotonic one."""
-        return self.budget.clock() if self.budget is not None else time.monotonic()
+        measures), else the timing engine's."""
+        return self.budget.clock() if self.budget is not None else timing.now()
 
     def due(self, first: bool) -> bool:
         if self.budget is None:

@@ -26,7 +26,7 @@ class RunConfig:
     data_root: Path | None = None
     launch_per_point: bool = False          # a fresh launch of ranks for every point
     time_budget_s: float | None = None      # the run ends within this many seconds (harness.plan)
-    started_at: float | None = None         # wall clock the budget counts from (default: when the run starts)
+    started_at: float | None = None         # harness.timing.now() the budget counts from (default: the run's start)
 
     def __post_init__(self):
         if self.device not in ("cpu", "cuda"):

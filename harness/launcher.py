@@ -49,7 +49,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import shm
+from . import shm, timing
 from .errors import LaunchError, SkipPoint
 
 
@@ -212,7 +212,7 @@ class ActivityBoard:
     """Per rank, in shared memory: what it is doing and since when (``RankContext.set_activity``),
     and where its main thread was at its last heartbeat. Written synchronously, so the last
     activity of a rank killed a moment later is still there for the parent to read; times are
-    ``time.monotonic()``, one clock for every process of the machine."""
+    ``harness.timing.now()``, one clock for every process of the machine."""
 
     SLOT = 4096
 
@@ -233,11 +233,11 @@ class ActivityBoard:
 
     def write(self, rank: int, text: str, now: float | None = None) -> None:
         self._put(self.array, rank, text)
-        self.times[2 * rank] = time.monotonic() if now is None else now
+        self.times[2 * rank] = timing.now() if now is None else now
 
     def beat(self, rank: int, where: str, now: float | None = None) -> None:
         self._put(self.wheres, rank, where)
-        self.times[2 * rank + 1] = time.monotonic() if now is None else now
+        self.times[2 * rank + 1] = timing.now() if now is None else now
 
     def read(self) -> dict[int, str]:
         return {r: text for r in range(self.world_size) if (text := self._get(self.array, r))}
@@ -402,13 +402,13 @@ class StoreBoard:
             pass
 
     def write(self, rank: int, text: str, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
+        now = timing.now() if now is None else now
         slot = self.mine.setdefault(rank, ["", now, "", now])
         slot[0], slot[1] = text, now
         self._put(rank, now)
 
     def beat(self, rank: int, where: str, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
+        now = timing.now() if now is None else now
         slot = self.mine.setdefault(rank, ["", now, "", now])
         slot[2], slot[3] = where, now
         self._put(rank, now)
@@ -417,7 +417,7 @@ class StoreBoard:
         """Every rank's slot that has been written, on this process's clock."""
         import json
 
-        now = time.monotonic() if now is None else now
+        now = timing.now() if now is None else now
         out = {}
         for r in range(self.world_size):
             key = f"{self.prefix}/{r}"
@@ -459,7 +459,7 @@ class _SelfWatch:
         if launch is None:
             return None
         board, rank, timeout_s, started, on_overdue = launch
-        now = time.monotonic() if now is None else now
+        now = timing.now() if now is None else now
         board.beat(rank, where, now)
         late = None
         if rank == 0 and isinstance(board, StoreBoard):
@@ -620,7 +620,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                          name=f"harness-rank{r}", daemon=False) for r in range(world_size)]
     collected: dict[int, Any] = {}
     errors: dict[int, tuple[str, str]] = {}  # insertion order = arrival order
-    started = time.monotonic()
+    started = timing.now()
     try:
         for p in procs:
             p.start()
@@ -649,7 +649,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), *, world_size: int, device:
                 if missing:
                     raise LaunchError(f"ranks {missing} exited cleanly but returned nothing")
                 return [collected[r] for r in range(world_size)]
-            late = overdue(board.states(), [r for r, c in enumerate(codes) if c is None], time.monotonic(),
+            late = overdue(board.states(), [r for r, c in enumerate(codes) if c is None], timing.now(),
                            timeout_s, started)
             if late is not None:
                 raise late
@@ -684,8 +684,8 @@ class _RemoteTraceback(Exception):
 
 
 def _drain(results, collected, errors, wait_s: float) -> None:
-    end = time.monotonic() + wait_s
-    while time.monotonic() < end:
+    end = timing.now() + wait_s
+    while timing.now() < end:
         try:
             item = results.get(timeout=0.05)
         except queue.Empty:
@@ -701,9 +701,9 @@ def _stop(procs) -> None:
     for p in procs:
         if p.is_alive():
             p.terminate()
-    end = time.monotonic() + 5
+    end = timing.now() + 5
     for p in procs:
-        p.join(timeout=max(0.0, end - time.monotonic()))
+        p.join(timeout=max(0.0, end - timing.now()))
     for p in procs:
         if p.is_alive():
             p.kill()
@@ -725,7 +725,7 @@ def _launch_in_place(fn, args, device, timeout_s, on_overdue=None):
     # until the group (and its store) forms, this rank watches its own startup on a board of its own
     board = ActivityBoard(multiprocessing.get_context("spawn"), world)
     board.write(rank, STARTUP)
-    started = time.monotonic()
+    started = timing.now()
     watch.launch = (board, rank, timeout_s, started, on_overdue)
     ctx = RankContext(rank, world, local, device, backend, board)
     created = not dist.is_initialized()

@@ -34,6 +34,18 @@ def _no_forced_device(monkeypatch):
 
 
 @pytest.fixture
+def one_torch_thread():
+    """One intra-op thread for the test: a benchmark's time then does not depend on free cores, and
+    work on tiny tensors does not stall behind OpenMP threads spinning on a busy machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def registry_sandbox():
     """Register throwaway experiments / implementations; all are removed afterwards.
 

@@ -147,3 +147,40 @@ class SharedLaunch:
 
             pytest.skip(" | ".join(sorted(skipped)))
         return mine
+
+
+def stored_report(experiment_id: str, run_dirs) -> tuple:
+    """``experiment_id``'s artifact from stored runs and figlint's problems with its table and
+    figure (the figure closed after the lint)."""
+    import matplotlib.pyplot as plt
+
+    from harness import registry
+    from harness.artifact import RunInfo
+    from harness.figlint import figure_problems, table_problems
+    from harness.report import rows_frame
+    from harness.store import load_run
+
+    stored = [load_run(d) for d in run_dirs]
+    art = registry.get_experiment(experiment_id).report(rows_frame(stored), [RunInfo.from_stored(s) for s in stored])
+    problems = table_problems(art.table) + (figure_problems(art.figure) if art.figure is not None else [])
+    if art.figure is not None:
+        plt.close(art.figure)
+    return art, problems
+
+
+def one_rank_rows(exp, cfg, ctx) -> list[dict]:
+    """``exp``'s rows of ``cfg`` measured in this process on the one rank ``ctx``: a point needing
+    more ranks is left out, one the plan skips keeps its skipped row; every measured row is ok."""
+    from harness import runner
+    from harness.experiment import RunContext
+
+    rows = []
+    for point in exp.points(cfg):
+        reason = runner.impl_skip_reason(exp, point, cfg)
+        if reason:
+            rows.append(runner.make_row(exp, point, cfg, None, "skipped", reason))
+        elif point.world_size == 1:
+            got = runner.run_one_point(exp, point, RunContext(cfg, ctx))
+            assert all(r["status"] == "ok" for r in got), got
+            rows += got
+    return rows

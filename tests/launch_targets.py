@@ -189,9 +189,31 @@ def collective_timing_of_distinct_iterations(ctx):
             "samples": stats.samples, "spread": (spread.min, spread.avg, spread.max)}
 
 
+# A time budget on ranks of different speed: rank 0's iterations take 1/256 s, rank 1's 1/64 s; 10
+# and 25 of the slower one fill the budgets, 40 and 100 of the faster one would.
+BUDGET_SECONDS = (1 / 256, 1 / 64)
+BUDGET = dict(warmup=2, repeats=3, warmup_ms=156.25, repeat_ms=390.625)
+
+
+def collective_timing_under_a_budget(ctx):
+    """Every rank runs as many warm-ups and repeats as the slowest rank's estimate gives."""
+    from harness.timing import RepeatBudget, measure_collective
+
+    calls = []
+
+    class Fixed:
+        def time(self, fn):
+            fn()
+            return BUDGET_SECONDS[ctx.rank]
+
+    stats, _ = measure_collective(lambda: calls.append(1), timer=Fixed(), budget=RepeatBudget(**BUDGET))
+    return {"calls": len(calls), "repeats": stats.repeats, "median": stats.median}
+
+
 def timing_cases(ctx):
     """Every cross-rank timing case of tests/test_timing.py in one launch."""
-    return {"fixed": collective_timing(ctx), "distinct": collective_timing_of_distinct_iterations(ctx)}
+    return {"fixed": collective_timing(ctx), "distinct": collective_timing_of_distinct_iterations(ctx),
+            "budget": collective_timing_under_a_budget(ctx)}
 
 
 SKIPPED = "__skipped__"

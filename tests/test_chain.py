@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
+from experiments.kit.probes import verify_chain
 from impls.probes import chain
-from impls.probes.bench import verify_chain
 from impls.probes.host import HostChaseProbe
 
 MASK = (1 << 64) - 1

@@ -13,9 +13,10 @@ import random
 import numpy as np
 import pytest
 
+from experiments.kit import probes
+from experiments.kit.probes import Launches, chase_steps, line_reuse
 from harness.timing import Stats
-from impls.probes import bench, chain
-from impls.probes.bench import Launches, chase_steps, line_reuse
+from impls.probes import chain
 
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -50,7 +51,7 @@ def test_default_chain_reads_4x_the_l2_in_distinct_lines_and_no_line_twice(l2_by
     distinct, before = brute_force_reuse(ranges, chain.LinePermutation(lines, 0x5EED))
     assert distinct * chain.LINE_BYTES >= 4 * l2_bytes
     assert before == 0
-    assert line_reuse(ranges, lines) == bench.LineReuse(lines, distinct, 0)
+    assert line_reuse(ranges, lines) == probes.LineReuse(lines, distinct, 0)
 
 
 def test_the_accounting_reports_a_chain_restarted_from_the_same_place():
@@ -110,7 +111,7 @@ class RecordingProbe:
 def test_time_chase_gives_each_launch_the_next_range_after_a_flush(reset_each):
     probe = RecordingProbe()
     plan = Launches(verify=1_000, per_launch=5_000, warmup=2, repeats=3)
-    stats, extra = bench.time_chase(probe, "cpu", plan, start=7, reset_each=reset_each)
+    stats, extra = probes.time_chase(probe, "cpu", plan, start=7, reset_each=reset_each)
     assert isinstance(stats, Stats) and stats.repeats == 3
     chases = [c for c in probe.calls if c[0] == "chase"]
     assert chases == [("chase", 0, 1_000)] + [("chase", 1_000 + 5_000 * k, 5_000) for k in range(5)]
@@ -134,7 +135,7 @@ def test_a_tlb_flush_runs_before_the_l2_flush_of_every_launch():
             return {"tlb_flush_mib": 16384.0, "tlb_flush_stride_kib": 64.0}
 
     plan = Launches(verify=1_000, per_launch=5_000, warmup=1, repeats=3)
-    _, extra = bench.time_chase(probe, "cpu", plan, start=7, reset_each=False, tlb_flush=RecordingTlbFlush())
+    _, extra = probes.time_chase(probe, "cpu", plan, start=7, reset_each=False, tlb_flush=RecordingTlbFlush())
     launches = [i for i, call in enumerate(probe.calls) if call[0] == "chase" and call[1] > 0]
     assert len(launches) == 4
     for i in launches:
@@ -211,7 +212,7 @@ def test_seed_batches_are_disjoint_until_the_pool_runs_out():
 
     import torch
 
-    from impls.sampling.bench import seed_batches
+    from experiments.kit.samplers import seed_batches
 
     graph = types.SimpleNamespace(train_idx=np.arange(1000, 2000), num_nodes=5000)
     batches = seed_batches(graph, 64, 15, seed=1, rank=0, device="cpu")   # 15 x 64 = 960 <= 1000

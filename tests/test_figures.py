@@ -56,7 +56,10 @@ def test_every_paper_has_one_palette_that_falls_back_on_the_systems():
         assert isinstance(paper.PALETTE, Palette)
     assert xgnn.PALETTE["Sampler"] == "#6baed6" and xgnn.PALETTE["Trainer"] == "#08519c"
     assert xgnn.PALETTE["DGL 1.1"] == PALETTE["DGL"]              # a system: the systems' colour
-    assert placement.PALETTE["Our"] == PALETTE["ours"]
+    from experiments.placement.paper import policy_colour
+
+    assert policy_colour("Our") == PALETTE["ours"] and policy_colour("Our+LAS") == placement.PALETTE["Our+LAS"]
+    assert policy_colour("no such policy", "0.6") == "0.6"
     assert xgnn.PALETTE.get("no such series") is None and "no such series" not in xgnn.PALETTE
     with pytest.raises(KeyError, match="XGNN's palette"):
         xgnn.PALETTE["no such series"]

@@ -24,7 +24,7 @@ def test_caption_note_names_only_the_reimplementations_present():
 
 
 def test_xgnn_and_placement_labels_mark_reimplementations():
-    from experiments.placement.paper import POLICY_LABELS
+    from experiments.placement.paper import policy_label
     from experiments.xgnn.training import REIMPL, SYSTEMS
 
     for key, system in SYSTEMS.items():
@@ -33,7 +33,7 @@ def test_xgnn_and_placement_labels_mark_reimplementations():
                                                                         "dgl_cache_uva", "dgl_host"):
             assert system.label.endswith(REIMPL), key
     assert SYSTEMS["dgl"].impl == "dgl_host" and REIMPL not in SYSTEMS["dgl"].label
-    assert POLICY_LABELS["pagraph"].endswith(REIMPL)
+    assert all(policy_label(impl).endswith(REIMPL) for impl in registry.names("placement", family="PaGraph"))
 
 
 def test_list_shows_what_each_implementation_is(capsys):

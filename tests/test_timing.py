@@ -1,4 +1,5 @@
-"""The timing engine: statistics, measure(), and cross-rank reduction."""
+"""The timing engine: statistics, measure() by counts and by time budgets, cross-rank reduction,
+device marks, epoch phases and the injected clock."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness.launcher import launch
-from harness.timing import CpuTimer, RankSpread, Stats, measure, measure_collective, quantile, \
-    reduce_across_ranks
+from harness.timing import CpuTimer, DeviceClock, Laps, Phases, RankSpread, RepeatBudget, Spans, Stats, \
+    injected_clock, measure, measure_collective, quantile, reduce_across_ranks
 
 from . import launch_targets
 
@@ -118,12 +119,8 @@ def test_measure_without_warmup_or_hooks():
     assert len(calls) == 4 and stats.repeats == 4
 
 
-def test_measure_reads_the_performance_counter_by_default(monkeypatch):
-    """The default timer is the CPU's performance counter, read right before and after fn."""
-    import types
-
-    from harness import timing
-
+def test_measure_reads_the_injected_host_clock_by_default():
+    """The default timer is the host clock (harness.timing.now), read right before and after fn."""
     ticks = iter([10.0, 10.5, 20.0, 20.25, 30.0, 31.0])
     log = []
 
@@ -131,34 +128,78 @@ def test_measure_reads_the_performance_counter_by_default(monkeypatch):
         log.append("clock")
         return next(ticks)
 
-    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock))
-    stats = measure(lambda: log.append("fn"), warmup=0, repeats=3)
-    assert list(stats.samples) == [0.5, 0.25, 1.0]
-    assert log == ["clock", "fn", "clock"] * 3
-    synced = []
-    ticks = iter([1.0, 3.0])
-    assert CpuTimer(sync=lambda: synced.append(len(log))).time(lambda: log.append("fn")) == 2.0
-    assert len(synced) == 2                                           # before and after fn
+    with injected_clock(clock):
+        stats = measure(lambda: log.append("fn"), warmup=0, repeats=3)
+        assert list(stats.samples) == [0.5, 0.25, 1.0]
+        assert log == ["clock", "fn", "clock"] * 3
+        synced = []
+        ticks = iter([1.0, 3.0])
+        assert CpuTimer(sync=lambda: synced.append(len(log))).time(lambda: log.append("fn")) == 2.0
+        assert len(synced) == 2                                           # before and after fn
 
 
-@pytest.mark.parametrize("budget_s, repeats, max_repeats, expected", [
-    (2.0, 3, 1000, 8),      # 2 s / 0.25 s per iteration
-    (0.1, 3, 1000, 3),      # the budget never goes below `repeats`
-    (1000.0, 3, 20, 20),    # nor above `max_repeats`
-    (None, 3, 20, 3),       # no budget: exactly `repeats`
+def test_the_injected_clock_reaches_callers_that_imported_now_by_name():
+    from harness.timing import now as imported
+
+    with injected_clock(lambda: 42.0):
+        assert imported() == 42.0
+    assert imported() != 42.0
+
+
+@pytest.mark.parametrize("repeat_ms, repeats, max_repeats, expected", [
+    (2000.0, 3, 1000, 8),   # 2 s / 0.25 s per iteration
+    (100.0, 3, 1000, 3),    # the budget never goes below `repeats`
+    (1e6, 3, 20, 20),       # nor above `max_repeats`
+    (0.0, 3, 20, 3),        # no budget: exactly `repeats`
 ])
-def test_measure_budget_bounds(budget_s, repeats, max_repeats, expected):
+def test_measure_repeat_budget_bounds(repeat_ms, repeats, max_repeats, expected):
     log = []
-    stats = measure(lambda: None, timer=FixedTimer(0.25, log), warmup=2, repeats=repeats,
-                    budget_s=budget_s, max_repeats=max_repeats, setup=lambda: log.append("setup"))
+    stats = measure(lambda: None, timer=FixedTimer(0.25, log), setup=lambda: log.append("setup"),
+                    budget=RepeatBudget(warmup=2, repeats=repeats, repeat_ms=repeat_ms, max_repeats=max_repeats))
     assert stats.repeats == expected
     assert log.count("timed") == 2 + expected
     assert log.count("setup") == 2 + expected
 
 
-def test_measure_budget_needs_warmup_to_estimate():
-    stats = measure(lambda: None, timer=FixedTimer(0.25, []), warmup=0, repeats=3, budget_s=100.0)
+@pytest.mark.parametrize("warmup_ms, warmup, max_warmup, expected", [
+    (2000.0, 2, 1000, 8),   # warm-ups until 2 s are spent at 0.25 s each
+    (100.0, 2, 1000, 2),    # the count stays the floor
+    (1e6, 2, 20, 20),       # bounded by `max_warmup`
+    (0.0, 2, 20, 2),        # no budget: exactly `warmup`
+])
+def test_measure_warmup_budget_bounds(warmup_ms, warmup, max_warmup, expected):
+    log = []
+    stats = measure(lambda: None, timer=FixedTimer(0.25, log),
+                    budget=RepeatBudget(warmup=warmup, repeats=3, warmup_ms=warmup_ms, max_warmup=max_warmup))
     assert stats.repeats == 3
+    assert log.count("timed") == expected + 3
+
+
+def test_a_budget_runs_one_warm_up_to_estimate_and_estimates_from_the_median():
+    stats = measure(lambda: None, timer=FixedTimer(0.25, []),
+                    budget=RepeatBudget(warmup=0, repeats=3, repeat_ms=1000.0))
+    assert stats.repeats == 4                     # one warm-up at 0.25 s: 1 s holds 4
+    # a first call that compiles (1 s) does not make the estimate: the median of 1, 0.1, 0.1 is 0.1
+    timer = launch_targets.SequenceTimer([1.0, 0.1, 0.1] + [0.1] * 10)
+    assert measure(lambda: None, timer=timer, budget=RepeatBudget(warmup=3, repeats=2, repeat_ms=1000.0)).repeats == 10
+
+
+def test_budget_for_a_run_keeps_the_counts_as_its_floor_and_budgets_only_full_gpu_runs():
+    from harness.config import RunConfig
+
+    full = RepeatBudget.for_run(RunConfig(device="cuda"), warmup=(3, 1), repeats=(20, 5))
+    assert (full.warmup, full.repeats, full.warmup_ms, full.repeat_ms) == (3, 20, 25.0, 100.0)
+    assert full.extra() == {"warmup_ms": 25.0, "repeat_ms": 100.0}
+    quick = RepeatBudget.for_run(RunConfig(device="cuda", quick=True), warmup=(3, 1), repeats=(20, 5))
+    assert (quick.warmup, quick.repeats, quick.timed) == (1, 5, False) and quick.extra() == {}
+    cpu = RepeatBudget.for_run(RunConfig(device="cpu"), warmup=(3, 1), repeats=(20, 5))
+    assert (cpu.warmup, cpu.repeats, cpu.timed) == (3, 20, False)
+    asked = RepeatBudget.for_run(RunConfig(device="cuda", repeats=2), warmup=(3, 1), repeats=(20, 5))
+    assert (asked.repeats, asked.repeat_ms, asked.warmup_ms) == (2, 0.0, 25.0)    # --repeats 2 is 2 repeats
+    with pytest.raises(ValueError, match="repeats"):
+        RepeatBudget(repeats=0)
+    with pytest.raises(ValueError, match="budgets"):
+        RepeatBudget(repeat_ms=-1.0)
 
 
 def test_measure_rejects_bad_counts():
@@ -189,6 +230,14 @@ def test_collective_timing_across_two_gloo_ranks(two_rank_timing):
         assert res["per_rank"] == (1.0, 1.5, 2.0)
         assert res["stats"] == (5, 2.0, 2.0, 2.0)  # repeats; every iteration's max is rank 1's 2 s
         assert res["fn_calls"] == 7 and res["timer_calls"] == 7  # 2 warm-up + 5 timed
+
+
+def test_every_rank_runs_the_slowest_ranks_budget(two_rank_timing):
+    """Rank 0 iterates in 1/256 s, rank 1 in 1/64 s: both run 10 warm-ups and 25 repeats (rank 0
+    alone would run 40 and 100, and the ranks would wait for each other in different iterations)."""
+    for res in (r["budget"] for r in two_rank_timing):
+        assert res["calls"] == 10 + 25 and res["repeats"] == 25
+        assert res["median"] == launch_targets.BUDGET_SECONDS[1]
 
 
 def test_measure_collective_flushes_before_every_iteration_outside_the_timing():
@@ -253,3 +302,75 @@ def test_a_first_call_cost_stays_in_the_warm_up(monkeypatch, engine):
     clock["calls"] = 0
     cold = run(warmup=0, repeats=5)
     assert cold.max == pytest.approx(1.0) and cold.median == pytest.approx(0.002)
+
+
+def test_stats_quantiles_come_from_the_samples():
+    s = Stats.from_samples([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert s.quantile(0.5) == s.median == 3.0
+    assert s.quantile(0.1) == s.p10 and s.quantile(0.9) == s.p90
+    assert s.quantile(0.25) == 2.0
+    with pytest.raises(ValueError, match="samples"):
+        Stats(1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0).quantile(0.5)
+
+
+def test_device_clock_laps_and_spans_on_the_host_read_the_injected_clock():
+    ticks = iter(float(t) for t in (0, 1, 3, 6, 10, 20, 21, 30, 32, 40))
+    with injected_clock(lambda: next(ticks)):
+        clock = DeviceClock("cpu")
+        laps = Laps(clock)                        # 0
+        laps.lap("bucket")                        # 1
+        laps.lap("exchange")                      # 3
+        laps.lap("gather")                        # 6
+        assert laps.seconds() == {"bucket": 1.0, "exchange": 2.0, "gather": 3.0}
+        spans = Spans(clock)
+        with spans.span("spmm"):                  # 10 .. 20
+            pass
+        with spans.span("gemm"):                  # 21 .. 30
+            pass
+        with spans.span("spmm"):                  # 32 .. 40
+            pass
+        assert spans.totals() == {"spmm": 18.0, "gemm": 9.0}
+        assert spans.totals() == {}               # read once, then started over
+        off = Spans(clock, enabled=False)
+        with off.span("spmm"):
+            pass
+        assert off.totals() == {}                 # no clock read: the ticks are not used up
+
+
+def test_phases_sum_each_stage_and_sync_then_barrier_before_every_reading():
+    t = {"now": 0.0}
+    log = []
+
+    def clock():
+        log.append(f"clock@{t['now']:g}")
+        return t["now"]
+
+    with injected_clock(clock):
+        phases = Phases(("sample", "gather", "train"), sync=lambda: log.append("sync"),
+                        barrier=lambda: log.append("barrier"))
+        phases.start()
+        for cost in ((1.0, 2.0, 4.0), (0.5, 0.25, 8.0)):
+            for name, seconds in zip(("sample", "gather", "train"), cost):
+                t["now"] += seconds
+                phases.lap(name)
+            t["now"] += 100.0                     # a hook's time is no stage's
+            phases.skip()
+        assert phases.seconds == {"sample": 1.5, "gather": 2.25, "train": 12.0}
+        assert phases.elapsed() == 1.5 + 2.25 + 12.0 + 200.0
+    assert log[:4] == ["clock@0", "sync", "barrier", "clock@1"]
+    bare = Phases(("a",))
+    bare.start()
+    bare.lap("a")
+    assert bare.seconds["a"] >= 0.0
+
+
+def test_the_process_start_is_carried_onto_the_host_clock():
+    """A time budget counts from the process's start (the process table keeps it on the wall clock):
+    on the host clock it is no later than now; with an injected clock it is that clock's now."""
+    from harness.timing import clock_is_real, now, process_start
+
+    assert clock_is_real()
+    assert process_start() <= now()
+    with injected_clock(lambda: 5.0):
+        assert not clock_is_real() and process_start() == 5.0
+    assert clock_is_real()

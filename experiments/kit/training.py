@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.argtypes import nonneg_int, positive_int
 from harness.experiment import Experiment, Measurement, Param, device_setting
-from harness.timing import Stats
+from harness.timing import Stats, now
 
 # (CUDA, CUDA --quick, CPU, CPU --quick): CPU ranks train toy stand-ins for the tests, untimed
 TIMED_DEFAULTS = {"timed_batches": (50, 10, 1, 1), "timed_epochs": (3, 2, 1, 1)}
@@ -146,9 +145,9 @@ def run_epochs(pipe, rank, label: str, epochs: int, *, warmup_batches: int = 0,
     stats, val_curve, windows = [], [], []
     util: dict = {}
     with lifetime:
-        started = time.perf_counter()
+        started = now()
         pipe.setup()
-        setup_s = time.perf_counter() - started
+        setup_s = now() - started
         say(f"  {label}: setup {setup_s:.3g} s ({rank.world_size if rank is not None else 1} ranks)")
         if warmup_batches:
             pipe.train_epoch(-1, breakdown=False, max_batches=warmup_batches)
@@ -162,7 +161,7 @@ def run_epochs(pipe, rank, label: str, epochs: int, *, warmup_batches: int = 0,
                 saved = options.get("prefetch")
                 if unprefetch:
                     options["prefetch"] = 0
-                began = time.perf_counter()
+                began = now()
                 try:
                     st = pipe.train_epoch(e, breakdown=breakdown)
                 finally:
@@ -172,7 +171,7 @@ def run_epochs(pipe, rank, label: str, epochs: int, *, warmup_batches: int = 0,
                         else:
                             options["prefetch"] = saved
                 if not breakdown:
-                    windows.append((began, time.perf_counter()))
+                    windows.append((began, now()))
                 stats.append(st)
                 if evaluate == "every" or (evaluate == "last" and e == epochs - 1):
                     val_curve.append(pipe.evaluate("val"))

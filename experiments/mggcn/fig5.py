@@ -3,7 +3,7 @@
 Sec. 6.2 profiles single-GPU training of the first model (2 layers x 512) and finds the SpMM
 taking 60-94% of the time on the large graphs (Proteins, Products, Reddit) and the GeMM 5-20%,
 while on the small graphs the GeMM dominates.  Here every operation of MG-GCN's epoch is
-bracketed by CUDA events (perf_counter on CPU ranks), summed per kind: SpMM (including the
+bracketed by CUDA events (the host clock on CPU ranks), summed per kind: SpMM (including the
 stage broadcasts when P > 1), GeMM, activation (Eq. 7 and its derivative), loss layer
 (softmax cross-entropy), gradient all-reduce and Adam.
 """

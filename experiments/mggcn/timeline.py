@@ -2,7 +2,7 @@
 every SpMM on every rank, over a few epochs) and drawn (a lane per GPU and kind of interval).
 
 Every interval is bracketed by CUDA events on the stream it runs on (communication and compute
-streams with overlap, one stream without; perf_counter on CPU ranks, where an asynchronous
+streams with overlap, one stream without; the host clock on CPU ranks, where an asynchronous
 broadcast ends when the rank saw it complete). All ranks' intervals are gathered to rank 0 and
 each is stored as start and duration (median over epochs), its SpMM, rank, block and kind in the
 metric's name: ``stage_start.fwd1.rank0.stage2.comm`` (stage j = the block rank j holds).

@@ -16,7 +16,7 @@ from harness.artifact import ReportArtifact
 from harness.reportkit import PAPER_STYLE, Report, figure
 
 from . import PALETTE, PAPER_HARDWARE
-from .paper import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_LABELS, POLICY_ORDER, policy_label
+from .paper import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_ORDER, policy_colour, policy_label
 from .shown import SMOKE_NOTE, shown_rows
 
 CELL = ["impl", "p_topology", "p_buffer", "p_las", "p_mode"]
@@ -330,7 +330,7 @@ def paper_text(exp, impl, topology, buffer, las) -> str:
             parts.append(f"{pv.metric.split('_')[0]} {pv.value:.0%}")
         elif pv.metric in ("local_gain", "host_drop"):
             sign, what = ("+", "local") if pv.metric == "local_gain" else ("-", "host")
-            parts.append(f"{what} {sign}{pv.value:.0%} vs {POLICY_LABELS[pv.params['baseline']]}")
+            parts.append(f"{what} {sign}{pv.value:.0%} vs {policy_label(pv.params['baseline'])}")
         elif pv.metric == "speedup_vs_random":
             upper = pv.params.get("upper")
             parts.append(f"RAND / this {pv.value:g}-{upper:g}x" if upper else f"RAND / this > {pv.value:g}x")
@@ -734,7 +734,7 @@ def _panel(exp, ax, frame, measured, timeouts, kind, topology, handles) -> list[
     for b, buffer in enumerate(buffers):
         for p, policy in enumerate(policies):
             x = b - 0.42 + width * (p + 0.5)
-            colour = PALETTE.get(policy, PALETTE["another policy"])
+            colour = policy_colour(policy, PALETTE["another policy"])
             row = labelled.get((buffer, policy))
             if row is not None:
                 ax.bar(x, row["loading_time"], width, color=colour, edgecolor="white", linewidth=0.5)

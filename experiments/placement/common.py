@@ -9,7 +9,7 @@
   per topology, buffer size and policy), simulated by replaying sampled mini-batches in the
   runner's process; the measured half runs on the ranks the runner launches for it (one per GPU
   of the topology): rank 0 places and replays the same batches, every rank gathers its own for real
-  (impls/gather/placement_loader.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
+  (experiments/kit/placement_loading.py: GPUs, or CPU ranks at toy scale), skipped where the machine lacks the
   topology's GPUs or NVLinks; its report is breakdown_report.py.
 """
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness import registry
 from harness.argtypes import choice, or_word, positive_float, positive_int, str_list, unit_float
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
@@ -156,6 +157,23 @@ class Workbench:
         return self._boosts[key]
 
 
+def policy_options(impl: str, *, alpha: float | None = None, time_cap_s: float | None = None,
+                   buffer_fill: str | None = None) -> dict:
+    """The options placement policy ``impl`` takes, by what its registry entry says it is: ICS'22's
+    ``alpha`` for a duplicating policy, ``time_cap_s`` for a time-capped one, ``buffer_fill`` (where
+    given) for a partitioning one."""
+    spec = registry.get_impl("placement", impl)
+    wanted = {"duplicating": ("alpha", alpha), "time_capped": ("time_cap_s", time_cap_s),
+              "partitioning": ("buffer_fill", buffer_fill)}
+    return {name: value for trait, (name, value) in wanted.items() if spec.has(trait) and value is not None}
+
+
+def time_cap(exp, cfg) -> float:
+    """The experiment's cap on a time-capped policy (``pagraph_cap_s``; shorter under --quick)."""
+    cap = exp.param(cfg, "pagraph_cap_s")
+    return min(cap, QUICK_PAGRAPH_CAP_S) if cfg.quick else cap
+
+
 def workbench(ctx) -> Workbench:
     """The run's workbench (one per process that runs the experiment's points)."""
     return ctx.cached(("workbench",), Workbench)
@@ -267,7 +285,8 @@ class BreakdownExperiment(Experiment):
                 for impl in self.impls:
                     yield Point(impl, {**base, "las": False, "mode": "simulated"}, world)
                 if topology in las_tops:
-                    yield Point("clique_opt", {**base, "las": True, "mode": "simulated"}, world)
+                    for impl in registry.names("placement", traits=("ics22",)):
+                        yield Point(impl, {**base, "las": True, "mode": "simulated"}, world)
                 if topology in measured:
                     for impl in self.impls:
                         yield Point(impl, {**base, "las": False, "mode": "measured"}, world)
@@ -324,14 +343,9 @@ class BreakdownExperiment(Experiment):
         topology = by_name(prm["topology"])
         buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
         alpha = self.param(cfg, "alpha")
-        alpha = paper_alpha(prm["topology"]) if alpha == "auto" else alpha
-        options = {"alpha": alpha} if point.impl == "clique_opt" else {}
-        if point.impl == "pagraph":
-            cap = self.param(cfg, "pagraph_cap_s")
-            options = {"time_cap_s": min(cap, QUICK_PAGRAPH_CAP_S) if cfg.quick else cap}
         fill = self.param(cfg, "baseline_fill")
-        if fill != "default" and point.impl in ("naive", "random", "metis", "pagraph", "hash_modulo"):
-            options["buffer_fill"] = fill
+        options = policy_options(point.impl, alpha=paper_alpha(prm["topology"]) if alpha == "auto" else alpha,
+                                 time_cap_s=time_cap(self, cfg), buffer_fill=None if fill == "default" else fill)
         try:
             placement = bench.placement(graph, point.impl, prm["topology"], buffer_size,
                                         seed=cfg.seed, **options)
@@ -361,7 +375,8 @@ class BreakdownExperiment(Experiment):
         replays the point's batches as the simulated point does, every rank gathers its own for
         real, and the rows put the measured time beside the modeled one of the same batches."""
         from harness.ranks import all_gather, prepare_on_rank0
-        from impls.gather.placement_loader import measure_placement
+
+        from ..kit.placement_loading import measure_placement
 
         job, modeled = prepare_on_rank0(ctx.rank, lambda: self.measure_job(point, ctx))
         result = measure_placement(ctx.rank, job)
@@ -369,7 +384,7 @@ class BreakdownExperiment(Experiment):
 
     def measure_job(self, point: Point, ctx):
         """(what every rank gathers, what the simulator says of the same batches)."""
-        from impls.gather.placement_loader import MeasureJob, portable
+        from ..kit.placement_loading import MeasureJob, portable
 
         cfg = ctx.cfg
         setup = self.setup(point, ctx)

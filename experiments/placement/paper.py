@@ -1,5 +1,4 @@
-"""ICS'22's settings (Sec. 5.1) and how every placement figure names and orders a policy (its colour:
-the paper's palette, experiments/placement/__init__.py)."""
+"""ICS'22's settings (Sec. 5.1) and how every placement figure names, orders and colours a policy."""
 
 from __future__ import annotations
 
@@ -18,12 +17,25 @@ def paper_alpha(topology: str) -> float:
     return 0.2 if topology in PAIR_TOPOLOGIES else 0.0
 
 
-POLICY_LABELS = {"naive": "NAIVE", "random": "RAND", "metis": "METIS", "pagraph": "PG (re-impl.)",
-                 "clique_opt": "Our", "hash_modulo": "hash", "clique": "Clique", "xgnn_solver": "Solver"}
+def policy_label(impl: str, las: bool = False) -> str:
+    """A policy's name in every placement figure: its registry label (``NAIVE``, ``Our``), ``+LAS``
+    with locality-aware sampling."""
+    from harness import registry
+
+    spec = registry.lookup("placement", impl)
+    return (spec.title if spec is not None else impl) + ("+LAS" if las else "")
 
 
-def policy_label(impl: str, las: bool) -> str:
-    return POLICY_LABELS.get(impl, impl) + ("+LAS" if las else "")
+def policy_colour(name: str, default: str | None = None) -> str | None:
+    """A policy's colour in every placement figure, by its name there: its registry entry's (its own
+    or its system's palette colour), ICS'22's palette's for a name no entry has (Our+LAS), else
+    ``default``."""
+    from harness import registry
+
+    from . import PALETTE
+
+    spec = next((s for s in registry.impl_specs("placement") if s.title == name), None)
+    return (spec.plot_colour() if spec is not None else None) or PALETTE.get(name, default)
 
 
 # the order bars stand in, in every placement figure

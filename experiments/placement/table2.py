@@ -10,9 +10,9 @@ projected total; the paper's PaGraph ran for 382 to 4753 s and never finished pa
 
 from __future__ import annotations
 
-import math
 import re
 
+from harness import registry
 from harness.argtypes import positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
@@ -22,17 +22,14 @@ from harness.reportkit import Report, figure, finish, group
 from harness.timing import measure
 from harness.worlds import Worlds
 
-from . import PALETTE, PAPER_HARDWARE
-from .common import load_graph
-from .paper import NUM_LAYERS, QUICK_PAGRAPH_CAP_S
+from . import PAPER_HARDWARE
+from .common import load_graph, policy_options, time_cap
+from .paper import NUM_LAYERS
 from .shown import SMOKE_NOTE, shown_rows
 
 _TABLE2 = {"pagraph": {"reddit": 382, "yelp": 1976, "products": 4753},
            "metis": {"reddit": 17, "yelp": 15, "products": 83},
            "clique_opt": {"reddit": 0.49, "yelp": 0.76, "products": 3.6}}
-LABELS = {"pagraph": "PaGraph (re-impl.)", "metis": "METIS", "clique_opt": "Our"}
-_POLICY = {"pagraph": "PG (re-impl.)", "metis": "METIS", "clique_opt": "Our"}     # their colours
-PAPER_LABELS = {"pagraph": "PaGraph", "metis": "METIS", "clique_opt": "Our"}
 PAPER_SOURCE = "paper (8x V100 workstation)"
 
 
@@ -67,36 +64,25 @@ class Table2(Experiment):
                 yield Point(impl, {"dataset": dataset, "scale": scale, "parts": self.param(cfg, "parts")})
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        from impls.placement import ics22
-        from impls.placement.hotness import lhop_hotness
-        from impls.placement.pagraph import PlacementTimeout, pagraph_partition
-        from impls.placement.policies import metis_index_arrays, metis_membership
+        from impls.placement.pagraph import PlacementTimeout
 
         cfg = ctx.cfg
         prm = point.params
         graph = load_graph(ctx, prm["dataset"], prm["scale"])
-        parts = prm["parts"]
         extra = {"nodes": graph.num_nodes, "edges": int(len(graph.indices)), "standin": graph.is_standin}
-        if point.impl == "pagraph":
-            cap = self.param(cfg, "pagraph_cap_s")
-            cap = min(cap, QUICK_PAGRAPH_CAP_S) if cfg.quick else cap
+        spec = registry.get_impl(self.interface, point.impl)
+        policy = spec.factory(**policy_options(point.impl, time_cap_s=time_cap(self, cfg)))
+        step = policy.preprocessing(graph.indptr, graph.indices, graph.train_idx, prm["parts"], NUM_LAYERS,
+                                    seed=cfg.seed, symmetric=graph.symmetric)
+        if spec.has("time_capped"):       # one run under the cap, timed by the partitioner itself
             try:
-                result = pagraph_partition(graph.indptr, graph.indices, graph.train_idx, parts, NUM_LAYERS, cap)
+                result = step()
             except PlacementTimeout as exc:
                 raise SkipPoint(f"timeout: {exc}") from None
             return [Measurement("preprocess_time", "s", value=result.elapsed_s, extra={**extra, "repeats": 1})]
-        if point.impl == "metis":
-            # converted before the timing: 'Our' reads the CSR as stored, METIS needs its index type
-            indptr, indices = metis_index_arrays(graph.indptr, graph.indices)
-            fn = lambda: metis_membership(indptr, indices, parts, seed=cfg.seed,  # noqa: E731
-                                          symmetric=graph.symmetric)
-            repeats = cfg.repeats_or(3, 1)
-        else:
-            def fn():
-                p = lhop_hotness(graph.indptr, graph.indices, graph.train_idx, NUM_LAYERS, symmetric=graph.symmetric)
-                return ics22.algorithm1(p, parts, math.ceil(graph.num_nodes / parts), alpha=0.0)
-            repeats = cfg.repeats_or(5, 3)
-        stats = measure(fn, warmup=cfg.warmup_or(1, 1), repeats=repeats)
+        # a partitioner takes seconds, ICS'22's reach estimate and Algorithm 1 a fraction of one
+        repeats = cfg.repeats_or(3, 1) if spec.has("partitioning") else cfg.repeats_or(5, 3)
+        stats = measure(step, warmup=cfg.warmup_or(1, 1), repeats=repeats)
         return [Measurement("preprocess_time", "s", stats, extra={**extra, "repeats": stats.repeats})]
 
     def report(self, rows, runs) -> ReportArtifact:
@@ -108,13 +94,14 @@ class Table2(Experiment):
         history = rep.table(self._records(rep.rows, rep.label, "Run", datasets), single=(), drop_empty=False)
         ok = shown.rows[shown.rows["status"] == "ok"]
         mine = {(shown.kind(r.run_id), r.impl, r.p_dataset): r.value for r in ok.itertuples(index=False)}
+        (our,) = registry.names(self.interface, traits=("ics22",))
         speedups = []
-        for kind, impl, ds in sorted((k for k in mine if k[1] != "clique_opt"), key=lambda k: datasets.index(k[2])):
-            if (kind, "clique_opt", ds) in mine:
-                ours = mine[(kind, impl, ds)] / mine[(kind, "clique_opt", ds)]
-                paper = _TABLE2[impl][ds] / _TABLE2["clique_opt"][ds] if ds in _TABLE2[impl] else None
+        for kind, impl, ds in sorted((k for k in mine if k[1] != our), key=lambda k: datasets.index(k[2])):
+            if (kind, our, ds) in mine:
+                ours = mine[(kind, impl, ds)] / mine[(kind, our, ds)]
+                paper = _TABLE2[impl][ds] / _TABLE2[our][ds] if ds in _TABLE2[impl] else None
                 speedups.append((kind, impl, ds, ours, paper))
-                rep.notes.append(f"{kind} {ds}: Our is {ours:.0f}x faster than {LABELS[impl]}"
+                rep.notes.append(f"{kind} {ds}: Our is {ours:.0f}x faster than {method_label(impl)}"
                                  + (f" (paper {paper:.0f}x)" if paper else ""))
         if shown.smoke:
             rep.notes.append(SMOKE_NOTE)
@@ -123,12 +110,13 @@ class Table2(Experiment):
         if speedups:
             kind = speedups[0][0]
             headline = f"[{kind}, stand-ins at scale {scales}] Our is " + ", ".join(
-                f"{ours:.0f}x faster than {LABELS[impl]} on {ds}" + (f" (paper {paper:.0f}x)" if paper else "")
+                f"{ours:.0f}x faster than {method_label(impl)} on {ds}" + (f" (paper {paper:.0f}x)" if paper else "")
                 for k, impl, ds, ours, paper in speedups if k == kind)
-            capped = [(ds, _cell([r])) for r in shown.rows.itertuples(index=False)
-                      if shown.kind(r.run_id) == kind and r.impl == "pagraph" and r.status != "ok"]
-            headline += "".join(f"; PaGraph {text} s on {ds} (paper {_fmt(_TABLE2['pagraph'].get(ds))} s)"
-                                for ds, text in capped)
+            time_capped = registry.names(self.interface, traits=("time_capped",))
+            capped = [(r.impl, ds, _cell([r])) for r in shown.rows.itertuples(index=False)
+                      if shown.kind(r.run_id) == kind and r.impl in time_capped and r.status != "ok"]
+            headline += "".join(f"; {method_label(impl, 'paper')} {text} s on {ds} "
+                                f"(paper {_fmt(_TABLE2[impl].get(ds))} s)" for impl, ds, text in capped)
         sizes = "; ".join(f"{ds}: {int(n):,} nodes, {int(e):,} stored edges" for ds, n, e in ok.drop_duplicates(
             "p_dataset")[["p_dataset", "p_nodes", "p_edges"]].itertuples(index=False)) if "p_nodes" in ok else ""
         caption = (
@@ -150,9 +138,9 @@ class Table2(Experiment):
         sources = list(dict.fromkeys(label(run_id) for run_id in sorted(set(rows["run_id"]))))
         records = []
         for impl in self.impls:
-            records.append({"Method": PAPER_LABELS[impl], column: PAPER_SOURCE,
+            records.append({"Method": method_label(impl, "paper"), column: PAPER_SOURCE,
                             **{ds: _fmt(_TABLE2[impl].get(ds)) for ds in datasets}})
-            records += [{"Method": LABELS[impl], column: source,
+            records += [{"Method": method_label(impl), column: source,
                          **{ds: _fmt(_cell(cells.get((source, impl, ds), []))) for ds in datasets}}
                         for source in sources]
         return records
@@ -170,18 +158,18 @@ class Table2(Experiment):
         handles, missing = {}, {}
         for d, ds in enumerate(datasets):
             for k, (impl, source) in enumerate(slots):
-                label = PAPER_LABELS[impl] if source == PAPER_SOURCE else LABELS[impl]
-                text = table[(table["Method"] == label) & (table.iloc[:, 1] == source)][ds]
+                method = method_label(impl, "paper") if source == PAPER_SOURCE else method_label(impl)
+                text = table[(table["Method"] == method) & (table.iloc[:, 1] == source)][ds]
                 text = text.iloc[0] if not text.empty else None
                 value, projected = _number(text), _projected(text)
                 if value is None:
                     missing.setdefault((impl, source), []).append(ds)
                     continue
-                x, colour = d - 0.42 + width * (k + 0.5), PALETTE[_POLICY[impl]]
+                x, colour = d - 0.42 + width * (k + 0.5), registry.get_impl(self.interface, impl).plot_colour()
                 paper, capped = source == PAPER_SOURCE, isinstance(text, str) and text.startswith(">")
                 ax.bar(x, value, width, color="white" if capped else colour, alpha=0.45 if paper else 1.0,
                        edgecolor=colour, linestyle="--" if paper else "-", hatch="//" if capped else None)
-                handles.setdefault(impl, Patch(facecolor=colour, label=LABELS[impl]))
+                handles.setdefault(impl, Patch(facecolor=colour, label=method_label(impl)))
                 if capped:
                     handles.setdefault("capped", Patch(facecolor="white", edgecolor="black", hatch="//",
                                                        label="timed out: bar at the time cap"))
@@ -197,7 +185,7 @@ class Table2(Experiment):
                 handles[source] = Patch(facecolor="grey", edgecolor="grey", label=f"measured on {source}")
         for (impl, source), names in missing.items():
             handles[f"{impl} missing"] = Patch(facecolor="none", edgecolor="none",
-                                               label=f"{LABELS[impl]}: not run on {', '.join(names)}")
+                                               label=f"{method_label(impl)}: not run on {', '.join(names)}")
         order = [*self.impls, "paper", *sources, "capped", "projected", *(f"{impl} missing" for impl in self.impls)]
         legend = [handles[key] for key in sorted(handles, key=order.index)]
         ax.set_yscale("log")
@@ -206,6 +194,12 @@ class Table2(Experiment):
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(handles=legend, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         return finish(fig, ax, "ICS'22 Table 2: time to partition into four parts")
+
+
+def method_label(impl: str, use: str = "table") -> str:
+    """Table 2's name of a policy ('PaGraph (re-impl.)'; ``use="paper"``: the paper's, 'PaGraph')."""
+    spec = registry.lookup("placement", impl)
+    return spec.label_for(use) if spec is not None else impl
 
 
 def _cell(rows: list):

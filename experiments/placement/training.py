@@ -30,22 +30,23 @@ for convergence the paper accepts); ``adaptive`` runs Algorithm 2 with r = model
 from __future__ import annotations
 
 import contextlib
-import time
 
 import numpy as np
 
+from harness import registry
 from harness.argtypes import BadValue, choice, or_word, positive_float, positive_int, str_list
 from harness.artifact import ReportArtifact
 from harness.errors import HarnessError, SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.reportkit import Report, figure
+from harness.timing import now
 from harness.worlds import Worlds
 
 from ..kit import training as kit
 from . import PALETTE, PAPER_HARDWARE
-from .common import cost_model, load_graph, scaled, workbench
-from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_ORDER,
-                    QUICK_PAGRAPH_CAP_S, paper_alpha)
+from .common import cost_model, load_graph, policy_options, scaled, time_cap, workbench
+from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_ORDER, paper_alpha,
+                    policy_colour, policy_label)
 from .shown import SMOKE_NOTE, shown_rows
 
 
@@ -279,12 +280,13 @@ class LossExperiment(Experiment):
         for topology in self.param(cfg, "topologies"):
             base = {"dataset": self.dataset, "scale": scale, "topology": topology,
                     "buffer_fraction": self.param(cfg, "buffer_fraction")}
-            if "our" in methods:
-                yield Point("clique_opt", {**base, "las": False})
-            if "our+las" in methods:
-                yield Point("clique_opt", {**base, "las": True})
-            if self.pagraph and "pg" in methods:
-                yield Point("pagraph", {**base, "las": False})
+            for impl in registry.names("placement", traits=("ics22",)):
+                if "our" in methods:
+                    yield Point(impl, {**base, "las": False})
+                if "our+las" in methods:
+                    yield Point(impl, {**base, "las": True})
+            for impl in registry.names("placement", family="PaGraph") if self.pagraph and "pg" in methods else ():
+                yield Point(impl, {**base, "las": False})
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         cfg = ctx.cfg
@@ -408,10 +410,10 @@ class LossExperiment(Experiment):
                 cell = ok[(ok["run_id"].map(shown.kind) == kind) & (ok["p_topology"] == topology)]
                 chances = set()
                 for _, r in cell.iterrows():
-                    name = method_name(r["impl"], bool(r["p_las"]))
+                    name = policy_label(r["impl"], bool(r["p_las"]))
                     losses = r.get("p_loss_per_epoch")
                     losses = list(losses) if isinstance(losses, (list, tuple)) else []
-                    style = {"color": PALETTE[name], "linestyle": LOSS_STYLES[name], "marker": "o",
+                    style = {"color": policy_colour(name), "linestyle": LOSS_STYLES[name], "marker": "o",
                              "markersize": 4}
                     ax.plot(range(1, len(losses) + 1), losses, **style)
                     handles.setdefault(name, Line2D([], [], **style, label=name))
@@ -443,10 +445,6 @@ class LossExperiment(Experiment):
         height = fig.get_size_inches()[1]
         fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.2 / height))
         return fig
-
-
-def method_name(impl: str, las: bool) -> str:
-    return {"clique_opt": "Our", "pagraph": "PG (re-impl.)"}.get(impl, impl) + ("+LAS" if las else "")
 
 
 LOSS_STYLES = {"Our": "-", "Our+LAS": "--", "PG (re-impl.)": ":"}
@@ -528,7 +526,7 @@ def _loss_records(ok, label, column: str, dataset: str, paper_score: float | Non
         share = final / chance if chance and final is not None else None
         score = float(value("test_accuracy")) if "test_accuracy" in by_metric.index else None
         learned = paper_score is None or (score is not None and score >= PAPER_SCORE_SHARE * paper_score)
-        records.append({column: label(run_id), "Topology": topology, "Method": method_name(impl, bool(las)),
+        records.append({column: label(run_id), "Topology": topology, "Method": policy_label(impl, bool(las)),
                         "s": "/".join(f"{s:g}" for s in scales) if las else "-", "Epochs": len(losses),
                         "Final loss": final, "Chance": chance, "Final / chance": share,
                         "Host reads %": 100 * float(value("host_fraction")) if "host_fraction" in by_metric.index
@@ -558,7 +556,7 @@ def _las_claims(shown, records) -> list:
     if ok.empty or "p_loss_per_epoch" not in ok:
         return []
     finals = {}
-    for _, r in ok[ok["impl"] == "clique_opt"].iterrows():
+    for _, r in ok[ok["impl"].isin(registry.names("placement", traits=("ics22",)))].iterrows():
         losses = r["p_loss_per_epoch"] if isinstance(r["p_loss_per_epoch"], (list, tuple)) else []
         if losses:
             finals[(shown.kind(r["run_id"]), r["p_topology"], bool(r["p_las"]))] = (
@@ -629,9 +627,7 @@ class LossTrainer:
             raise SkipPoint(f"{exp.dataset}: needs node features and labels")
         topology = by_name(prm["topology"])
         buffer_size = int(prm["buffer_fraction"] * graph.num_nodes)
-        options = {"alpha": paper_alpha(prm["topology"])} if self.point.impl == "clique_opt" else \
-            {"time_cap_s": min(exp.param(cfg, "pagraph_cap_s"), QUICK_PAGRAPH_CAP_S) if cfg.quick
-             else exp.param(cfg, "pagraph_cap_s")}
+        options = policy_options(self.point.impl, alpha=paper_alpha(prm["topology"]), time_cap_s=time_cap(exp, cfg))
         try:
             self.placement = bench.placement(graph, self.point.impl, prm["topology"], buffer_size, seed=cfg.seed,
                                              **options)
@@ -678,7 +674,7 @@ class LossTrainer:
         steps = min(steps, cap) if cap else steps
         losses, reads, compute_s = [], np.zeros(3), 0.0
         for step in range(steps):
-            started = time.perf_counter()
+            started = now()
             self.opt.zero_grad()
             total, count = 0.0, 0
             for g in range(n):
@@ -699,7 +695,7 @@ class LossTrainer:
             (total / count).backward()                           # = averaging the GPUs' gradients
             self.opt.step()
             losses.append(float(total.detach()) / count)
-            compute_s += time.perf_counter() - started
+            compute_s += now() - started
         load_s = float(self.cost.read_cost(*reads)) / n                  # modeled, per GPU on average
         ratio = load_s / (load_s + compute_s / n) if load_s + compute_s > 0 else 0.0
         las = self.point.params["las"]

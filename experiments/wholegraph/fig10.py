@@ -30,7 +30,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (PAPER_STYLE, Band, Claim, Estimate, Report, figure, finish, machine_kind, newest_rows,
                                ratio, series_rows, several_runs_per_kind, span)
-from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 from impls.sampling.minibatch import sample_blocks
 
@@ -170,8 +170,8 @@ class Fig10(Experiment):
                 for ids in id_lists:
                     gatherer.gather(ids, check=False)
 
-            stats, _ = measure_collective(all_batches, timer=timer, warmup=cfg.warmup_or(2, 1),
-                                          repeats=cfg.repeats_or(10, 3))
+            budget = RepeatBudget.for_run(cfg, warmup=(2, 1), repeats=(10, 3))
+            stats, _ = measure_collective(all_batches, timer=timer, budget=budget)
             alltoall_ms = None
             if hasattr(gatherer, "profile"):
                 gatherer.profile = True
@@ -186,7 +186,8 @@ class Fig10(Experiment):
         rows_per_batch = sum(int(ids.numel()) for ids in id_lists) / n_batches
         nbytes = rows_per_batch * spec.row_bytes
         per_batch = stats.scaled(1e3 / n_batches)
-        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": f"{sampler_name} + {unique_name}"}
+        extra = {"ids_per_batch": round(rows_per_batch), "nodes": num_nodes, "sampler": f"{sampler_name} + {unique_name}",
+                 **budget.extra()}
         out = [Measurement("time_per_batch", "ms", per_batch, extra=extra),
                Measurement("algbw", "GB/s", stats.rate(nbytes * n_batches / 1e9), better="higher")]
         if alltoall_ms:

@@ -17,6 +17,7 @@ from harness.experiment import Experiment, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (Band, Claim, Estimate, Report, colour, figure, finish, lines, machine_kind, newest_rows,
                                series_rows, several_runs_per_kind, span, variant_names)
+from harness.timing import RepeatBudget
 
 from . import PAPER_GPUS, PAPER_HARDWARE
 from .gather_bench import measure_gather, require_row_fit
@@ -85,7 +86,7 @@ class Fig8(Experiment):
         cfg, rank = ctx.cfg, ctx.rank
         if "num_rows" in point.params:
             require_row_fit(point.params["num_rows"])
-        return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(3, 1), repeats=cfg.repeats_or(20, 5))
+        return measure_gather(point, cfg, rank, RepeatBudget.for_run(cfg, warmup=(3, 1), repeats=(20, 5)))
 
     def report(self, rows, runs) -> ReportArtifact:
         rep = Report(self, rows, runs)

@@ -23,6 +23,7 @@ from harness.experiment import Experiment, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import (Band, Claim, Estimate, Report, figure, machine_kind, newest_rows, series_rows,
                                several_runs_per_kind, variant_names)
+from harness.timing import RepeatBudget
 
 from impls.core.row_gather import DEFAULT_LAUNCH, launch_name, parse_launch
 
@@ -250,9 +251,9 @@ class GatherTable(Experiment):
     def run_point(self, point, ctx):
         cfg, rank = ctx.cfg, ctx.rank
         host = registry.get_impl("gather", point.impl).has("host")
-        repeats = self.param(cfg, "host_repeats") if host else cfg.repeats_or(20, 5)
-        return measure_gather(point, cfg, rank, warmup=cfg.warmup_or(1 if host else 3, 1),
-                              repeats=cfg.repeats if cfg.repeats else repeats,
+        repeats = (self.param(cfg, "host_repeats"),) * 2 if host else (20, 5)
+        budget = RepeatBudget.for_run(cfg, warmup=(1 if host else 3, 1), repeats=repeats)
+        return measure_gather(point, cfg, rank, budget,
                               link_counters=self.param(cfg, "link_counters") == "on" and not host)
 
     def report(self, rows, runs) -> ReportArtifact:

@@ -15,23 +15,24 @@ from harness import registry
 from harness.errors import SkipPoint
 from harness.experiment import Measurement
 from harness.ranks import agree
-from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import CacheFlush, CpuTimer, RepeatBudget, TorchCudaTimer, measure_collective
 from impls.core.layout import TableSpec, closed_form_rows
 
 GB = 1e9
 
 
-def measure_gather(point, cfg, rank, warmup: int, repeats: int,
-                   link_counters: bool = False) -> list[Measurement]:
-    """``link_counters``: on GPUs, also run the point back to back for half a second with NVML's
-    NVLink counters read around it (payload vs protocol bytes on the links; extra["nvlink"])."""
+def measure_gather(point, cfg, rank, budget: RepeatBudget, link_counters: bool = False) -> list[Measurement]:
+    """The point's rows, timed as ``budget`` says (warm-ups and repeats: counts at least, time
+    budgets on top). ``link_counters``: on GPUs, also run the point back to back for half a second
+    with NVML's NVLink counters read around it (payload vs protocol bytes on the links;
+    extra["nvlink"])."""
     p = point.params
     world = rank.world_size
     device = rank.torch_device()
     timer = TorchCudaTimer() if device.type == "cuda" else CpuTimer()
     made = registry.get_impl("gather", point.impl)
     if made.has("ceiling"):
-        return ceiling_measurements(made.factory(), rank, p, warmup, repeats, link_counters and device.type == "cuda")
+        return ceiling_measurements(made.factory(), rank, p, budget, link_counters and device.type == "cuda")
 
     spec = TableSpec(p["num_rows"], p["row_elems"], p["dtype"])
     variant = made.variant_of(p)
@@ -49,8 +50,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
         gathered = p["ids_per_rank"] * spec.row_bytes
         # a repeat that reads less than 4 caches' worth could be served by the last one's lines
         cold = gathered < 4 * flush.cache_bytes
-        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer,
-                                           warmup=warmup, repeats=repeats, flush=flush if cold else None)
+        stats, spread = measure_collective(lambda: gatherer.gather(ids, check=False), timer=timer, budget=budget,
+                                           flush=flush if cold else None)
         where = gatherer.describe()
         steps = None
         if hasattr(gatherer, "profile"):  # one more call with per-step events (after timing)
@@ -65,7 +66,8 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     nbytes = p["ids_per_rank"] * spec.row_bytes
     algbw = stats.rate(nbytes / GB)
     extra = {"placement": where, "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3],
-             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0}
+             "gathered_over_l2": round(gathered / flush.cache_bytes, 3), "flush_mib": flush.extra()["flush_mib"] if cold else 0,
+             **budget.extra()}
     if steps:
         extra["steps_ms"] = steps
     if traffic:
@@ -77,10 +79,10 @@ def measure_gather(point, cfg, rank, warmup: int, repeats: int,
     return out
 
 
-def ceiling_measurements(ceiling, rank, params: dict, warmup: int, repeats: int, link_counters: bool) -> list[Measurement]:
+def ceiling_measurements(ceiling, rank, params: dict, budget: RepeatBudget, link_counters: bool) -> list[Measurement]:
     """A ceiling's reading as rows: its bandwidth (and BusBW where it says so); none on a rank that
     did not time it."""
-    reading = ceiling.measure(rank, params, warmup, repeats, link_counters=link_counters)
+    reading = ceiling.measure(rank, params, budget, link_counters=link_counters)
     if reading.seconds is None:
         return []
     bw = reading.seconds.rate(reading.nbytes / GB)

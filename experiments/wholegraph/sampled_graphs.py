@@ -12,7 +12,7 @@ SHORT = {"ogbn-products": "products", "ogbn-papers100M": "papers100M"}
 
 def sampling_datasets(text: str) -> tuple[str, ...]:
     """Registry datasets (aliases resolved) and synthetic ``uniform:NODES:DEGREE`` graphs."""
-    from impls.sampling.bench import is_uniform, parse_uniform
+    from ..kit.samplers import is_uniform, parse_uniform
 
     names = [x.strip() for x in text.split(",") if x.strip()]
     out = []
@@ -28,7 +28,7 @@ def sampling_datasets(text: str) -> tuple[str, ...]:
 
 
 def short_name(name: str) -> str:
-    from impls.sampling.bench import is_uniform, parse_uniform
+    from ..kit.samplers import is_uniform, parse_uniform
 
     if is_uniform(name):
         nodes, degree = parse_uniform(name)

@@ -23,7 +23,7 @@ from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, machine_kind, newest_rows, ratio, several_runs_per_kind
-from harness.timing import Stats
+from harness.timing import RepeatBudget, Stats
 
 from . import PAPER_HARDWARE
 from .sampled_graphs import default_scale, sampling_datasets, short_name
@@ -84,8 +84,9 @@ def minibatch_fn(spec, ctx, graph, params):
     """fn(seeds) -> sampled edges of one mini-batch, for this implementation (built on this rank,
     kept in the run's cache ``ctx``): ours composed with the point's append-unique into Blocks, a
     library's sampler with its own de-duplication."""
-    from impls.sampling.bench import implementation
     from impls.sampling.minibatch import sample_blocks
+
+    from ..kit.samplers import implementation
 
     fanouts = list(params["fanouts"])
     sampler = implementation(ctx, "sampling", spec.name, graph, **sampler_options(spec, params))
@@ -99,7 +100,7 @@ def minibatch_fn(spec, ctx, graph, params):
 
 
 def hop_fn(spec, ctx, graph, params):
-    from impls.sampling.bench import implementation
+    from ..kit.samplers import implementation
 
     sampler = implementation(ctx, "sampling", spec.name, graph, **sampler_options(spec, params))
     fanout = params["fanout"]
@@ -256,7 +257,7 @@ class SamplingTable(Experiment):
     def skip_reason(self, point, cfg):
         p = point.params
         if registry.get_impl("sampling", point.impl).has("cpu_library") and p["kind"] == "minibatch":
-            from impls.sampling.bench import expected_edges
+            from ..kit.samplers import expected_edges
 
             bound = expected_edges(p["batch"], p["fanouts"])
             if bound > self.param(cfg, "cpu_max_edges"):
@@ -265,32 +266,29 @@ class SamplingTable(Experiment):
         return None
 
     def run_point(self, point, ctx):
-        from impls.sampling.bench import load_graph, seed_batches, timed
+        from ..kit.samplers import load_graph, seed_stream, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
         graph = load_graph(ctx, p["dataset"], p["scale"])
         device = rank.torch_device()
         spec = registry.get_impl("sampling", point.impl)
-        warmup = cfg.warmup_or(3, 1)
-        repeats = cfg.repeats_or(10, 3)
-        if spec.has("cpu_library"):
-            warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
+        host = spec.has("cpu_library")
+        budget = RepeatBudget.for_run(cfg, warmup=(1, 1) if host else (3, 1), repeats=(5, 2) if host else (10, 3))
         if p["kind"] == "loader":
             if not spec.has("loader"):
                 raise SkipPoint("the loader points are the samplers with a host loader (PyG's NeighborLoader, "
                                 "DGL's DataLoader)")
-            return loader_point(spec, graph, p, warmup, cfg.repeats_or(3, 2), cfg.seed)
+            return loader_point(spec, graph, p, budget.warmup, cfg.repeats_or(3, 2), cfg.seed)
         make = minibatch_fn if p["kind"] == "minibatch" else hop_fn
         fn, where = make(spec, ctx, graph, p)
         on_gpu = not spec.has("host")
         # every call samples its own batch of seeds, as an epoch's batches are
-        inputs = seed_batches(graph, p["batch"], warmup + repeats, cfg.seed, rank.rank,
-                              device if on_gpu else "cpu")
-        stats, spread, edges = timed(fn, inputs, rank, warmup, repeats, on_gpu)
+        inputs = seed_stream(graph, p["batch"], cfg.seed, rank.rank, device if on_gpu else "cpu")
+        stats, spread, edges, batches = timed(fn, inputs, rank, budget, on_gpu)
         rate = Stats.from_samples([e / t for e, t in zip(edges, stats.samples)])
-        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": len(inputs),
-                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3]}
+        extra = {"placement": where, "edges_mean": sum(edges) / len(edges), "seed_batches": batches,
+                 "rank_median_ms": [spread.min * 1e3, spread.avg * 1e3, spread.max * 1e3], **budget.extra()}
         return [Measurement("time", "ms", stats.scaled(1e3), extra=extra),
                 Measurement("edges_per_s", "edges/s", rate, better="higher")]
 
@@ -477,7 +475,7 @@ def grouped_bars(ax, groups: list[tuple[str, dict]], ylabel: str) -> None:
 
 def figure_name(ds: str) -> str:
     """A graph's name short enough for a tick label."""
-    from impls.sampling.bench import is_uniform, parse_uniform
+    from ..kit.samplers import is_uniform, parse_uniform
 
     if is_uniform(ds):
         nodes, degree = parse_uniform(ds)

@@ -26,8 +26,6 @@ PAPER_SIZES_GB = (8, 16, 32, 64, 128)
 _TABLE_I = {8: (20.8, 1.35), 16: (29.6, 1.37), 32: (32.5, 1.43), 64: (35.3, 1.51), 128: (35.8, 1.56)}
 _PAPER_RATIOS = (f"{min(u / p for u, p in _TABLE_I.values()):.1f}x-"
                  f"{max(u / p for u, p in _TABLE_I.values()):.1f}x")
-IMPL_LABELS = {"um": "UM", "p2p": "P2P", "um_remote": "UM remote", "p2p_remote": "P2P remote",
-               "local": "local", "host_zero_copy": "host"}
 
 
 def _paper_values():
@@ -46,7 +44,7 @@ def cold_reads_caption(ok, size_column: str = "p_size_gb", unit: str = "GB") -> 
                 "launch of the point had left in the L2.")
     measured = ok[ok["p_distinct_over_l2"].notna()]
     reused = measured[measured["p_lines_read_before"] > 0]
-    um = measured["impl"].str.startswith("um")
+    um = measured["impl"].map(lambda impl: probe_has(impl, "managed")).astype(bool)
 
     def span(rows) -> str:
         lo, hi = rows["p_distinct_over_l2"].min(), rows["p_distinct_over_l2"].max()
@@ -121,13 +119,13 @@ class Table1(Experiment):
         size = point.params["size_gb"] * GB
         if cfg.device != "cuda":
             return {"host": size}
-        if point.impl in ("p2p", "p2p_remote", "local"):
+        if registry.get_impl(self.interface, point.impl).has("device_memory"):
             return {"gpu": size / max(1, parts_for(point.impl, selected_gpus(self, cfg)))}
         return None
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
-        from impls.probes.bench import Launches, chase_steps, time_chase
+        from ..kit.probes import Launches, chase_steps, time_chase
 
         cfg = ctx.cfg
         gpus = selected_gpus(self, cfg)
@@ -137,7 +135,7 @@ class Table1(Experiment):
             raise SkipPoint(f"size {size_bytes} B is below the 8 KiB minimum")
         host_cap = int(self.param(cfg, "host_max_gb") * GB)
         probe = spec.factory(cfg.device, gpus, host_cap_bytes=host_cap)
-        is_um = point.impl.startswith("um")
+        is_um = spec.has("managed")            # pages migrate: fewer steps, and a reset before each launch
         nparts = parts_for(point.impl, gpus) or 1
         warmup, repeats = cfg.warmup_or(1), cfg.repeats_or(3 if is_um else 5, 2)
         lines = chain.region_lines(nparts, size_bytes // 8 // nparts)
@@ -204,6 +202,24 @@ class Table1(Experiment):
 PAPER_ROW = f"{PAPER_GPUS} (paper)"
 
 
+def table_i_probes() -> tuple[str, str]:
+    """(UM, P2P): the probes WholeGraph's Table I compares, memory spread over every GPU, managed
+    and cudaMalloc'd, by their registry traits."""
+    (um,) = registry.names("probes", traits=("managed", "spread"), without=("remote",))
+    (p2p,) = registry.names("probes", traits=("device_memory", "spread"), without=("remote",))
+    return um, p2p
+
+
+def probe_label(impl: str) -> str:
+    spec = registry.lookup("probes", impl)
+    return spec.title if spec is not None else impl
+
+
+def probe_has(impl: str, trait: str) -> bool:
+    spec = registry.lookup("probes", impl)
+    return spec is not None and spec.has(trait)
+
+
 def latency_claims(newest, kinds: dict) -> list[Claim]:
     """Per machine of several GPUs and paper size measured: UM latency / P2P latency against the
     paper's ratio at that size (its 8 GPUs read 7/8 remotely; one GPU reads everything locally)."""
@@ -211,7 +227,7 @@ def latency_claims(newest, kinds: dict) -> list[Claim]:
     for (run_id, size), mine in newest.groupby(["run_id", "p_paper_size_gb"], sort=True):
         if "p_gpus" in mine and int(mine["p_gpus"].iloc[0]) < 2 or int(size) not in _TABLE_I:
             continue
-        um, p2p = (mine[mine["impl"] == impl] for impl in ("um", "p2p"))
+        um, p2p = (mine[mine["impl"] == impl] for impl in table_i_probes())
         if um.empty or p2p.empty:
             continue
         a, b = (Estimate.from_stats(x["stats"].iloc[0], "launches") for x in (um, p2p))
@@ -237,11 +253,11 @@ def latency_table(rows, ok, machine_of: dict, impls):
             rec = {"Memory size (GB)": f"{size:g}", "Machine": machine}
             for impl in impls:
                 hit = mine[mine["impl"] == impl]["value"]
-                rec[IMPL_LABELS[impl]] = float(hit.iloc[0]) if not hit.empty else None
+                rec[probe_label(impl)] = float(hit.iloc[0]) if not hit.empty else None
             if not mine.empty:               # a size the machine did not measure has no row
                 records.append(rec)
     table = pd.DataFrame.from_records(records)
-    for col in IMPL_LABELS.values():
+    for col in map(probe_label, impls):
         if col not in table:
             table[col] = None
     table.insert(4, "UM/P2P", [ratio(u, p) for u, p in zip(table["UM"], table["P2P"])])

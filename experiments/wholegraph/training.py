@@ -398,10 +398,10 @@ def explicit_options(exp, cfg) -> dict:
 
 def profile_layers(pipe) -> list[dict]:
     """Each layer of the trained model alone on one training mini-batch of this rank (forward +
-    backward, impls.models.bench.layer_profile): where a layer set's training time goes. Untimed
+    backward, experiments.kit.layers.layer_profile): where a layer set's training time goes. Untimed
     for the epochs (after them); the rank's own batch, no collective."""
     from harness.timing import timer_for
-    from impls.models.bench import layer_profile
+    from ..kit.layers import layer_profile
 
     seeds = pipe.epoch_batches(0)[0][0]
     _, blocks = next(iter(pipe.iterate([seeds], training=False)))

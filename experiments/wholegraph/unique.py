@@ -7,6 +7,8 @@ against the sort reference before it is timed.
 
 from __future__ import annotations
 
+import itertools
+
 from harness.argtypes import dataset_names as name_list
 from harness.argtypes import fanout_sets, int_list, positive_int
 from harness.artifact import ReportArtifact
@@ -15,7 +17,7 @@ from harness.experiment import Experiment, Measurement, Param, Point
 from harness import registry
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, finish, machine_kind, newest_rows, several_runs_per_kind
-from harness.timing import CacheFlush
+from harness.timing import CacheFlush, RepeatBudget
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
@@ -36,7 +38,7 @@ def role(trait: str):
 def frontier(graph, ctx, batch: int, fanouts, hop: int):
     """(targets, neighbors) of hop ``hop`` (1-based) of one mini-batch of the paper's sampler
     (path_doubling), de-duplicated between hops by the reference."""
-    from impls.sampling.bench import implementation, seed_batches
+    from ..kit.samplers import implementation, seed_batches
 
     cfg = ctx.cfg
     paper = registry.names("sampling", traits=("paper",))[0]
@@ -108,7 +110,7 @@ class UniqueTable(Experiment):
                                        "fanouts": list(fanouts), "hop": hop}, world)
 
     def run_point(self, point, ctx):
-        from impls.sampling.bench import implementation, load_graph, timed
+        from ..kit.samplers import implementation, load_graph, timed
 
         cfg, rank = ctx.cfg, ctx.rank
         p = point.params
@@ -133,10 +135,10 @@ class UniqueTable(Experiment):
             flush()
             targets.max(), neighbors.max()
 
-        stats, _, _ = timed(fn, [None], rank, cfg.warmup_or(5, 2), cfg.repeats_or(30, 5),
-                            flush=flush_and_read_inputs)
+        budget = RepeatBudget.for_run(cfg, warmup=(5, 2), repeats=(30, 5))
+        stats, _, _, _ = timed(fn, itertools.repeat(None), rank, budget, flush=flush_and_read_inputs)
         extra = {"placement": unique.describe(), "targets": int(targets.numel()),
-                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra()}
+                 "neighbors": int(neighbors.numel()), "unique": n_unique, **flush.extra(), **budget.extra()}
         return [Measurement("time", "us", stats.scaled(1e6), extra=extra)]
 
     def report(self, rows, runs) -> ReportArtifact:

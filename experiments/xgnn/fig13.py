@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness import registry
 from harness.argtypes import names_of, or_word, positive_float, positive_int, unit_float
 from harness.artifact import ReportArtifact
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
 from harness.reportkit import Report, figure, ratio
-from harness.timing import measure
+from harness.timing import RepeatBudget, measure
 from harness.worlds import Worlds
 
 from . import PAPER_HARDWARE
 
 DATASETS = {"TW": "twitter-2010", "CF": "com-friendster"}
-POLICY_LABELS = {"xgnn_solver": "Solver", "clique": "Clique", "clique_opt": "CliqueOpt"}
-# the systems the policies come from, whose palette colours they are drawn in
-SYSTEM_LABELS = {"xgnn_solver": "Solver (XGNN)", "clique": "Clique (Quiver)", "clique_opt": "CliqueOpt (ICS'22)"}
 _S = "Sec. 6.6 (Fig. 13)"
 TOPOLOGIES = ("4Gf", "4Gc", "6G", "8G")
 SHARES = {"Cache": "cache_ratio", "Local": "local_fraction", "Peer": "peer_fraction", "Host": "host_fraction"}
@@ -90,22 +88,19 @@ class Fig13(Experiment):
                     yield Point(impl, {"dataset": dataset, "scale": scale, "topology": topology}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
-        from experiments.placement.common import load_graph, scaled, workbench
+        from experiments.placement.common import load_graph, policy_options, scaled, workbench
         from impls.placement.cost import LinkModel
         from impls.placement.sampling import NodeWiseSampler
         from impls.placement.simulate import replay
         from impls.core.topology import xgnn_topology
-        from impls.placement.xgnn_solver import solve
 
         cfg = ctx.cfg
         prm = point.params
         graph = load_graph(ctx, DATASETS[prm["dataset"]], prm["scale"])
         topology = xgnn_topology(prm["topology"])
         buffer_size = int(self.param(cfg, "buffer_fraction") * graph.num_nodes)
-        options = {}
-        if point.impl == "clique_opt":
-            alpha = self.param(cfg, "alpha")
-            options["alpha"] = clique_alpha(topology) if alpha == "auto" else alpha
+        alpha = self.param(cfg, "alpha")
+        options = policy_options(point.impl, alpha=clique_alpha(topology) if alpha == "auto" else alpha)
         placement = workbench(ctx).placement(graph, point.impl, prm["topology"], buffer_size,
                                              hotness=self.param(cfg, "hotness"), seed=cfg.seed, **options)
         batch = scaled(6000, prm["scale"], 64)   # XGNN's 6000 seeds, shrunk with the graph
@@ -124,9 +119,11 @@ class Fig13(Experiment):
                Measurement("local_fraction", "fraction", value=frac["local"], better="higher"),
                Measurement("peer_fraction", "fraction", value=frac["peer"], better="higher"),
                Measurement("host_fraction", "fraction", value=frac["host"], better="lower")]
-        if point.impl == "xgnn_solver":
-            stats = measure(lambda: solve(topology), warmup=cfg.warmup_or(2, 1), repeats=cfg.repeats_or(20, 5))
-            plan = solve(topology)
+        if registry.get_impl(self.interface, point.impl).has("solver"):
+            policy = workbench(ctx).policy(point.impl)
+            budget = RepeatBudget.for_run(cfg, warmup=(2, 1), repeats=(20, 5))
+            stats = measure(lambda: policy.search(topology), budget=budget)
+            plan = policy.search(topology)
             out.append(Measurement("search_time", "ms", stats.scaled(1e3),
                                    extra={"plans_found": plan.plans_found, "states_visited": plan.states_visited,
                                           "extra_partitions": plan.extra_partitions}))
@@ -165,11 +162,12 @@ class Fig13(Experiment):
     def _records(self, wide, label, column: str, paper: bool = False) -> list[dict]:
         """One table row per placed point; the paper's printed numbers beside them (``paper``)."""
         keys = ["run_id", "p_dataset", "p_topology"]
-        clique = {tuple(r[k] for k in keys): r["extract_time"] for _, r in wide.iterrows() if r["impl"] == "clique"}
-        rank = {name: i for i, name in enumerate([*DATASETS, *TOPOLOGIES, *POLICY_LABELS.values()])}
+        _, reference = roles()
+        clique = {tuple(r[k] for k in keys): r["extract_time"] for _, r in wide.iterrows() if r["impl"] == reference}
+        rank = {name: i for i, name in enumerate([*DATASETS, *TOPOLOGIES, *map(policy_label, self.impls)])}
         records = [{
             column: label(r["run_id"]), "Dataset": r["p_dataset"], "Topology": r["p_topology"],
-            "Policy": POLICY_LABELS.get(r["impl"], r["impl"]),
+            "Policy": policy_label(r["impl"]),
             **{f"{name} %": 100 * r.get(metric, float("nan")) for name, metric in SHARES.items()},
             "Extract ms/batch": r.get("extract_time"),
             "Clique / this": ratio(clique.get(tuple(r[k] for k in keys)), r.get("extract_time")),
@@ -185,14 +183,15 @@ class Fig13(Experiment):
         kind = shown.kind(max(shown.run_ids))
         mine = wide[wide["run_id"].map(shown.kind) == kind]
         parts = []
+        solver, reference = roles()
         best = max(_speedups(mine), default=None, key=lambda s: s[1])
         if best:
             parts.append(f"Solver up to {best[1]:.2f}x faster than Clique / CliqueOpt ({best[2]} {best[3]}; "
                          "paper up to 1.8x)")
         cf6 = {r["impl"]: r["cache_ratio"] for _, r in mine.iterrows()
                if r["p_dataset"] == "CF" and r["p_topology"] == "6G"}
-        if "xgnn_solver" in cf6 and "clique" in cf6:
-            parts.append(f"cache on CF 6G {cf6['xgnn_solver']:.0%} vs Clique's {cf6['clique']:.0%} (paper 59% vs 41%)")
+        if solver in cf6 and reference in cf6:
+            parts.append(f"cache on CF 6G {cf6[solver]:.0%} vs Clique's {cf6[reference]:.0%} (paper 59% vs 41%)")
         search = ok[(ok["run_id"].map(shown.kind) == kind) & (ok["metric"] == "search_time")]["value"]
         if not search.empty:
             parts.append(f"search at most {search.max():.2f} ms (paper < 15 ms)")
@@ -204,9 +203,7 @@ class Fig13(Experiment):
         system's colour (one row of panels per machine kind)."""
         from matplotlib.patches import Patch
 
-        from experiments.placement import PALETTE as POLICIES
-
-        colours = {impl: POLICIES["Our" if impl == "clique_opt" else POLICY_LABELS[impl]] for impl in self.impls}
+        colours = {impl: registry.get_impl(self.interface, impl).plot_colour() for impl in self.impls}
         datasets = [d for d in DATASETS if d in set(wide["p_dataset"])]
         kinds = sorted({shown.kind(r) for r in wide["run_id"]})
         fig, axes = figure((10.0, min(6.0, 1.6 + 2.6 * len(kinds))), ncols=len(datasets), nrows=len(kinds),
@@ -229,7 +226,7 @@ class Fig13(Experiment):
                 ax.grid(True, axis="y", alpha=0.3)
             axes[i][0].set_ylabel(f"{kind} run: extraction\n(ms / batch, modelled)" if len(kinds) > 1 else
                                   "extraction (ms / batch, modelled)")
-        legend = [Patch(facecolor=colours[impl], label=SYSTEM_LABELS[impl]) for impl in policies]
+        legend = [Patch(facecolor=colours[impl], label=policy_label(impl, "system")) for impl in policies]
         fig.legend(handles=legend, loc="lower center", ncol=len(legend), fontsize=9, frameon=False)
         note = "smoke run on " if shown.smoke else ""
         fig.suptitle(f"XGNN Fig. 13: feature extraction per placement policy ({note}stand-ins x"
@@ -242,6 +239,8 @@ class Fig13(Experiment):
         """The paper's statements beside what each machine kind's shown rows (``kinds``: run id ->
         kind) say of them."""
         notes = []
+        solver, reference = roles()
+        cache_ratios = sorted(((pv.value, pv.impl) for pv in self.paper_values if pv.metric == "cache_ratio"))
         for label in sorted(set(kinds.values())):
             mine = wide[wide["run_id"].map(kinds) == label] if not wide.empty else wide
             if mine.empty:
@@ -252,10 +251,10 @@ class Fig13(Experiment):
                 notes.append(f"[{label}] {_S}: Solver up to 1.8x faster than Clique and CliqueOpt; here up to "
                              f"{best[1]:.2f}x ({best[2]} {best[3]}); vs the better of the two: "
                              + ", ".join(f"{d} {t} {lo:.2f}x" for lo, _, d, t in speedups))
-            for impl, paper in (("clique", 0.41), ("clique_opt", 0.41), ("xgnn_solver", 0.59)):
+            for paper, impl in cache_ratios:
                 hit = mine[(mine["impl"] == impl) & (mine["p_dataset"] == "CF") & (mine["p_topology"] == "6G")]
                 if not hit.empty:
-                    notes.append(f"[{label}] {_S}: {POLICY_LABELS[impl]} cache ratio on CF 6G {paper:.0%}; "
+                    notes.append(f"[{label}] {_S}: {policy_label(impl)} cache ratio on CF 6G {paper:.0%}; "
                                  f"here {float(hit['cache_ratio'].iloc[0]):.0%}")
             search = ok[(ok["run_id"].map(kinds) == label) & (ok["metric"] == "search_time")]
             if not search.empty:
@@ -269,8 +268,8 @@ class Fig13(Experiment):
                                  f"per GPU = {extra}")
             full = mine[mine["p_topology"] == "4Gf"]
             for ds, grp in full.groupby("p_dataset"):
-                s = grp[grp["impl"] == "xgnn_solver"]["extract_time"]
-                c = grp[grp["impl"] == "clique"]["extract_time"]
+                s = grp[grp["impl"] == solver]["extract_time"]
+                c = grp[grp["impl"] == reference]["extract_time"]
                 if not s.empty and not c.empty:
                     notes.append(f"[{label}] {_S}: on 4Gf Clique and Solver place the same data; here {ds}: "
                                  f"Solver {float(s.iloc[0]):.3g} vs Clique {float(c.iloc[0]):.3g} ms/batch")
@@ -287,12 +286,27 @@ def _wide(ok):
     return ok.pivot_table(index=keys, columns="metric", values="value", aggfunc="first").reset_index()
 
 
+def roles() -> tuple[str, str]:
+    """(XGNN's solver, Quiver's Clique): the policy Fig. 13 is about and the one its ratios are over,
+    by what their registry entries say they are."""
+    (solver,) = registry.names("placement", traits=("solver",))
+    (clique,) = registry.names("placement", family="Quiver")
+    return solver, clique
+
+
+def policy_label(impl: str, use: str = "xgnn") -> str:
+    """Fig. 13's name of a policy ('CliqueOpt'; ``use="system"``: with the system it comes from)."""
+    spec = registry.lookup("placement", impl)
+    return spec.label_for(use) if spec is not None else impl
+
+
 def _speedups(mine) -> list[tuple]:
     """(Clique-or-CliqueOpt's best / Solver, their worst / Solver, dataset, topology) per configuration."""
     out = []
+    subject, _ = roles()
     for (ds, top), grp in mine.groupby(["p_dataset", "p_topology"]):
-        solver = grp[grp["impl"] == "xgnn_solver"]["extract_time"]
-        others = grp[grp["impl"].isin(["clique", "clique_opt"])]["extract_time"]
+        solver = grp[grp["impl"] == subject]["extract_time"]
+        others = grp[grp["impl"] != subject]["extract_time"]
         if not solver.empty and not others.empty:
             out.append((float(others.min()) / float(solver.iloc[0]), float(others.max()) / float(solver.iloc[0]),
                         ds, top))
@@ -302,11 +316,12 @@ def _speedups(mine) -> list[tuple]:
 def _paper_text(impl: str, dataset: str, topology: str) -> str:
     """What XGNN Sec. 6.6 prints about one point."""
     parts = []
+    solver, clique = roles()
     if dataset == "CF" and topology == "6G":
-        parts.append(f"cache {0.59 if impl == 'xgnn_solver' else 0.41:.0%}")
+        parts.append(f"cache {0.59 if impl == solver else 0.41:.0%}")
     if topology == "4Gf":
-        parts.append({"xgnn_solver": "same as Clique", "clique": "same as Solver", "clique_opt": "fastest"}[impl])
-    if impl == "xgnn_solver":
+        parts.append("same as Clique" if impl == solver else "same as Solver" if impl == clique else "fastest")
+    if impl == solver:
         parts.append("search < 15 ms")
         if topology == "8G":
             parts.append("1 extra partition per GPU")

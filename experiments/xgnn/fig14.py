@@ -113,12 +113,11 @@ class Fig14(Experiment):
                             world)
 
     def run_point(self, point, ctx):
-        import torch
-
         cfg, rank = ctx.cfg, ctx.rank
-        from impls.sampling.bench import epoch_batches, implementation, load_graph
+        from harness.timing import DeviceClock, Spans, measure_collective, timer_for
         from impls.sampling.minibatch import sample_blocks
-        from harness.timing import measure_collective
+
+        from ..kit.samplers import epoch_batches, implementation, load_graph
 
         p = point.params
         graph = load_graph(ctx, p["dataset"], p["scale"])
@@ -152,9 +151,8 @@ class Fig14(Experiment):
         kernels = len(batches) * len(fanouts)
         sampler.count_remote = False
 
-        # (b) timed epochs: kernel time (events around each sampler call) and the whole step
-        on_cuda = device.type == "cuda"
-        kernel_times: list[float] = []
+        # (b) timed epochs: kernel time (device marks around each sampler call) and the whole step
+        spans = Spans(DeviceClock(device))
 
         class Timed:
             def __init__(self, inner):
@@ -164,21 +162,9 @@ class Fig14(Experiment):
                 return getattr(self.inner, name)
 
             def sample(self, *a, **k):
-                if on_cuda:
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    out = self.inner.sample(*a, **k)
-                    end.record()
-                    pending.append((start, end))
-                    return out
-                import time
+                with spans.span("sample"):
+                    return self.inner.sample(*a, **k)
 
-                t = time.perf_counter()
-                out = self.inner.sample(*a, **k)
-                kernel_times.append(time.perf_counter() - t)
-                return out
-
-        pending: list = []
         timed_sampler = Timed(sampler)
 
         def epoch():
@@ -186,20 +172,12 @@ class Fig14(Experiment):
                 sample_blocks(timed_sampler, unique, seeds, fanouts, seed=cfg.seed * 1000 + i, check=False)
 
         def run_epoch_collect():
-            pending.clear()
-            kernel_times_epoch_start = len(kernel_times)
             epoch()
-            if on_cuda:
-                torch.cuda.synchronize(device)
-                epoch_kernel.append(sum(s.elapsed_time(e) for s, e in pending) / 1e3)
-            else:
-                epoch_kernel.append(sum(kernel_times[kernel_times_epoch_start:]))
+            epoch_kernel.append(spans.totals().get("sample", 0.0))
 
         epoch_kernel: list[float] = []
-        from impls.sampling.bench import timer_for
-
         warmup, repeats = cfg.warmup_or(1, 1), cfg.repeats_or(5, 2)
-        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank), warmup=warmup,
+        step_stats, spread = measure_collective(run_epoch_collect, timer=timer_for(rank.device), warmup=warmup,
                                                 repeats=repeats)
         kernel_stats = Stats.from_samples(epoch_kernel[warmup:])
         scale_up = total_batches / len(batches)          # whole-epoch estimate when capped

@@ -78,7 +78,7 @@ class Fig6(Experiment):
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.probes import chain, parts_for
-        from impls.probes.bench import Launches, chase_steps, time_chase, time_random_reads, verify_chain
+        from ..kit.probes import Launches, chase_steps, time_chase, time_random_reads, verify_chain
 
         cfg = ctx.cfg
         gpus = selected_gpus(self, cfg)

@@ -37,11 +37,12 @@ from . import PALETTE, PAPER_HARDWARE
 MiB = 1 << 20
 SIZES_MIB = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 IMPLS = ("local", "vmm_local", "p2p_remote", "vmm_remote")
-VMM = ("vmm_local", "vmm_remote")
 SIDES = {"local": ("local", "vmm_local"), "remote": ("p2p_remote", "vmm_remote")}
 LABELS = {"local": "cudaMalloc, local", "vmm_local": "VMM shared handle, local",
           "p2p_remote": "cudaMalloc, remote (P2P)", "vmm_remote": "VMM shared handle, remote"}
-STYLE = {impl: {"color": PALETTE[impl], "marker": "s" if impl in VMM else "o"} for impl in LABELS}
+# each path in XGNN's palette colour; the VMM side of each pair (SIDES) marked apart
+STYLE = {impl: {"color": PALETTE[impl], "marker": "s" if k else "o"} for pair in SIDES.values()
+         for k, impl in enumerate(pair)}
 VERIFY_STEPS = 2_000
 # Section 4.1's TLB findings: the L2 TLB's reach (MB) and page size over each kind of memory
 PAPER_REACH_MIB = {"VMM": 256, "cudaMalloc": 8192}
@@ -122,7 +123,7 @@ class Fig6b(Experiment):
         spec = registry.get_impl(self.interface, point.impl)
         gpus = list(range(rank.world_size)) if cfg.device == "cuda" else []
         salt = 0xF6B + cfg.seed
-        if point.impl not in VMM:             # cudaMalloc probes run in rank 0's process alone
+        if not spec.has("shared_handle"):     # cudaMalloc probes run in rank 0's process alone
             def baseline():
                 probe = spec.factory(cfg.device, gpus)
                 try:
@@ -141,8 +142,8 @@ class Fig6b(Experiment):
 
     def chase(self, probe, cfg) -> list[Measurement]:
         """The timed chains over ``probe``'s region (on rank 0): verified, then cold launches."""
+        from experiments.kit.probes import Launches, chase_steps, time_chase
         from impls.probes import chain
-        from impls.probes.bench import Launches, chase_steps, time_chase
 
         warmup, repeats = cfg.warmup_or(1), cfg.repeats_or(3, 2)
         lines = chain.region_lines(probe.nparts_used, probe.part_elems)
@@ -306,9 +307,15 @@ def tlb_caption(ok) -> str:
             "finds a translation an earlier launch left unless the TLB reaches further than that buffer.")
 
 
+def headlined(impl: str) -> bool:
+    """The headline's series: the chases over shared-handle memory and the local cudaMalloc baseline."""
+    spec = registry.lookup("probes", impl)
+    return spec is not None and (spec.has("shared_handle") or not spec.has("remote"))
+
+
 def headline(steps: dict) -> str:
     parts = [f"{kind} {LABELS[impl]}: " + (f"steps up at {at:g} MiB" if at else "flat")
-             for (kind, impl), (at, _) in sorted(steps.items()) if impl in VMM or impl == "local"]
+             for (kind, impl), (at, _) in sorted(steps.items()) if headlined(impl)]
     text = "; ".join(parts)
     return text + ("; paper: VMM L2 TLB reach 256 MB vs 8 GB" if text else "")
 

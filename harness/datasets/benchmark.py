@@ -20,8 +20,9 @@ import resource
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from ..timing import now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args(argv)
 
-    started = time.perf_counter()
+    started = now()
     from . import cache
     from .backends import select_backend
     from .generators import plan_for, write_standin
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"feature_dtype": args.feature_dtype} if args.feature_dtype else {}
     backend = select_backend(args.device)
     plan = plan_for(args.name, args.scale, args.seed, **overrides)
-    planned = time.perf_counter()
+    planned = now()
     root = args.cache_dir or Path(tempfile.mkdtemp(prefix="harness-bench-"))
     os.environ["HARNESS_CACHE_DIR"] = str(root)   # this process's cache: never rebuild the shared one's copy
     directory = cache.standin_dir(None, plan.name, plan.scale, plan.seed, GENERATOR_VERSION,
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cache.get_or_build(directory, lambda w: write_standin(plan, w, backend, feature_path=sink),
                            rebuild=True)
-        built = time.perf_counter()
+        built = now()
         graph = cache.open_graph(directory)
         stats = degree_stats(graph)
         manifest = cache.read_manifest(directory)

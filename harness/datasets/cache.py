@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import HarnessError
+from ..timing import now
 from .graph import Graph
 
 CACHE_DIR = "harness_cache"
@@ -378,9 +379,9 @@ def get_or_build(directory: Path, build: Callable[[CacheWriter], dict[str, Any]]
         _clean_stale(directory.parent, directory.name)
         writer = CacheWriter(directory)
         try:
-            started = time.perf_counter()
+            started = now()
             meta = build(writer)
-            meta["build_seconds"] = round(time.perf_counter() - started, 3)
+            meta["build_seconds"] = round(now() - started, 3)
             writer.commit(meta)
         except BaseException:
             writer.abort()

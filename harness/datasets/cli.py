@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,6 +15,7 @@ from typing import Any, Iterator
 from ..argtypes import nonneg_int as _nonneg
 from ..argtypes import scale as _scale
 from ..errors import HarnessError
+from ..timing import now
 
 
 def add_data_subcommands(subparsers: Any) -> argparse.ArgumentParser:
@@ -128,7 +128,7 @@ def progress_display(title: str) -> Iterator[Any]:
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True, highlight=False)
-    started = time.perf_counter()
+    started = now()
     if not console.is_terminal:
         done: set[str] = set()
 
@@ -136,7 +136,7 @@ def progress_display(title: str) -> Iterator[Any]:
             if fraction >= 1.0 and stage not in done:
                 done.add(stage)
                 console.print(f"{title}: {STAGES.get(stage, stage)} done "
-                              f"({time.perf_counter() - started:.1f} s)", markup=False)
+                              f"({now() - started:.1f} s)", markup=False)
 
         yield report
         return
@@ -225,7 +225,7 @@ def cmd_prepare(args) -> int:
     from . import get, prepare, prepare_real
 
     spec = get(args.name)
-    started = time.perf_counter()
+    started = now()
     with progress_display(spec.name) as report:
         if args.real:
             directory = prepare_real(spec.name, args.data_root, symmetrize=args.symmetric,
@@ -240,7 +240,7 @@ def cmd_prepare(args) -> int:
 
     graph = open_graph(directory, verify=False)
     print(graph.describe())
-    print(f"cached at {directory} ({time.perf_counter() - started:.1f} s)")
+    print(f"cached at {directory} ({now() - started:.1f} s)")
     return 0
 
 

@@ -29,13 +29,13 @@ import queue
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import HarnessError
+from ..timing import now
 from .backends import Backend, select_backend
 from .cache import CacheWriter
 from .edges import EdgeBuckets
@@ -158,12 +158,12 @@ def write_standin(plan: StandinPlan, writer: CacheWriter, backend: Backend | Non
     backend = backend or select_backend("auto")
     report = progress or (lambda stage, fraction: None)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    t0 = now()
     indptr, indices, edge_stats = _edges(plan, backend, report)
     backend.synchronize()
-    timings["edges"] = time.perf_counter() - t0
+    timings["edges"] = now() - t0
 
-    t1 = time.perf_counter()
+    t1 = now()
     writer.add_array("indptr", indptr)
     writer.add_array("indices", indices)
     num_edges = int(indptr[-1])
@@ -176,9 +176,9 @@ def write_standin(plan: StandinPlan, writer: CacheWriter, backend: Backend | Non
                         ("test_idx", order[a + b:a + b + c])):
         writer.add_array(field, np.sort(part).astype(np.int64))
     del order
-    timings["labels_splits"] = time.perf_counter() - t1
+    timings["labels_splits"] = now() - t1
 
-    t2 = time.perf_counter()
+    t2 = now()
     target = feature_path or writer.path("features")
     rows_per_block = max(1, backend.feature_chunk_values // plan.feature_dim)
     staging = backend.staging(rows_per_block * plan.feature_dim * 4)
@@ -194,7 +194,7 @@ def write_standin(plan: StandinPlan, writer: CacheWriter, backend: Backend | Non
     if feature_path is None:
         writer.register("features", plan.feature_dtype, (plan.num_nodes, plan.feature_dim))
     backend.synchronize()
-    timings["features"] = time.perf_counter() - t2
+    timings["features"] = now() - t2
 
     return {
         "name": plan.name, "kind": "standin", "is_standin": True, "scale": plan.scale,

@@ -49,7 +49,7 @@ class AutogradTrainer:
 
     def compute_gradients(self):
         logits = self._backward()
-        return float(self._loss), logits.detach().clone(), [g.detach().clone() for g in self.weight_grads()]
+        return self.loss_value(), logits.detach().clone(), [g.detach().clone() for g in self.weight_grads()]
 
     def loss_value(self) -> float:
         return float(self._loss)

@@ -21,6 +21,7 @@ weights), so its loss and gradients equal theirs.
 
 from __future__ import annotations
 
+from .autograd_trainer import AutogradTrainer
 from .model import ModelConfig, init_weights
 from .problem import RankShare
 
@@ -52,7 +53,7 @@ def _layer_function():
     return BroadcastGCNLayer
 
 
-class Cagnet1D:
+class Cagnet1D(AutogradTrainer):
     """One rank's CAGNET 1D trainer. Build on every rank of an initialized process group."""
 
     def __init__(self, share: RankShare, model: ModelConfig, *, device="cpu", seed: int = 0):
@@ -80,7 +81,6 @@ class Cagnet1D:
         self.weights = [w.requires_grad_() for w in init_weights(self.dims, seed, self.device)]
         self.optimizer = torch.optim.Adam(self.weights, lr=model.lr)
         self._layer = _layer_function()
-        self._loss_sum = None
         self.broadcasts: list[tuple[int, int]] = []     # (root, width) of every broadcast this epoch
 
     def _check_group(self) -> None:
@@ -121,34 +121,21 @@ class Cagnet1D:
                 h = self.torch.relu(h)
         return h
 
-    def _backward(self):
+    def loss(self, logits):
+        """This rank's share of the mean loss over every rank's training vertices."""
         import torch.nn.functional as F
 
-        self.broadcasts.clear()
-        self.optimizer.zero_grad(set_to_none=True)
-        logits = self.forward()
-        # each rank's share of the mean over every rank's training vertices
-        loss = F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels,
+        return F.cross_entropy(logits.index_select(0, self.train_rows), self.train_labels,
                                reduction="sum") / self.num_train_total
-        loss.backward()
-        self._loss_sum = loss.detach() * self.num_train_total
-        return logits
 
-    def train_epoch(self) -> None:
-        """Forward, loss, backward (two broadcast SpMMs and one all-reduce per layer), Adam step."""
-        self._backward()
-        self.optimizer.step()
-
-    def compute_gradients(self):
-        """(loss, this rank's logits, dW) without the update (tests)."""
-        logits = self._backward()
-        return self.loss_value(), logits.detach().clone(), [w.grad.detach().clone() for w in self.weights]
+    def weight_grads(self) -> list:
+        return [w.grad for w in self.weights]
 
     def loss_value(self) -> float:
         """The mean training loss of the last forward pass, over all ranks."""
         import torch.distributed as dist
 
-        total = self._loss_sum.detach().clone().double()
+        total = self._loss.clone().double() * self.num_train_total
         if self.world > 1:
             dist.all_reduce(total)
         return float(total) / self.num_train_total

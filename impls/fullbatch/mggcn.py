@@ -20,10 +20,12 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from harness.timing import DeviceClock
+
 from .buffers import FLOAT_BYTES, Arena, BufferPlan
 from .model import GEMM_FIRST, ModelConfig, init_weights, orders
 from .problem import RankShare
-from .profiling import Clock, OpProfiler, StageTimeline
+from .profiling import OpProfiler, StageTimeline
 from .staged import TRANSPORTS, BroadcastTransport, InlineLanes, PeerCopyTransport, StagedSpmm, StreamLanes
 
 FIRST_LAYER_BACKWARD = ("exact", "identity")
@@ -129,7 +131,7 @@ class MGGCN:
         self.X.copy_(features)
         self.lanes = StreamLanes(self.device, streams) if on_streams else InlineLanes()
         self.comm_stream = self.lanes.comm if isinstance(self.lanes, StreamLanes) else None
-        self.clock = Clock(self.device)
+        self.clock = DeviceClock(self.device)
         self.ops = OpProfiler(self.clock, profile_ops)
         self.timeline = StageTimeline(self.clock, record_timeline)
         self.stages = StagedSpmm(rank=self.rank, world=self.world, part_rows=self.part_rows,

@@ -1,4 +1,5 @@
-"""Timestamps on the device that did the work: CUDA events on GPUs, perf_counter on CPU ranks.
+"""MG-GCN's instrumentation on the timing engine's device marks (``harness.timing.DeviceClock``:
+CUDA events on GPUs, the host clock on CPU ranks).
 
 Marks are only turned into seconds after the work is done (one synchronize per epoch), so
 timing an operation never stalls the stream it times.  ``OpProfiler`` sums time per operation
@@ -8,34 +9,9 @@ staged SpMM as an interval (MG-GCN Figs. 6 and 8).
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-
-class Clock:
-    def __init__(self, device):
-        import torch
-
-        self.cuda = torch.device(device).type == "cuda"
-        self._torch = torch
-
-    def mark(self, stream=None):
-        if not self.cuda:
-            return time.perf_counter()
-        event = self._torch.cuda.Event(enable_timing=True)
-        event.record(stream)
-        return event
-
-    def synchronize(self) -> None:
-        if self.cuda:
-            self._torch.cuda.synchronize()
-
-    def seconds(self, start, end) -> float:
-        """Seconds from ``start`` to ``end`` (both marks; call after synchronize())."""
-        if not self.cuda:
-            return end - start
-        return start.elapsed_time(end) / 1e3
+from harness.timing import DeviceClock, Spans
 
 
 class OpProfiler:
@@ -43,28 +19,23 @@ class OpProfiler:
 
     KINDS = ("spmm", "gemm", "activation", "loss", "allreduce", "adam")
 
-    def __init__(self, clock: Clock, enabled: bool = False):
-        self.clock = clock
-        self.enabled = enabled
-        self._pending: list[tuple[str, object, object]] = []
+    def __init__(self, clock: DeviceClock, enabled: bool = False):
+        self.spans = Spans(clock, enabled)
 
-    @contextmanager
+    @property
+    def enabled(self) -> bool:
+        return self.spans.enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        self.spans.enabled = value
+
     def op(self, kind: str):
-        if not self.enabled:
-            yield
-            return
-        start = self.clock.mark()
-        yield
-        self._pending.append((kind, start, self.clock.mark()))
+        return self.spans.span(kind)
 
     def collect(self) -> dict[str, float]:
         """Seconds per kind since the last collect (synchronizes the device)."""
-        self.clock.synchronize()
-        totals = {kind: 0.0 for kind in self.KINDS}
-        for kind, start, end in self._pending:
-            totals[kind] = totals.get(kind, 0.0) + self.clock.seconds(start, end)
-        self._pending.clear()
-        return totals
+        return {**{kind: 0.0 for kind in self.KINDS}, **self.spans.totals()}
 
 
 @dataclass(frozen=True)
@@ -79,7 +50,7 @@ class Interval:
 class StageTimeline:
     """Per-stage communication and computation intervals of every staged SpMM in an epoch."""
 
-    def __init__(self, clock: Clock, enabled: bool = False):
+    def __init__(self, clock: DeviceClock, enabled: bool = False):
         self.clock = clock
         self.enabled = enabled
         self._origin = None

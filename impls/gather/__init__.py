@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import torch
 
     from harness.launcher import RankContext
-    from harness.timing import Stats
+    from harness.timing import RepeatBudget, Stats
     from impls.core.layout import TableSpec
 
 
@@ -69,7 +69,7 @@ class Ceiling(Protocol):
 
     def default_bytes(self, quick: bool) -> int: ...
 
-    def measure(self, rank: "RankContext", params: dict, warmup: int, repeats: int,
+    def measure(self, rank: "RankContext", params: dict, budget: "RepeatBudget",
                 link_counters: bool = False) -> Reading: ...
 
 

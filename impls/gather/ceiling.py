@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import Variant, register_impl
-from harness.timing import TorchCudaTimer, measure, measure_collective
+from harness.timing import RepeatBudget, TorchCudaTimer, measure, measure_collective
 
 from . import Ceiling, Reading
 
@@ -26,15 +26,14 @@ def peer_copy_buffers(rank, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
     return src, torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", 1))
 
 
-def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
+def peer_copy_seconds(rank, nbytes: int, budget: RepeatBudget):
     """Rank 0 copies ``nbytes`` from its GPU to GPU 1 (cudaMemcpyPeerAsync through torch);
     the other ranks wait. Returns Stats (seconds) on rank 0, None elsewhere."""
     stats = None
     dist.barrier()
     if rank.rank == 0:
         src, dst = peer_copy_buffers(rank, nbytes)
-        stats = measure(lambda: dst.copy_(src, non_blocking=True), timer=TorchCudaTimer(),
-                        warmup=warmup, repeats=repeats)
+        stats = measure(lambda: dst.copy_(src, non_blocking=True), timer=TorchCudaTimer(), budget=budget)
         if not torch.equal(dst[:4096].cpu(), src[:4096].cpu()):
             raise RuntimeError("peer copy did not copy")
         del src, dst
@@ -43,7 +42,7 @@ def peer_copy_seconds(rank, nbytes: int, warmup: int, repeats: int):
     return stats
 
 
-def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
+def alltoall_seconds(rank, nbytes_per_rank: int, budget: RepeatBudget):
     """Raw all_to_all_single of ``nbytes_per_rank`` per rank: NCCL's own ceiling.
 
     Each rank sends ``nbytes_per_rank`` split as evenly as bytes allow; where the ranks do not
@@ -65,12 +64,11 @@ def alltoall_seconds(rank, nbytes_per_rank: int, warmup: int, repeats: int):
         def exchange():
             dist.all_to_all_single(recv, send)
     stats, _ = measure_collective(exchange, timer=TorchCudaTimer() if device.type == "cuda" else None,
-                                  warmup=warmup, repeats=repeats)
+                                  budget=budget)
     return stats
 
 
-def copy_all(rank, nbytes_per_peer: int, direction: str, warmup: int, repeats: int,
-             link_counters: bool = False):
+def copy_all(rank, nbytes_per_peer: int, direction: str, budget: RepeatBudget, link_counters: bool = False):
     """Every rank moves ``nbytes_per_peer`` to (push) or from (pull) each peer at once through the
     copy engines. Returns (Stats in seconds, NVLink traffic of this rank's device or None); the
     bytes a rank receives per call are (world - 1) x ``nbytes_per_peer``."""
@@ -103,7 +101,7 @@ def copy_all(rank, nbytes_per_peer: int, direction: str, warmup: int, repeats: i
             main.wait_stream(stream)
 
     try:
-        stats, _ = measure_collective(exchange, timer=TorchCudaTimer(), warmup=warmup, repeats=repeats)
+        stats, _ = measure_collective(exchange, timer=TorchCudaTimer(), budget=budget)
         traffic = None
         if link_counters:
             from .link_counters import link_traffic
@@ -135,9 +133,9 @@ class PeerCopy:
     def default_bytes(self, quick: bool) -> int:
         return 1 << 30
 
-    def measure(self, rank, params: dict, warmup: int, repeats: int, link_counters: bool = False) -> Reading:
+    def measure(self, rank, params: dict, budget: RepeatBudget, link_counters: bool = False) -> Reading:
         nbytes = int(params[self.size_param])
-        stats = peer_copy_seconds(rank, nbytes, warmup, repeats)
+        stats = peer_copy_seconds(rank, nbytes, budget)
         traffic = peer_copy_traffic(rank, nbytes, stats) if link_counters else None
         return Reading("peer_copy_bw", stats, nbytes, extra={"nvlink": traffic} if traffic else {})
 
@@ -167,9 +165,9 @@ class CopyAll:
     def default_bytes(self, quick: bool) -> int:
         return 256 << 20                  # per peer and call: about as many bytes as a gather's
 
-    def measure(self, rank, params: dict, warmup: int, repeats: int, link_counters: bool = False) -> Reading:
+    def measure(self, rank, params: dict, budget: RepeatBudget, link_counters: bool = False) -> Reading:
         nbytes = int(params[self.size_param])
-        stats, traffic = copy_all(rank, nbytes, params["direction"], warmup, repeats, link_counters=link_counters)
+        stats, traffic = copy_all(rank, nbytes, params["direction"], budget, link_counters=link_counters)
         received = (rank.world_size - 1) * nbytes
         return Reading("copy_all_bw", stats, received,
                        extra={"received_bytes_per_rank": received, **({"nvlink": traffic} if traffic else {})})
@@ -183,9 +181,9 @@ class AllToAll:
     def default_bytes(self, quick: bool) -> int:
         return (8 << 20) if quick else (256 << 20)
 
-    def measure(self, rank, params: dict, warmup: int, repeats: int, link_counters: bool = False) -> Reading:
+    def measure(self, rank, params: dict, budget: RepeatBudget, link_counters: bool = False) -> Reading:
         nbytes = int(params[self.size_param])
-        return Reading("algbw", alltoall_seconds(rank, nbytes, warmup, repeats), nbytes, busbw=True)
+        return Reading("algbw", alltoall_seconds(rank, nbytes, budget), nbytes, busbw=True)
 
 
 _CEILING = dict(family="reference", contract=Ceiling)

@@ -73,7 +73,7 @@ def link_traffic(fn, device: torch.device, payload_bytes: float, seconds: float 
     links (and those of ``peers``, keyed by their index): bytes per ``payload_bytes`` of user
     data moved by one call, and GB/s, or {"reason": ...} where the counters are unavailable.
     The caller brackets it with barriers so that every rank's calls overlap."""
-    import time
+    from harness.timing import now
 
     counters = [(device, NvlinkCounters(device))] + [(p, NvlinkCounters(p)) for p in peers]
     if counters[0][1].reason:
@@ -86,11 +86,11 @@ def link_traffic(fn, device: torch.device, payload_bytes: float, seconds: float 
 
     sync()
     before = [c.snapshot() for _, c in counters]
-    start = time.perf_counter()
+    start = now()
     for _ in range(calls):
         fn()
     sync()
-    elapsed = time.perf_counter() - start
+    elapsed = now() - start
     after = [c.snapshot() for _, c in counters]
     out: dict = {"calls": calls, "seconds": round(elapsed, 4), "links": len(counters[0][1].links)}
     for (dev, _), b, a in zip(counters, before, after):

@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from harness.needs import Needs
 from harness.registry import register_impl
+from harness.timing import DeviceClock, Laps
 from impls.core.layout import TableSpec, check_ids
 from impls.storage import ShardedTable
 
@@ -34,10 +35,10 @@ class AllToAllGather:
         if check:
             check_ids(ids, self.spec.num_rows)
         ids = ids.to(self.device, torch.int64)
-        marks = _StepMarks(self.device) if self.profile else None
+        marks = Laps(DeviceClock(self.device)) if self.profile else None
         out = exchange_rows(self.store, ids, marks)
         if marks:
-            self.step_ms = marks.elapsed_ms()
+            self.step_ms = {step: seconds * 1e3 for step, seconds in marks.seconds().items()}
         return out
 
     def describe(self) -> str:
@@ -48,7 +49,7 @@ class AllToAllGather:
         self.store.close()
 
 
-def exchange_rows(store: ShardedTable, ids: torch.Tensor, marks: "_StepMarks | None" = None) -> torch.Tensor:
+def exchange_rows(store: ShardedTable, ids: torch.Tensor, marks: Laps | None = None) -> torch.Tensor:
     """Rows ``ids`` of ``store`` (split over every rank of the default group, this rank's shard in
     ``store.local``) in the order of ``ids``, through the five steps (module doc). Collective: every
     rank calls it, with the ids it wants (none, too)."""
@@ -60,28 +61,28 @@ def exchange_rows(store: ShardedTable, ids: torch.Tensor, marks: "_StepMarks | N
     _, order = torch.sort(key, stable=True)
     send_ids = ids[order]
     send_counts = torch.bincount(owner, minlength=world)
-    marks and marks.mark("bucket")
+    marks and marks.lap("bucket")
     # (2) exchange counts
     recv_counts = torch.empty_like(send_counts)
     dist.all_to_all_single(recv_counts, send_counts)
     counts = torch.stack([send_counts, recv_counts]).cpu()  # one host sync for both
     send_split, recv_split = counts[0].tolist(), counts[1].tolist()
-    marks and marks.mark("exchange_counts")
+    marks and marks.lap("exchange_counts")
     # (3) exchange ids
     recv_ids = torch.empty(sum(recv_split), dtype=torch.int64, device=device)
     dist.all_to_all_single(recv_ids, send_ids, recv_split, send_split)
-    marks and marks.mark("exchange_ids")
+    marks and marks.lap("exchange_ids")
     # (4) local gather of what the peers asked for
     local_rows = _rows_at(store.local, recv_ids - store.start, spec)
-    marks and marks.mark("local_gather")
+    marks and marks.lap("local_gather")
     # (5) send the rows back, then undo the bucketing with a gather (reads random, writes in order)
     back = torch.empty((ids.numel(), spec.row_elems), dtype=spec.torch_dtype, device=device)
     dist.all_to_all_single(back, local_rows, send_split, recv_split)
-    marks and marks.mark("alltoallv_rows")
+    marks and marks.lap("alltoallv_rows")
     inverse = torch.empty_like(order)
     inverse[order] = torch.arange(order.numel(), device=device)
     out = _rows_at(back, inverse, spec)
-    marks and marks.mark("reorder")
+    marks and marks.lap("reorder")
     if store.reads is not None:
         store.reads.add("nccl", owner)
     return out
@@ -97,34 +98,6 @@ def _rows_at(table: torch.Tensor, index: torch.Tensor, spec: TableSpec) -> torch
     out = torch.empty((index.numel(), spec.row_elems), dtype=spec.torch_dtype, device=table.device)
     base = torch.tensor([table.data_ptr()], dtype=torch.int64, device=table.device)
     return gather_into(out, base, max(table.shape[0], 1), index, spec.row_bytes)
-
-
-class _StepMarks:
-    """Events between the steps; read after the gather (one synchronize)."""
-
-    def __init__(self, device):
-        self.cuda = device.type == "cuda"
-        self.names: list[str] = []
-        self.events = [self._event()]
-
-    def _event(self):
-        if self.cuda:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        import time
-
-        return time.perf_counter()
-
-    def mark(self, name: str) -> None:
-        self.names.append(name)
-        self.events.append(self._event())
-
-    def elapsed_ms(self) -> dict[str, float]:
-        if self.cuda:
-            self.events[-1].synchronize()
-            return {n: a.elapsed_time(b) for n, a, b in zip(self.names, self.events, self.events[1:])}
-        return {n: (b - a) * 1e3 for n, a, b in zip(self.names, self.events, self.events[1:])}
 
 
 @register_impl("gather", "nccl_alltoallv", needs=Needs(devices=("cpu", "cuda")),

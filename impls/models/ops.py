@@ -29,9 +29,9 @@ Forward and backward implementations (``BlockGraph(block, impl=..., backward=...
     tensor is built in row-aligned chunks of about ``chunk_elems`` elements, so memory stays
     bounded on the 15M-edge outer blocks of a [30,30,30] sample.
 ``impl="auto"`` (default)
-    ``sparse`` everywhere: on CPU about 15x faster than gather + reduce; on an H200 (bench.py,
-    GraphSAGE outer block 460K x 2M, 13.8M edges, width 100) 12.1 ms against 27.7-33.3 ms for
-    the segment variants, and the products epoch of Table V 0.96 s against 1.21 s.
+    ``sparse`` everywhere: on CPU about 15x faster than gather + reduce; on an H200
+    (experiments/kit/layers.py, GraphSAGE outer block 460K x 2M, 13.8M edges, width 100) 12.1 ms
+    against 27.7-33.3 ms for the segment variants, and the products epoch of Table V 0.96 s against 1.21 s.
 
 The backward in ``x`` is a g-SpMM over the *transposed* CSR (messages flow from the dst
 nodes back to the source nodes that fed them).  Three ways:

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Iterator
@@ -77,6 +76,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from harness.errors import HarnessError, SkipPoint
+from harness.timing import Phases
 from impls.core.blocks import Block
 
 from .profiling import epoch_profile
@@ -538,39 +538,25 @@ class Pipeline:
         batches, full = self.epoch_batches(epoch, cap)
         self.model.train()
         sync = self._sync
-        if breakdown and self.config.stage_barrier:
-            barrier = self._barrier
-
-            def tick():
-                sync()
-                barrier()
-                return time.perf_counter()
-        elif breakdown:
-            def tick():
-                sync()
-                return time.perf_counter()
-        else:
-            tick = time.perf_counter
-        sample_s = gather_s = train_s = 0.0
+        # stage times: the device synchronized (and with stage_barrier every rank met) before each
+        # clock reading; free-running epochs read the clock alone
+        phases = Phases(("sample", "gather", "train"), sync=sync if breakdown else None,
+                        barrier=self._barrier if breakdown and self.config.stage_barrier else None)
         loss_sum = torch.zeros((), dtype=torch.float32, device=self.device)
         edges = nbytes = done = 0
         sync()
         self._barrier()
-        start = time.perf_counter()
-        last = start
+        phases.start()
         prefetch = not breakdown and self.prefetch_enabled()
         source = self._prefetched_batches(batches) if prefetch else self._sequential_batches(batches)
         for seeds, blocks, x, y in source:
-            t1 = tick()
+            phases.lap("sample")
             if x is None:
                 x = self.features(blocks)
                 y = self.labels_of(seeds)
-            t2 = tick()
+            phases.lap("gather")
             loss = self.train_step(blocks, x, y)
-            t3 = tick()
-            sample_s += t1 - last
-            gather_s += t2 - t1
-            train_s += t3 - t2
+            phases.lap("train")
             loss_sum += loss
             edges += sum(b.num_edges for b in blocks)
             nbytes += int(x.numel()) * x.element_size()
@@ -578,17 +564,17 @@ class Pipeline:
             if self.step_hook is not None:
                 self.step_hook({"epoch": epoch, "batch": done, "seeds": seeds, "blocks": blocks, "x": x,
                                 "y": y, "loss": loss})
-                t3 = time.perf_counter()
+                phases.skip()
             done += 1
-            last = t3
         sync()
-        end = time.perf_counter()
+        epoch_s = phases.elapsed()
+        sample_s, gather_s, train_s = (phases.seconds[k] for k in ("sample", "gather", "train"))
         if done != len(batches):
             raise RuntimeError(f"{self.name}: {done} mini-batches came back for {len(batches)} planned")
         self._last_epoch_batches = done
         if self.device.type == "cuda":
             self._train_peak = max(self._train_peak, torch.cuda.max_memory_allocated(self.device))
-        mine = torch.tensor([end - start, -(end - start), sample_s, gather_s, train_s,
+        mine = torch.tensor([epoch_s, -epoch_s, sample_s, gather_s, train_s,
                              float(loss_sum) / max(done, 1), float(edges), float(nbytes)],
                             dtype=torch.float64, device=self.device)
         summed = mine.clone()

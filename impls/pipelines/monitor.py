@@ -15,10 +15,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-import time
 
 import torch
 
+from harness.timing import now
 from impls.core.nvml import nvml_handle, nvml_index
 
 
@@ -65,7 +65,7 @@ class UtilizationMonitor:
                 value = float(line.strip())
             except ValueError:
                 continue
-            self.times.append(time.perf_counter() - start)
+            self.times.append(now() - start)
             self.values.append(value)
 
     def _run(self) -> None:
@@ -75,12 +75,12 @@ class UtilizationMonitor:
         if self._nvml is None:
             self._read()                               # psutil's first call only sets the baseline
         while not self._stop.wait(self.interval_s):
-            self.times.append(time.perf_counter() - start)
+            self.times.append(now() - start)
             self.values.append(self._read())
 
     def start(self) -> "UtilizationMonitor":
         self._stop.clear()
-        self.t0 = time.perf_counter()        # sample times are seconds after this
+        self.t0 = now()        # sample times are seconds after this
         if self.kind == "gpu_nvidia_smi":
             cmd = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
                    "-i", str(nvml_index(self.device)), "-lms", str(max(1, int(round(self.interval_s * 1e3))))]
@@ -111,7 +111,7 @@ class UtilizationMonitor:
         return self.summary()
 
     def window_summary(self, windows: list[tuple[float, float]], settle_s: float = 0.2) -> dict:
-        """Statistics of the samples taken inside ``windows`` (perf_counter intervals), each
+        """Statistics of the samples taken inside ``windows`` (``harness.timing.now()`` intervals), each
         window's first ``settle_s`` left out: NVML's figure is an average over its last sample
         period (1/6 s to 1 s), so an early sample still describes the time before the window."""
         spans = [(a - self.t0 + settle_s, b - self.t0) for a, b in windows]

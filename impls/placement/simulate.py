@@ -83,7 +83,7 @@ def replay_batches(indptr, indices, train_idx, placement: Placement, sampler_for
     """Yield ``(gpu, input_nodes)`` for every replayed mini-batch, in replay order.
 
     The one source of replayed batches: :func:`replay` counts reads over them and the measured
-    path (``impls.gather.placement_loader``) gathers their features on real ranks, so both see the
+    path (``experiments.kit.placement_loading``) gathers their features on real ranks, so both see the
     same batches for the same sampler and seed.
     """
     n = placement.num_gpus

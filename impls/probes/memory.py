@@ -25,12 +25,9 @@ def um_refusal(size_bytes: int, free_bytes: list[int], chase_gpu: int = 0,
         return (f"refused: {size_bytes / GB:.3g} GB of managed memory exceeds "
                 f"{headroom:.0%} of the chasing GPU's free {chaser_bytes / GB:.1f} GB; "
                 f"pages migrate to the chasing GPU, and over-committed managed memory can hang it")
-    part = size_bytes / len(free_bytes)
-    for gpu, free in enumerate(free_bytes):
-        if part > headroom * free:
-            return (f"refused: partition of {part / GB:.1f} GB exceeds {headroom:.0%} of "
-                    f"GPU{gpu}'s free {free / GB:.1f} GB")
-    return None
+    return _split_refusal(size_bytes, free_bytes, headroom,
+                          lambda part, gpu, free: f"refused: partition of {part / GB:.1f} GB exceeds "
+                                                  f"{headroom:.0%} of GPU{gpu}'s free {free / GB:.1f} GB")
 
 
 # Plain device allocations fail cleanly when too large, so they may come closer to the limit.
@@ -39,12 +36,17 @@ DEVICE_HEADROOM = 0.97
 
 def device_refusal(size_bytes: int, free_bytes: list[int], headroom: float = DEVICE_HEADROOM) -> str | None:
     """Why ``size_bytes`` split evenly over these GPUs' device memory does not fit, or None."""
+    return _split_refusal(size_bytes, free_bytes, headroom,
+                          lambda part, gpu, free: f"needs {part / GB:.1f} GB on GPU{gpu}, which has "
+                                                  f"{free / GB:.1f} GB free ({headroom:.0%} usable)")
+
+
+def _split_refusal(size_bytes: int, free_bytes: list[int], headroom: float, why) -> str | None:
+    """``why(part, gpu, free)`` of the first GPU whose usable free memory cannot hold its even part
+    of ``size_bytes``, or None."""
     part = size_bytes / len(free_bytes)
-    for gpu, free in enumerate(free_bytes):
-        if part > headroom * free:
-            return (f"needs {part / GB:.1f} GB on GPU{gpu}, which has {free / GB:.1f} GB free "
-                    f"({headroom:.0%} usable)")
-    return None
+    short = next((gpu for gpu, free in enumerate(free_bytes) if part > headroom * free), None)
+    return None if short is None else why(part, short, free_bytes[short])
 
 
 def host_refusal(size_bytes: int, available_bytes: int, cap_bytes: int | None = None,

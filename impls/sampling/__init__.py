@@ -24,7 +24,8 @@ Ours (samplers.py, unique.py, minibatch.py; kernels/*.cu on CUDA, numba on CPU; 
   dup_count)`` with the targets first in their order.
 - ``minibatch.sample_blocks(sampler, unique, seeds, fanouts)`` -> list of ``blocks.Block``.
 - baselines.py: ``pyg`` (NeighborSampler, pyg-lib or torch-sparse), ``dgl``, and an adapter
-  giving ``wholegraph_lib`` our convention. bench.py: measuring helpers of the experiments.
+  giving ``wholegraph_lib`` our convention. The experiments' measuring helpers live in
+  experiments/kit/samplers.py.
 """
 
 from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable

@@ -20,9 +20,8 @@ from harness.registry import register_impl
 from impls import reimplemented
 
 from . import budget as _budget
-from .ggms import graph_arrays
-from .reorder import reorder
-from .tiered import TieredStore, row_bytes_of
+from .ggms import ordered_graph
+from .tiered import TieredStore
 from .tiers import host_layout, replicated_layout
 
 GRAPH_LOCATIONS = ("gpu", "host")
@@ -37,13 +36,10 @@ def build_dgl_cache(rank, graph, *, cache_ratio: float | None = None, budget=Non
         raise ValueError(f"DGL+C graph_location must be one of {', '.join(GRAPH_LOCATIONS)}, "
                          f"not {graph_location!r}")
     on_host = graph_location == "host"
-    indptr, indices, features, train_idx = graph_arrays(graph)
+    indptr, indices, features, order, sizes = ordered_graph(graph, hotness, fanouts, batch_size, reordering)
     world = rank.world_size
-    order = reordering or reorder(indptr, indices, hotness, train_idx=train_idx, fanouts=fanouts,
-                                  batch_size=batch_size)
-    row_bytes = row_bytes_of(features)
-    fit = _budget.fit_dgl_cache(_budget.StoreSizes.of(indptr, order.order, row_bytes), world, budget,
-                                reserve_bytes=reserve_bytes, cache_ratio=cache_ratio, graph_on_host=on_host)
+    fit = _budget.fit_dgl_cache(sizes, world, budget, reserve_bytes=reserve_bytes, cache_ratio=cache_ratio,
+                                graph_on_host=on_host)
     n = order.num_nodes
     graph_layout = host_layout(n, world) if on_host else replicated_layout(n, n, world)
     return TieredStore(rank, "dgl_cache", indptr, indices, features, order, graph_layout,

@@ -53,6 +53,15 @@ def graph_arrays(graph) -> tuple:
     return graph.indptr, graph.indices, features, getattr(graph, "train_idx", None)
 
 
+def ordered_graph(graph, hotness, fanouts, batch_size: int, reordering) -> tuple:
+    """(indptr, indices, features, order, sizes): the graph's arrays, its rows in hotness order
+    (``reordering`` if given, else the pre-sampling reorder) and the store's sizes in that order."""
+    indptr, indices, features, train_idx = graph_arrays(graph)
+    order = reordering or reorder(indptr, indices, hotness, train_idx=train_idx, fanouts=fanouts,
+                                  batch_size=batch_size)
+    return indptr, indices, features, order, _budget.StoreSizes.of(indptr, order.order, row_bytes_of(features))
+
+
 def resolve_topology(topology, world_size: int, device: str):
     """A Topology for ``world_size`` GPUs: given, by name (impls.core.topology.by_name), this
     machine's (nvidia-smi, first ``world_size`` GPUs) on CUDA, else all GPUs connected."""
@@ -105,15 +114,12 @@ def build_ggms(rank, graph, *, graph_ratio: float | None = None, feat_ratio: flo
 
     ``graph_store`` / ``feat_store`` = ``replicated`` keep that part as DGL+C does (the hottest rows
     on every GPU): the steps of XGNN's factor analysis (Fig. 10: BASE, +MSG, +MSF)."""
-    indptr, indices, features, train_idx = graph_arrays(graph)
+    indptr, indices, features, order, sizes = ordered_graph(graph, hotness, fanouts, batch_size, reordering)
     world = rank.world_size
-    order = reordering or reorder(indptr, indices, hotness, train_idx=train_idx, fanouts=fanouts,
-                                  batch_size=batch_size)
     plan, cliques = solver_plan(placement, topology, world, rank.device)
     n = order.num_nodes
     make_graph = layout_factory(graph_store, placement, plan, cliques, n, world)
     make_feat = layout_factory(feat_store, placement, plan, cliques, n, world)
-    sizes = _budget.StoreSizes.of(indptr, order.order, row_bytes_of(features))
     fit = _budget.fit_layouts("GGMS", sizes, budget, make_graph, make_feat, graph_ratio=graph_ratio,
                               feat_ratio=feat_ratio, reserve_bytes=reserve_bytes, priority=priority)
     return TieredStore(rank, "ggms", indptr, indices, features, order, make_graph(fit.graph_rows),

@@ -15,9 +15,8 @@ from harness.registry import register_impl
 from impls import reimplemented
 
 from . import budget as _budget
-from .ggms import graph_arrays, resolve_topology
-from .reorder import reorder
-from .tiered import TieredStore, row_bytes_of
+from .ggms import ordered_graph, resolve_topology
+from .tiered import TieredStore
 from .tiers import clique_layout, host_layout
 
 _NEEDS = Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), note="host shared memory on CPU ranks")
@@ -26,14 +25,10 @@ _NEEDS = Needs(devices=("cpu", "cuda"), cuda_packages=("cupy",), note="host shar
 def build_quiver(rank, graph, *, feat_ratio: float | None = None, budget=None, reserve_bytes: int = 0,
                  hotness="degree", topology=None, fanouts=None, batch_size: int = 6000, counters: bool = True,
                  reordering=None) -> TieredStore:
-    indptr, indices, features, train_idx = graph_arrays(graph)
+    indptr, indices, features, order, sizes = ordered_graph(graph, hotness, fanouts, batch_size, reordering)
     world = rank.world_size
-    order = reordering or reorder(indptr, indices, hotness, train_idx=train_idx, fanouts=fanouts,
-                                  batch_size=batch_size)
     cliques = resolve_topology(topology, world, rank.device).cliques()
-    row_bytes = row_bytes_of(features)
-    fit = _budget.fit_quiver(_budget.StoreSizes.of(indptr, order.order, row_bytes), cliques, budget,
-                             reserve_bytes=reserve_bytes, feat_ratio=feat_ratio)
+    fit = _budget.fit_quiver(sizes, cliques, budget, reserve_bytes=reserve_bytes, feat_ratio=feat_ratio)
     n = order.num_nodes
     return TieredStore(rank, "quiver", indptr, indices, features, order, host_layout(n, world),
                        clique_layout(n, fit.feat_rows, cliques), fit=fit, counters=counters,

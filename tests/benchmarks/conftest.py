@@ -9,14 +9,8 @@ from harness.launcher import RankContext
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """Benchmarks run single-threaded so their times do not depend on how many cores are free."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_torch_thread):
+    """Benchmarks run single-threaded (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from .workloads import FullBatchEpoch
+
 pytestmark = pytest.mark.gpu
 GROUP = "gpu-hot-paths"
 DEV = "cuda"
@@ -90,22 +92,6 @@ def test_append_unique_gpu(benchmark):
 
 def test_fullbatch_gcn_epoch_gpu(benchmark):
     """A training step: one full-batch epoch (forward, backward, Adam) of a 2-layer GCN on 200K nodes."""
-    from harness import registry
-    from impls.fullbatch.model import ModelConfig
-    from impls.fullbatch.problem import random_graph
-
-    graph = random_graph(200_000, 10, 128, 16, seed=5)
-    trainer = registry.get_impl("fullbatch", "single_gpu").factory(graph, ModelConfig.parse("2x128", lr=0.01),
-                                                                   device=DEV)
-    trainer.train_epoch()
-    first_loss = trainer.loss_value()
-    before = [w.detach().clone() for w in trainer.weights]
-
-    def epoch():
-        trainer.train_epoch()
-        return trainer.loss_value()
-
+    epoch = FullBatchEpoch(200_000, 128, 16, "2x128", device=DEV)
     benchmark.group = GROUP
-    loss = benchmark(_synced(epoch))
-    assert loss < first_loss
-    assert all(not torch.equal(b, w) for b, w in zip(before, trainer.weights))
+    epoch.check(benchmark(_synced(epoch)))

@@ -14,6 +14,8 @@ import torch
 
 from impls.core.layout import TableSpec, closed_form_rows
 
+from .workloads import FullBatchEpoch
+
 GROUP = "hot-paths"
 
 
@@ -130,21 +132,6 @@ def test_xgnn_placement_search_8g(benchmark):
 
 
 def test_fullbatch_gcn_epoch(benchmark):
-    from harness import registry
-    from impls.fullbatch.model import ModelConfig
-    from impls.fullbatch.problem import random_graph
-
-    graph = random_graph(20_000, 10, 64, 8, seed=5)
-    trainer = registry.get_impl("fullbatch", "single_gpu").factory(graph, ModelConfig.parse("2x64", lr=0.01))
-    trainer.train_epoch()
-    first_loss = trainer.loss_value()
-    before = [w.detach().clone() for w in trainer.weights]
-
-    def epoch():
-        trainer.train_epoch()
-        return trainer.loss_value()
-
+    epoch = FullBatchEpoch(20_000, 64, 8, "2x64")
     benchmark.group = GROUP
-    loss = benchmark(epoch)
-    assert loss < first_loss                      # Adam on planted labels: every epoch learns
-    assert all(not torch.equal(b, w) for b, w in zip(before, trainer.weights))
+    epoch.check(benchmark(epoch))

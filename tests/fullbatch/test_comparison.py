@@ -8,14 +8,13 @@ import matplotlib
 import pandas as pd
 import pytest
 
-from harness import figlint, registry, runner
+from harness import figlint, registry
 from harness.artifact import RunInfo
 from harness.config import RunConfig
-from harness.experiment import RunContext
 from harness.launcher import RankContext
 from harness.report import write_artifact
 
-from ..helpers import CPU_MANIFEST, H200_MANIFEST, row
+from ..helpers import CPU_MANIFEST, H200_MANIFEST, one_rank_rows, row
 
 matplotlib.use("Agg")
 
@@ -202,15 +201,7 @@ def test_every_new_artifact_at_toy_scale_on_a_cpu_rank(tmp_path):
         exp = registry.get_experiment(exp_id)
         cfg = RunConfig(device="cpu", world_size=2, quick=True, warmup=1, repeats=1, params=dict(params),
                         data_root=tmp_path / "data", out_dir=tmp_path / "runs")
-        rows = []
-        for point in exp.points(cfg):
-            reason = runner.impl_skip_reason(exp, point, cfg)
-            if reason:
-                rows.append(runner.make_row(exp, point, cfg, None, "skipped", reason))
-            elif point.world_size == 1:
-                got = runner.run_one_point(exp, point, RunContext(cfg, ctx))
-                assert all(r["status"] == "ok" for r in got), got
-                rows += got
+        rows = one_rank_rows(exp, cfg, ctx)
         rows += [{**r, "world_size": 2, "params": {**r["params"], "gpus": 2}, "value": r["value"] / 2}
                  for r in rows if r["status"] == "ok" and r["impl"] in ("mggcn", "cagnet_1d")]
         frame = pd.DataFrame.from_records(rows).assign(run_id=info.run_id, hardware=info.hardware)

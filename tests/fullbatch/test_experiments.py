@@ -12,6 +12,8 @@ from harness.experiment import RunContext
 from harness.launcher import RankContext
 from harness.report import report_runs, write_artifact
 
+from ..helpers import one_rank_rows
+
 EXPERIMENTS = ("mggcn.table3", "mggcn.fig5", "mggcn.fig6", "mggcn.fig7", "mggcn.fig8", "mggcn.fig9", "mggcn.memory")
 # small models and one small graph keep every artifact to a few seconds on one core
 TINY = {
@@ -101,15 +103,7 @@ def test_reports_from_measured_rows(data_root, tmp_path):
         exp = registry.get_experiment(exp_id)
         # figs. 5, 6 and 8 run the run's count alone: one rank here
         cfg = _cfg(exp_id, data_root, world=1 if exp_id in ("mggcn.fig8", "mggcn.fig5", "mggcn.fig6") else 2)
-        rows = []
-        for point in exp.points(cfg):
-            reason = runner.impl_skip_reason(exp, point, cfg)
-            if reason:
-                rows.append(runner.make_row(exp, point, cfg, None, "skipped", reason))
-            elif point.world_size == 1:
-                got = runner.run_one_point(exp, point, RunContext(cfg, ctx))
-                assert all(r["status"] == "ok" for r in got), got
-                rows += got
+        rows = one_rank_rows(exp, cfg, ctx)
         # the same measurements as if taken on two ranks, half as long
         rows += [{**r, "world_size": 2, "params": {**r["params"], "gpus": 2},
                   "value": r["value"] / 2 if r["value"] else r["value"]}

@@ -132,6 +132,15 @@ def test_fig7_verdict_is_that_permutation_gains_more_with_more_gpus(permuted_at_
     assert _lint(art) == []
 
 
+def _stage_rows(experiment: str, where: dict, gpus: int, rank: int, stage: int, kind: str, start: float,
+                length: float) -> list[dict]:
+    """The start and duration rows of one stage of the first forward SpMM on ``rank``."""
+    extra = {"rank": rank, "spmm": "fwd1", "stage": stage, "kind": kind}
+    return [row("mggcn", value, experiment=experiment, metric=f"{metric}.fwd1.rank{rank}.stage{stage}.{kind}",
+                unit="ms", device="cuda", world_size=gpus, params=where, extra=extra)
+            for metric, value in (("stage_start", start), ("stage_duration", length))]
+
+
 def _timeline(gpus, serial_ms, overlap_ms, compute_ms, comm_ms):
     """One SpMM of PRODUCTS on ``gpus`` ranks without and with overlap, and its stages' intervals."""
     out = []
@@ -142,12 +151,8 @@ def _timeline(gpus, serial_ms, overlap_ms, compute_ms, comm_ms):
         for rank in range(gpus):
             for stage in range(gpus):
                 for kind, length in (("comm", comm), ("compute", compute)):
-                    extra = {"rank": rank, "spmm": "fwd1", "stage": stage, "kind": kind}
                     start = stage * (compute + comm) + (comm if kind == "compute" else 0.0)
-                    for metric, value in (("stage_start", start), ("stage_duration", length)):
-                        out.append(row("mggcn", value, experiment="mggcn.fig8",
-                                       metric=f"{metric}.fwd1.rank{rank}.stage{stage}.{kind}", unit="ms",
-                                       device="cuda", world_size=gpus, params=where, extra=extra))
+                    out += _stage_rows("mggcn.fig8", where, gpus, rank, stage, kind, start, length)
     return out
 
 
@@ -196,11 +201,7 @@ def _orders(gpus, spmm_ms, heavy_ms):
             for stage in range(gpus):
                 compute = heavy_ms[order] if rank == stage else 1.0
                 for kind, length, start in (("comm", 0.5, 3.0 * stage), ("compute", compute, 3.0 * stage + 0.5)):
-                    extra = {"rank": rank, "spmm": "fwd1", "stage": stage, "kind": kind}
-                    for metric, value in (("stage_start", start), ("stage_duration", length)):
-                        out.append(row("mggcn", value, experiment="mggcn.fig6",
-                                       metric=f"{metric}.fwd1.rank{rank}.stage{stage}.{kind}", unit="ms",
-                                       device="cuda", world_size=gpus, params=where, extra=extra))
+                    out += _stage_rows("mggcn.fig6", where, gpus, rank, stage, kind, start, length)
     return out
 
 

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from harness.launcher import launch
+from harness.timing import DeviceClock
 from impls.fullbatch.buffers import Arena, BufferPlan
 from impls.fullbatch.mggcn import csr_to_torch
 from impls.fullbatch.problem import CsrMatrix
-from impls.fullbatch.profiling import Clock, StageTimeline
+from impls.fullbatch.profiling import StageTimeline
 from impls.fullbatch.staged import InlineLanes, StagedSpmm, StreamLanes, Transfer, stage_plan
 
 from .fake_streams import FakeCuda, counting_host_syncs, races
@@ -93,7 +94,7 @@ def _run_staged(transport: str, world: int, rank: int, lanes, local_first: bool 
     arena = Arena(BufferPlan((width, width), part_rows[rank], max(part_rows), world), "cpu")
     stages = StagedSpmm(rank=rank, world=world, part_rows=part_rows, transport=LocalBlocks(transport, blocks),
                         lanes=lanes, overlap=True, local_first=local_first, arena=arena,
-                        timeline=StageTimeline(Clock("cpu"), True))
+                        timeline=StageTimeline(DeviceClock("cpu"), True))
     for _ in range(spmms):
         out = torch.full((part_rows[rank], width), float("nan"))
         stages(tiles, blocks[rank], out, "fwd0")

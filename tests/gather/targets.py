@@ -6,6 +6,7 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
+from harness.timing import RepeatBudget
 from impls.core.layout import RowPartition, TableSpec, closed_form_rows
 
 
@@ -70,7 +71,7 @@ def ceiling_repeats(ctx, impl: str, options: dict, nbytes: int) -> int:
     """A ceiling measured through its contract with two repeats: the repeats it timed (on the ranks
     that time; 0 elsewhere)."""
     ceiling = registry.get_impl("gather", impl).factory()
-    reading = ceiling.measure(ctx, {ceiling.size_param: nbytes, **options}, warmup=0, repeats=2)
+    reading = ceiling.measure(ctx, {ceiling.size_param: nbytes, **options}, RepeatBudget(warmup=0, repeats=2))
     return reading.seconds.repeats if reading.seconds is not None else 0
 
 

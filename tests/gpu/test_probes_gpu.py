@@ -17,10 +17,10 @@ except Exception:  # no driver, no device
 if N_GPUS == 0:
     pytest.skip("no CUDA device visible to CuPy", allow_module_level=True)
 
+from experiments.kit.probes import Launches, chase_steps, time_chase, verify_chain  # noqa: E402
 from harness import registry  # noqa: E402
 from harness.errors import SkipPoint  # noqa: E402
 from impls.probes import chain, parts_for  # noqa: E402
-from impls.probes.bench import Launches, chase_steps, time_chase, verify_chain  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -121,9 +121,9 @@ def vmm_chase(ctx, size_bytes: int, owner: int, salt: int) -> dict:
     ``owner``'s. Rank 0's chain is checked against the Python reference; the owner then reads its own
     shard and finds the chain's words there (rank 0 wrote them through its mapping, into the
     owner's GPU memory); every rank says how much of its GPU the store took."""
+    from experiments.kit.probes import verify_chain
     from harness import ranks
     from impls.probes import chain
-    from impls.probes.bench import verify_chain
 
     device = ctx.torch_device()
     dist.all_reduce(torch.zeros(1, device=device))           # NCCL's buffers before counting

@@ -7,10 +7,5 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_torch_thread):
+    """Every model test (tests/conftest.py's one_torch_thread)."""

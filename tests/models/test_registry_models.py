@@ -98,17 +98,17 @@ def test_dropout_only_in_training():
 
 
 def test_bench_runs_on_cpu(capsys):
-    from impls.models import bench
+    from experiments.kit import layers
 
-    rows = bench.bench(("sage", "gat"), num_dst=20, num_src=60, fanout=4, dim=8, repeats=1,
+    rows = layers.bench(("sage", "gat"), num_dst=20, num_src=60, fanout=4, dim=8, repeats=1,
                        warmup=0, pyg=False)
-    plain = {f"{i}/{b}" for i, b in bench.VARIANTS}
+    plain = {f"{i}/{b}" for i, b in layers.VARIANTS}
     assert {r["variant"] for r in rows if r["layer"] == "sage"} == plain
     # GAT: the default g-SpMM once per SDDMM way instead of once
-    gat = {f"sparse/transpose/{d}" for d in bench.GAT_SDDMM_VARIANTS} | (plain - {"sparse/transpose"})
+    gat = {f"sparse/transpose/{d}" for d in layers.GAT_SDDMM_VARIANTS} | (plain - {"sparse/transpose"})
     assert {r["variant"] for r in rows if r["layer"] == "gat"} == gat
     assert all(r["ms"] > 0 for r in rows)
-    assert bench.main(["--device", "cpu", "--dst", "10", "--src", "30", "--fanout", "3",
+    assert layers.main(["--device", "cpu", "--dst", "10", "--src", "30", "--fanout", "3",
                        "--dim", "4", "--layers", "gcn", "--repeats", "1"]) == 0
     assert "sparse/transpose" in capsys.readouterr().out
 
@@ -120,7 +120,7 @@ def test_discovery_does_not_need_torch_geometric(py_env):
 
     code = ("import sys; sys.modules['torch_geometric'] = None\n"
             "from harness import registry; registry.discover()\n"
-            "import impls.models.pyg, impls.models.bench\n"
+            "import impls.models.pyg, experiments.kit.layers\n"
             "from impls import models\n"
             "m = models.build('gat', 4, 8, 2, 2)\n"
             "print(sorted(s.name for s in registry.impl_specs('models')))\n")
@@ -145,13 +145,13 @@ class StepTimer:
 def test_layer_profile_times_each_layer_alone_with_its_block():
     """Each layer on its own block and input (the previous layers' output, activation applied),
     forward and backward; sizes and widths of each block; no normalization part for native layers."""
-    from impls.models import bench
+    from experiments.kit import layers
 
-    blocks = [bench.synthetic_block(40, 120, 5), bench.synthetic_block(10, 40, 4)]
+    blocks = [layers.synthetic_block(40, 120, 5), layers.synthetic_block(10, 40, 4)]
     model = models.build("gcn", 6, 16, 3, 2)
     x = torch.randn(120, 6)
     timer = StepTimer()
-    rows = bench.layer_profile(model, blocks, x, timer=timer, warmup=1, repeats=3)
+    rows = layers.layer_profile(model, blocks, x, timer=timer, warmup=1, repeats=3)
     assert timer.calls == 2 * 4 and [r["layer"] for r in rows] == [0, 1]
     assert [(r["edges"], r["num_src"], r["num_dst"]) for r in rows] == [(200, 120, 40), (40, 40, 10)]
     assert [(r["in_dim"], r["out_dim"]) for r in rows] == [(6, 16), (16, 3)]

@@ -6,9 +6,10 @@ import importlib.util
 
 import numpy as np
 
+from experiments.kit.placement_loading import MeasureJob, measure_jobs, portable
+from harness import registry
 from harness.launcher import launch
 from impls.core.topology import by_name
-from impls.gather.placement_loader import MeasureJob, measure_jobs, portable
 from impls.placement import make_policy
 from impls.placement.hotness import lhop_hotness
 from impls.placement.policies import PlacementProblem
@@ -16,8 +17,8 @@ from impls.placement.sampling import LayerWiseSampler
 from impls.placement.simulate import replay
 from tests.placement.placement_graphs import random_graph
 
-POLICIES = ["naive", "random", "pagraph", "hash_modulo", "clique", "clique_opt", "xgnn_solver"] + \
-    (["metis"] if importlib.util.find_spec("pymetis") else [])
+POLICIES = [spec.name for spec in registry.impl_specs("placement")
+            if all(importlib.util.find_spec(p) for p in spec.needs.packages)]
 
 
 def check_measured_policies(device: str, world: int, variants: list[tuple], policies=POLICIES, nodes: int = 400,

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from impls.core.topology import by_name
-from impls.placement import POLICIES, make_policy
+from harness import registry
+from impls.placement import PlacementPolicy, PreprocessingPolicy, SearchingPolicy, make_policy
 from impls.placement.hotness import degree_hotness, lhop_hotness, presample_hotness
 from impls.placement.pagraph import PlacementTimeout, lhop_neighborhood, pagraph_partition
 from impls.placement.policies import PlacementProblem
@@ -19,9 +20,11 @@ TOPOLOGIES = ("2GPU", "(2+2)GPU", "4GPU", "8GPU", "4Gc", "6G", "8G")
 
 
 def policy_params():
-    for name in POLICIES:
-        marks = [pytest.mark.skipif(not HAVE_PYMETIS, reason="pymetis is not installed")] if name == "metis" else []
-        yield pytest.param(name, marks=marks, id=name)
+    """Every registered placement policy, skipped where a package it needs is missing."""
+    for spec in registry.impl_specs("placement"):
+        missing = [p for p in spec.needs.packages if importlib.util.find_spec(p) is None]
+        marks = [pytest.mark.skipif(True, reason=f"{', '.join(missing)} not installed")] if missing else []
+        yield pytest.param(spec.name, marks=marks, id=spec.name)
 
 
 def check_lookup(placement):
@@ -138,23 +141,23 @@ def test_pagraph_partition_and_time_cap(small_graph):
         policy.place(problem)
 
 
-def test_pagraph_stops_early_when_projected_far_past_the_cap(small_graph, monkeypatch):
-    import impls.placement.pagraph as pagraph
+def test_pagraph_stops_early_when_projected_far_past_the_cap(small_graph):
+    from harness.timing import injected_clock
 
     indptr, indices, train = small_graph
     many = np.tile(train, 40)                   # a long run: each check costs 2 s on a fake clock
     ticks = iter(range(0, 10**6, 2))
-    monkeypatch.setattr(pagraph.time, "perf_counter", lambda: float(next(ticks)))
-    with pytest.raises(PlacementTimeout) as info:
-        pagraph_partition(indptr, indices, many, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
-    # a tenth of the cap (10 s) passes at the 5th check (80 nodes); projected 10 s x N / 80 > 4 x 100 s
-    assert info.value.done == 80 and info.value.elapsed_s == 10.0
-    assert info.value.projected_s > 4 * 100 and "projection" in str(info.value)
-    # a run projected within the factor keeps going to the cap itself
-    ticks = iter(range(0, 10**6, 2))
-    few = np.tile(train, 40)[:2000]
-    with pytest.raises(PlacementTimeout) as info:
-        pagraph_partition(indptr, indices, few, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
+    with injected_clock(lambda: float(next(ticks))):
+        with pytest.raises(PlacementTimeout) as info:
+            pagraph_partition(indptr, indices, many, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
+        # a tenth of the cap (10 s) passes at the 5th check (80 nodes); projected 10 s x N / 80 > 4 x 100 s
+        assert info.value.done == 80 and info.value.elapsed_s == 10.0
+        assert info.value.projected_s > 4 * 100 and "projection" in str(info.value)
+        # a run projected within the factor keeps going to the cap itself
+        ticks = iter(range(0, 10**6, 2))
+        few = np.tile(train, 40)[:2000]
+        with pytest.raises(PlacementTimeout) as info:
+            pagraph_partition(indptr, indices, few, num_parts=2, hops=1, time_cap_s=100.0, check_every=16)
     assert info.value.elapsed_s > 100 and "at the time cap" in str(info.value)
 
 
@@ -204,3 +207,48 @@ def test_split_for_gather_reassembles_the_rows(name, topology, small_graph):
         rows[split.host_pos] = features[split.host_ids]
         assert np.array_equal(rows, features[nodes])
         assert np.all(split.store_rows // placement.buffer_size == split.store_device)
+
+
+@pytest.mark.parametrize("name", policy_params())
+def test_a_policy_is_its_contract_and_its_traits_say_what_it_takes(name, small_graph):
+    """Each registered policy satisfies PlacementPolicy; a ``solver`` searches, a ``preprocessing``
+    one hands Table 2 its step; the options experiments give it (by its traits) are ones it takes."""
+    from experiments.placement.common import policy_options
+
+    spec = registry.get_impl("placement", name)
+    options = policy_options(name, alpha=0.2, time_cap_s=60.0, buffer_fill="hottest")
+    assert ("alpha" in options) == spec.has("duplicating") and ("time_cap_s" in options) == spec.has("time_capped")
+    assert ("buffer_fill" in options) == spec.has("partitioning")
+    policy = make_policy(name, **options)
+    assert isinstance(policy, PlacementPolicy) and registry.contract_of(spec) is PlacementPolicy
+    assert isinstance(policy, SearchingPolicy) == spec.has("solver")
+    assert isinstance(policy, PreprocessingPolicy) == spec.has("preprocessing")
+    indptr, indices, train = small_graph
+    if spec.has("solver"):
+        plan = policy.search(by_name("8G"))
+        assert plan.plans_found >= 1 and len(plan.store) == 8
+    if spec.has("preprocessing"):
+        step = policy.preprocessing(indptr, indices, train, 4, 2, seed=0)
+        assert step() is not None
+    assert spec.title and spec.plot_colour()
+
+
+def test_the_options_follow_traits_not_names(registry_sandbox):
+    from experiments.placement.common import policy_options
+
+    registry_sandbox.impl("placement", "zz_dup", traits=("duplicating", "time_capped"))
+    given = policy_options("zz_dup", alpha=0.5, time_cap_s=3.0, buffer_fill="hottest")
+    assert given == {"alpha": 0.5, "time_cap_s": 3.0}
+    assert policy_options("zz_dup") == {}              # an option not given is not passed
+    assert not isinstance(object(), PlacementPolicy)   # the contract check fails on what is not a policy
+
+
+def test_a_policy_without_its_traits_method_is_not_that_contract():
+    class Placer:
+        name = "zz"
+
+        def place(self, problem):
+            return None
+
+    assert isinstance(Placer(), PlacementPolicy)
+    assert not isinstance(Placer(), SearchingPolicy) and not isinstance(Placer(), PreprocessingPolicy)

@@ -103,8 +103,8 @@ def test_uniform_graph_spec_and_loader_points(tmp_path):
     import numpy as np
     import pytest
 
+    from experiments.kit.samplers import UniformGraph
     from harness.errors import HarnessError
-    from impls.sampling.bench import UniformGraph
 
     g = UniformGraph.build("uniform:20000:50", 1.0, 0)
     assert g.num_nodes == 20_000 and g.indptr.size == 20_001 and g.indptr[-1] == g.indices.size

@@ -75,11 +75,11 @@ class FakeSampler:
 @pytest.mark.parametrize("kind", ["minibatch", "hop"])
 @pytest.mark.parametrize("warmup", [None, 0])
 def test_a_host_samplers_first_call_stays_out_of_its_row(monkeypatch, clock, impl, kind, warmup):
+    from experiments.kit import samplers
     from experiments.wholegraph.sampling import SamplingTable
-    from impls.sampling import bench
 
     cost = FirstCallCost(clock)
-    monkeypatch.setattr(bench, "implementation", lambda *a, **k: FakeSampler(cost))
+    monkeypatch.setattr(samplers, "implementation", lambda *a, **k: FakeSampler(cost))
     params = {"kind": kind, "dataset": "uniform:3000:6", "scale": 1.0, "store": "local", "mode": "continuous",
               "batch": 64, **({"fanouts": [5, 3]} if kind == "minibatch" else {"fanout": 4})}
     rows = SamplingTable().run_point(Point(impl, params, 1), context(warmup=warmup))
@@ -125,10 +125,10 @@ def test_a_host_loaders_start_stays_out_of_its_rate(monkeypatch, clock, workers,
 def test_torch_unique_on_the_host_keeps_a_first_call_out_of_its_row(monkeypatch, clock, warmup):
     """wholegraph.unique's sort (torch.unique) on CPU, its first timed call made expensive."""
     import experiments.wholegraph.unique as unique_mod
+    from experiments.kit import samplers
     from experiments.wholegraph.unique import UniqueTable
-    from impls.sampling import bench
 
-    real = bench.implementation
+    real = samplers.implementation
     cost = FirstCallCost(clock, later=0.0005)
 
     class Charged:
@@ -148,7 +148,7 @@ def test_torch_unique_on_the_host_keeps_a_first_call_out_of_its_row(monkeypatch,
         return Charged(got) if interface == "unique" and ctx.cache.get("charged-now") else got
 
     ctx = context(warmup=warmup)
-    monkeypatch.setattr(bench, "implementation", implementation)
+    monkeypatch.setattr(samplers, "implementation", implementation)
     params = {"dataset": "uniform:4000:8", "scale": 1.0, "batch": 64, "fanouts": [5, 5], "hop": 2}
     frontier = unique_mod.frontier
 

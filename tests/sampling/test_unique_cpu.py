@@ -8,7 +8,6 @@ import torch
 
 from harness import registry
 from harness.errors import HarnessError
-from harness.needs import detect
 from impls.sampling.unique import DenseAppendUnique, HashAppendUnique, SortUnique
 
 from . import reference as ref

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import RunConfig
-from harness.figlint import figure_problems, table_problems
 from harness.runner import run as run_experiments
 from harness.store import load_run
 
+from ..helpers import stored_report
 from .test_experiments_cpu import TOY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,18 +22,7 @@ MANIFEST = REPO / "results" / "0050_h200x4_xgnn.fig11" / "manifest.json"        
 
 
 def report_of(run_dirs):
-    import matplotlib.pyplot as plt
-
-    from harness import registry
-    from harness.artifact import RunInfo
-    from harness.report import rows_frame
-
-    stored = [load_run(d) for d in run_dirs]
-    art = registry.get_experiment("xgnn.fig16").report(rows_frame(stored), [RunInfo.from_stored(s) for s in stored])
-    problems = table_problems(art.table) + (figure_problems(art.figure) if art.figure is not None else [])
-    if art.figure is not None:
-        plt.close(art.figure)
-    return art, problems
+    return stored_report("xgnn.fig16", run_dirs)
 
 
 def test_fig16_platforms_on_cpu_ranks(tmp_path):

@@ -9,28 +9,17 @@ from pathlib import Path
 import pytest
 
 from harness.config import RunConfig
-from harness.figlint import figure_problems, table_problems
 from harness.runner import run as run_experiments
 from harness.store import load_run
+
+from ..helpers import stored_report
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = REPO / "results" / "0161_h200x2_fig6-cold" / "manifest.json"     # a 2xH200 machine
 
 
 def report_of(run_dirs):
-    """The experiment's artifact from stored runs (its figure closed after the lint)."""
-    import matplotlib.pyplot as plt
-
-    from harness import registry
-    from harness.artifact import RunInfo
-    from harness.report import rows_frame
-
-    stored = [load_run(d) for d in run_dirs]
-    art = registry.get_experiment("xgnn.fig6b").report(rows_frame(stored), [RunInfo.from_stored(s) for s in stored])
-    problems = table_problems(art.table) + (figure_problems(art.figure) if art.figure is not None else [])
-    if art.figure is not None:
-        plt.close(art.figure)
-    return art, problems
+    return stored_report("xgnn.fig6b", run_dirs)
 
 
 def test_fig6b_on_cpu_ranks_reads_each_shard_cold(tmp_path):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from harness.timing import CpuTimer, CupyCudaTimer, Stats, measure
 
-from . import chain
+from impls.probes import chain
 
 PAPER_STEPS = 100_000          # WholeGraph section III-A: a chain of 100K dependent reads
 CACHE_MULTIPLE = 4             # a timed chain reads at least this many L2s' worth of lines

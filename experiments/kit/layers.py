@@ -1,7 +1,7 @@
 """Time one layer's forward + backward over a synthetic sampled block, for every native op
 implementation (``impl`` x ``backward``) and PyG's layer, to choose the defaults per device.
 
-    python -m impls.models.bench --device cuda --dst 16000 --src 480000 --fanout 30 --dim 256
+    python -m experiments.kit.layers --device cuda --dst 16000 --src 480000 --fanout 30 --dim 256
 
 The block has ``dst`` dst nodes with ``fanout`` distinct random neighbors each among ``src``
 sources (the shape of the middle block of a [30,30,30] sample with batch 512).  Prints one
@@ -35,7 +35,7 @@ def synthetic_block(num_dst: int, num_src: int, fanout: int, device: str = "cpu"
 def bench(kinds=("sage", "gcn", "gat"), *, device: str = "cpu", num_dst: int = 2000,
           num_src: int = 30000, fanout: int = 10, dim: int = 64, heads: int = 4,
           repeats: int = 10, warmup: int = 3, pyg: bool = True) -> list[dict]:
-    from . import build
+    from impls.models import build
 
     block = synthetic_block(num_dst, num_src, fanout, device)
     x = torch.randn(num_src, dim, device=device, requires_grad=True)
@@ -78,7 +78,7 @@ def layer_profile(model, blocks, x: torch.Tensor, *, timer, warmup: int = 2, rep
     (:func:`impls.models.pyg.gcn_normalization`) timed alone. A layer's input is what the layers
     before it give (without gradient); layers after the first take the gradient of their input too,
     as in training."""
-    from .nets import _ACTS
+    from impls.models.nets import _ACTS
 
     act = _ACTS[model.activation]
     inputs, widths, h = [], [], x
@@ -103,7 +103,7 @@ def layer_profile(model, blocks, x: torch.Tensor, *, timer, warmup: int = 2, rep
                "edges": int(block.num_edges), "num_src": int(block.num_src), "num_dst": int(block.num_dst),
                "in_dim": int(h.shape[1]), "out_dim": width}
         if getattr(model, "backend", "") == "pyg" and model.kind == "gcn":
-            from .pyg import gcn_normalization
+            from impls.models.pyg import gcn_normalization
 
             with torch.no_grad():
                 norm = measure(lambda: gcn_normalization(model, l, block, h), timer=timer, warmup=warmup,

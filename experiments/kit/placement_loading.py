@@ -21,7 +21,7 @@ topology (rank g = GPU g). For each :class:`MeasureJob`:
      larger part), each row read from where dev_num says, straight into the batches' order;
    - ``gather="split"`` (and every CPU run): one ``p2p_shared`` gather over the store rows, one
      host gather, and both scattered into the batches' order.
-   Each region is barrier-bracketed and timed by CUDA events (GPU) or ``perf_counter`` (CPU);
+   Each region is barrier-bracketed and timed by CUDA events (GPU) or the host clock (CPU);
    ranks past their last region time an empty step. ``repeats`` passes over every region, each
    after an L2 flush: the spread between passes is the row's error bar.
 3. The launch floor, in the same launch: the same regions, each reading one row per tier it
@@ -83,7 +83,7 @@ def measure_jobs(rank, jobs: list[MeasureJob]) -> list[dict]:
 
 
 def _zero_copy_host(rank, spec):
-    from .host_paths import HostZeroCopyGather
+    from impls.gather.host_paths import HostZeroCopyGather
 
     return HostZeroCopyGather(rank, spec)
 
@@ -93,9 +93,9 @@ def measure_placement(rank, job: MeasureJob) -> dict:
     import torch.distributed as dist
 
     from harness.timing import CacheFlush, CpuTimer, TorchCudaTimer, reduce_across_ranks
-    from .p2p_shared import SharedMemoryGather
-    from impls.storage import HostTable
     from impls.core.layout import TableSpec, closed_form_rows
+    from impls.gather.p2p_shared import SharedMemoryGather
+    from impls.storage import HostTable
 
     placement = job.placement
     n_gpus, bsize = placement.num_gpus, placement.buffer_size

@@ -9,7 +9,9 @@ and the implementations built on it live in the run's cache (``ctx``: the point'
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -17,7 +19,7 @@ import torch
 from harness import datasets, registry
 from harness.errors import HarnessError
 from harness.ranks import load_on_ranks
-from harness.timing import CpuTimer, TorchCudaTimer, measure_collective
+from harness.timing import RepeatBudget, measure_collective, timer_for
 
 UNIFORM_PREFIX = "uniform:"
 
@@ -102,27 +104,27 @@ def implementation(ctx, interface: str, name: str, graph, **options):
     return ctx.cached(("sampling-impl", interface, name, id(graph), tuple(sorted(options.items()))), build)
 
 
-def timer_for(ctx, on_gpu: bool = True):
-    return TorchCudaTimer() if (ctx.device == "cuda" and on_gpu) else CpuTimer()
-
-
-def seed_batches(graph, batch: int, count: int, seed: int, rank: int, device) -> list[torch.Tensor]:
-    """``count`` batches of ``batch`` distinct training nodes (all nodes if the split is smaller),
+def seed_stream(graph, batch: int, seed: int, rank: int, device) -> Iterator[torch.Tensor]:
+    """Batches of ``batch`` distinct training nodes (all nodes if the split is smaller), for ever,
     cut from one shuffle of the pool as an epoch's batches are, so no two batches share a seed
-    while the pool lasts; past that, the next shuffle continues."""
+    while the pool lasts; past that, the next shuffle continues. A timed loop takes as many as its
+    budget runs iterations."""
     pool = torch.from_numpy(graph.train_idx.astype("int64", copy=False))
     if pool.numel() < batch:
         pool = torch.arange(graph.num_nodes)
     gen = torch.Generator().manual_seed(seed * 7919 + rank * 104_729 + batch)
     take = min(batch, pool.numel())
     per_shuffle = pool.numel() // take
-    out = []
-    for i in range(count):
+    for i in itertools.count():
         if i % per_shuffle == 0:
             order = pool[torch.randperm(pool.numel(), generator=gen)]
         j = i % per_shuffle
-        out.append(order[j * take:(j + 1) * take].to(device))
-    return out
+        yield order[j * take:(j + 1) * take].to(device)
+
+
+def seed_batches(graph, batch: int, count: int, seed: int, rank: int, device) -> list[torch.Tensor]:
+    """The first ``count`` batches of :func:`seed_stream`."""
+    return list(itertools.islice(seed_stream(graph, batch, seed, rank, device), count))
 
 
 def epoch_batches(graph, batch: int, world: int, rank: int, seed: int, device) -> list[torch.Tensor]:
@@ -143,23 +145,28 @@ def expected_edges(batch: int, fanouts) -> int:
     return total
 
 
-class Rotating:
-    """Calls fn on the next prepared input each time (so repeats do not reuse one batch)."""
+class Feed:
+    """Calls fn on a fresh input each time (so repeats do not reuse one batch), keeping what each
+    call returned; ``prepare`` takes the next input outside the timed region (``measure``'s
+    ``setup``: a new shuffle and the copy to the device are not the sampler's time)."""
 
-    def __init__(self, inputs, fn):
-        self.inputs, self.fn, self.i = inputs, fn, 0
+    def __init__(self, inputs: Iterator, fn):
+        self.inputs, self.fn = inputs, fn
         self.results: list = []
+        self._next = None
+
+    def prepare(self) -> None:
+        self._next = next(self.inputs)
 
     def __call__(self):
-        x = self.inputs[self.i % len(self.inputs)]
-        self.i += 1
-        self.results.append(self.fn(x))
+        self.results.append(self.fn(self._next))
 
 
-def timed(fn_of_input, inputs, ctx, warmup: int, repeats: int, on_gpu: bool = True, flush=None):
-    """Stats of fn over rotating inputs (barrier per iteration; ``flush`` before each, untimed)
-    and the per-iteration results of the timed iterations (in order)."""
-    rot = Rotating(inputs, fn_of_input)
-    stats, spread = measure_collective(rot, timer=timer_for(ctx, on_gpu), warmup=warmup, repeats=repeats,
-                                       flush=flush)
-    return stats, spread, rot.results[warmup:]
+def timed(fn_of_input, inputs: Iterator, ctx, budget: RepeatBudget, on_gpu: bool = True, flush=None):
+    """Stats of fn over fresh inputs, one per call (barrier per iteration; ``flush`` before each,
+    untimed; warm-ups and repeats as ``budget`` says), the per-iteration results of the timed
+    iterations (in order) and the number of inputs the calls took."""
+    feed = Feed(inputs, fn_of_input)
+    stats, spread = measure_collective(feed, timer=timer_for(ctx.device if on_gpu else "cpu"), budget=budget,
+                                       setup=feed.prepare, flush=flush)
+    return stats, spread, feed.results[-stats.repeats:], len(feed.results)
