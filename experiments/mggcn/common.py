@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness import registry
 from harness.argtypes import BadValue, bool_flag, choice, int_list, str_list
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Param
@@ -101,6 +102,32 @@ def common_parameters() -> dict[str, Param]:
     }
 
 
+# --- the trainers, by what their registry entries say they are ------------------------------------
+# (impls/fullbatch: TRAITS); the MG-GCN artifacts fill their roles from these, never by name
+
+def trainers(*traits: str, without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The full-batch trainers with every one of ``traits`` and none of ``without``, in the registry's order."""
+    return registry.names("fullbatch", traits=traits, without=without)
+
+
+def paper_method() -> str:
+    """The trainer the paper's claims are about (MG-GCN)."""
+    return trainers("paper_method")[0]
+
+
+def has_trait(impl: str, trait: str) -> bool:
+    """Whether trainer ``impl`` has ``trait`` (False for one no longer registered: a stored row's)."""
+    spec = registry.lookup("fullbatch", impl)
+    return spec is not None and spec.has(trait)
+
+
+def trainer_label(impl: str, use: str = "") -> str:
+    """A trainer's name in tables and figures (``use``: another its entry names, e.g. "short"); a stored
+    row's implementation no longer registered by its own name."""
+    spec = registry.lookup("fullbatch", impl)
+    return (spec.label_for(use) if use else spec.title) if spec is not None else impl
+
+
 # MG-GCN's engine variants a run may ask for (staged.py, problem.py); a point carries the ones that
 # differ from the default, so the default's rows stay comparable with every earlier run's
 ENGINE_DEFAULTS = {"order": "default", "transport": "peer", "partition": "rows", "local_first": True,
@@ -180,11 +207,15 @@ class MGGCNExperiment(Experiment):
     scales and the GPU counts of the scaling figures."""
 
     interface = "fullbatch"
-    impls = ("mggcn",)
     metric, unit, better = "epoch_time", "s", "lower"
     spawn_ranks = True
     # 1, 2, 4, 8 GPUs (CPU: 1, 2, 4 ranks) up to the run's count, and the run's own
     worlds = Worlds(ladder=(1, 2, 4, 8), cpu=Worlds(ladder=(1, 2, 4)))
+
+    @property
+    def impls(self) -> tuple[str, ...]:
+        """The trainer the artifact measures: the paper's (subclasses that compare others say which)."""
+        return (paper_method(),)
 
     def shown_caption(self, rep, text: str, shown, paper: str, every: str = "Every run") -> str:
         """The caption of a report that shows the runs ``shown`` (rows): its text, the paper's
@@ -300,46 +331,46 @@ def estimate_cagnet_bytes(share, dims: list[int]) -> int:
 def build_trainer(exp, point, graph, ctx, device: str | None = None, **options):
     """Build ``point.impl`` for this point on this rank; SkipPoint on every rank if any runs out of memory.
 
-    The point's params name the model, and for mggcn the engine variant (:func:`engine_options`:
-    vertex order, partition, transport, stage order, first-layer backward); ``options`` go to
-    mggcn only (overlap, buffers, profiling) and win over the params. ``device``: another device
-    than the rank's (a library without a CUDA build, on the host).
+    The point's params name the model, and for a ``staged`` trainer (MG-GCN) the engine variant
+    (:func:`engine_options`: vertex order, partition, transport, stage order, first-layer backward);
+    ``options`` go to a staged trainer only (overlap, buffers, profiling) and win over the params. A
+    ``distributed`` trainer gets its rank's share. ``device``: another device than the rank's (a
+    library without a CUDA build, on the host).
     """
     import torch
 
-    from harness import registry
     from impls.fullbatch.model import ModelConfig
 
     from harness.ranks import agree
 
     cfg, rank = ctx.cfg, ctx.rank
-    impl = point.impl
+    spec = registry.get_impl("fullbatch", point.impl)
     model_text, lr = point.params["model"], exp.param(cfg, "lr")
-    if impl == "mggcn":
+    if spec.has("staged"):
         options = {**engine_options(point.params, rank.world_size), **options}
         if not options.get("reuse_buffers", True):
             options["transport"] = "broadcast"         # peer copies read the shared buffers
     else:
         options = {}
     model = ModelConfig.parse(model_text, lr=lr)
-    factory = registry.get_impl("fullbatch", impl).factory
+    factory = spec.factory
     device = device or str(rank.torch_device())
     kwargs = dict(device=device, seed=cfg.seed, rank=rank.rank, world=rank.world_size)
-    if impl in ("mggcn", "cagnet_1d"):
-        if impl == "mggcn":
+    if spec.has("distributed"):
+        if spec.has("staged"):
             share = rank_share(graph, ctx, options.pop("order"), options.pop("partition"), cfg.seed)
-        else:                        # CAGNET's 1D rows: the input order, cut uniformly
+        else:                        # 1D rows as CAGNET cuts them: the input order, uniform rows
             share = rank_share(graph, ctx, "original", "rows", cfg.seed)
         kwargs["share"] = share
         if rank.device == "cuda":
             dims = model.dims(graph.feature_dim, graph.num_classes)
-            need = (estimate_mggcn_bytes(share, dims, reuse=options.get("reuse_buffers", True)) if impl == "mggcn"
+            need = (estimate_mggcn_bytes(share, dims, reuse=options.get("reuse_buffers", True)) if spec.has("staged")
                     else estimate_cagnet_bytes(share, dims))
             free = torch.cuda.mem_get_info(rank.local_rank)[0]
             # decided before anything is allocated, by every rank together: a rank that ran out
             # of memory in the middle of a collective would leave the others waiting
             if not agree(rank, need < 0.95 * free):
-                name = "MG-GCN" if impl == "mggcn" else "CAGNET 1D"
+                name = spec.label_for("short")
                 raise SkipPoint(f"out of memory: {name} needs about {need / GiB:.1f} GiB per GPU "
                                 f"here, {free / GiB:.1f} GiB free")
     trainer = skip = failure = None
@@ -408,7 +439,7 @@ def measure_epoch_time(exp, point, graph, ctx, device: str | None = None, counts
     trainer = build_trainer(exp, point, graph, ctx, device=device)
     try:
         stats = time_epochs(trainer, ctx, device=device, counts=counts)
-        engine = engine_extra(trainer) if point.impl == "mggcn" else {}
+        engine = engine_extra(trainer) if has_trait(point.impl, "staged") else {}
     finally:
         release(trainer)
     return [Measurement("epoch_time", "s", stats, extra={**graph_params(graph), **engine, **(extra or {})})]

@@ -10,10 +10,11 @@ seconds, only ratios: MG-GCN on one GPU 2.72x (Reddit), 1.42x (Products), 1.76x 
 Products and Arxiv. Those are the paper's series here; the copy of the paper the project holds is
 text only, so the bars of Figs. 10 and 12 cannot be read off.
 
-Here one experiment family measures every figure's points: ``mggcn`` and ``cagnet_1d`` (CAGNET's
-published 1D algorithm, re-implemented: impls/fullbatch/cagnet.py) on 1, 2 and 4 GPUs, ``pyg``
-(PyG's GCNConv, the whole graph on one GPU) and ``dgl`` (DGL's GraphConv on one GPU, or on the
-host's cores where DGL is a CPU build, as on the lent machines: those rows say so and are no GPU
+Here one experiment family measures every figure's points, each system chosen by its registry traits
+(impls/fullbatch): the ``distributed`` trainers, ``mggcn`` and ``cagnet_1d`` (CAGNET's published 1D
+algorithm, re-implemented: impls/fullbatch/cagnet.py), on 1, 2 and 4 GPUs; the ``library`` ones,
+``pyg`` (PyG's GCNConv, the whole graph on one GPU) and ``dgl`` (DGL's GraphConv on one GPU, or on
+the host's cores where DGL is a CPU build, as on the lent machines: those rows say so and are no GPU
 baseline). Fig. 10's runs hold every system; Figs. 11-13 read them too (``derives_from``), so one
 Fig. 10 run gives the four figures, and each also runs alone. A figure's speedups are over the
 library's GCN on one GPU: DGL where it ran on a GPU, else PyG (DGL's CPU build), as the caption says.
@@ -28,7 +29,8 @@ from harness.reportkit import Band, Claim, Estimate, Report, bars, figure, finit
 
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest,
-                     plain_log_y, run_number, scale_note, scale_suffix)
+                     has_trait, paper_method, plain_log_y, run_number, scale_note, scale_suffix, trainer_label,
+                     trainers)
 
 # Sec. 6.6: MG-GCN's speedup over DGL (one GPU against DGL's one GPU; eight GPUs against it), and
 # over CAGNET's 1D algorithm at the same GPU count
@@ -39,9 +41,6 @@ SPEEDUP_VS_CAGNET_V100 = {("reddit", 8): 2.66, ("products", 8): 8.6, ("arxiv", 8
 # Fig. 10's caption: out of memory on the DGX-1's 32 GB V100s
 PAPER_OOM_V100 = "Proteins: CAGNET and DGL out of memory; MG-GCN out of memory on 1 and 2 GPUs"
 
-SYSTEMS = {"mggcn": "MG-GCN", "cagnet_1d": "CAGNET 1D (re-impl.)", "pyg": "PyG GCNConv", "dgl": "DGL GraphConv"}
-MULTI_GPU = ("mggcn", "cagnet_1d")        # measured on every GPU count
-LIBRARIES = ("dgl", "pyg")                # one GPU; the speedups' baseline, the first that ran on a GPU
 PANEL_ORDER = ("cora", "arxiv", "products", "reddit", "proteins")
 HOST = "host CPU"
 
@@ -57,12 +56,34 @@ V100_VALUES = tuple(speedup_values(SPEEDUP_VS_DGL_V100, "Sec. 6.6 (Figs. 10-11, 
 A100_VALUES = tuple(speedup_values(SPEEDUP_VS_DGL_A100, "Sec. 6.6 (Figs. 12-13, DGX-A100)", "speedup_vs_dgl"))
 
 
+def multi_gpu(systems=None) -> tuple[str, ...]:
+    """The ``distributed`` trainers (among ``systems``): measured on every GPU count."""
+    return tuple(i for i in trainers("distributed") if systems is None or i in systems)
+
+
+def libraries() -> tuple[str, ...]:
+    """The libraries' GCNs (one GPU), the speedups' baseline first (DGL), then the others (PyG): a
+    speedup is over the first that ran on a GPU."""
+    return trainers("library", "paper_baseline") + trainers("library", without=("paper_baseline",))
+
+
+def rival(systems) -> str | None:
+    """The ``distributed`` trainer among ``systems`` that is not the paper's (CAGNET 1D), or None."""
+    return next((i for i in multi_gpu(systems) if not has_trait(i, "paper_method")), None)
+
+
+def host_fallbacks() -> tuple[str, ...]:
+    """The trainers that may run on the host's cores where their library has no CUDA build (DGL)."""
+    return trainers("host_fallback")
+
+
 class ComparisonExperiment(MGGCNExperiment):
-    """One figure of Figs. 10-13: its systems, datasets, the paper's machine and values, and whether
-    it draws seconds (``view = "epoch"``) or speedups over the library on one GPU (``"speedup"``)."""
+    """One figure of Figs. 10-13: the roles of its systems (traits: ``roles``), datasets, the paper's
+    machine and values, and whether it draws seconds (``view = "epoch"``) or speedups over the library
+    on one GPU (``"speedup"``)."""
 
     view = "epoch"
-    systems: tuple[str, ...] = tuple(SYSTEMS)
+    roles: tuple[str, ...] = ("paper_method", "distributed", "library")   # a system has any of them
     paper_gpus = "8x V100"                 # the paper's machine in a series label
     paper_speedups = SPEEDUP_VS_DGL_V100
     paper_vs_cagnet = SPEEDUP_VS_CAGNET_V100
@@ -73,9 +94,17 @@ class ComparisonExperiment(MGGCNExperiment):
     figure_number = "Fig. 10"
     figure_title = ""
 
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """The trainers with any of the figure's ``roles``, in the registry's order."""
+        return tuple(i for i in trainers() if any(has_trait(i, role) for role in self.roles))
+
+    @property
+    def impls(self) -> tuple[str, ...]:
+        return self.systems
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.impls = cls.systems
         cls.parameters = {
             "datasets": Param(cls.default_datasets, dataset_list,
                               "datasets (cora, arxiv, products, reddit, proteins; papers too)"),
@@ -91,10 +120,10 @@ class ComparisonExperiment(MGGCNExperiment):
         for ds in self.param(cfg, "datasets"):
             base = {"dataset": ds, "model": model, "scale": self.scale(cfg, ds)}
             for world in worlds:
-                for impl in (i for i in MULTI_GPU if i in self.systems):
-                    extra = mggcn_params(self, cfg) if impl == "mggcn" else {}
+                for impl in multi_gpu(self.systems):
+                    extra = mggcn_params(self, cfg) if has_trait(impl, "staged") else {}
                     yield Point(impl, {**base, "gpus": world, **extra}, world)
-            for impl in (i for i in LIBRARIES if i in self.systems):
+            for impl in (i for i in libraries() if i in self.systems):
                 yield Point(impl, {**base, "gpus": 1}, 1)
 
     def run_point(self, point: Point, ctx):
@@ -113,7 +142,8 @@ class ComparisonExperiment(MGGCNExperiment):
 
     def host_reason(self, point: Point, ctx) -> str | None:
         """Why this DGL point runs on the host (DGL has no CUDA build here), or None: it runs on the rank's device."""
-        if point.impl != "dgl" or ctx.rank.device != "cuda" or not self.param(ctx.cfg, "host_dgl"):
+        if (not has_trait(point.impl, "host_fallback") or ctx.rank.device != "cuda"
+                or not self.param(ctx.cfg, "host_dgl")):
             return None
         from harness.dgl_compat import layers_unavailable
 
@@ -146,7 +176,7 @@ class ComparisonExperiment(MGGCNExperiment):
         libraries = baselines_text(cells)
         text = (f"{what} of the {models_text(cells)} GCN: forward, loss, backward, gradient "
                 f"all-reduce, Adam; median over epochs of the slowest rank. Systems: "
-                f"{', '.join(SYSTEMS[s] for s in self.systems)}. {libraries} Each machine's newest run per cell "
+                f"{', '.join(trainer_label(s) for s in self.systems)}. {libraries} Each machine's newest run per cell "
                 f"at the largest scale it ran ({drawn}; every machine in the table). The paper prints no seconds, "
                 f"and the copy of the paper here is text only, so its bars are not read off: its series are the "
                 f"ratios Sec. 6.6 prints, drawn as the paper's.")
@@ -155,7 +185,7 @@ class ComparisonExperiment(MGGCNExperiment):
 
     def notes(self, cells) -> list[str]:
         out = []
-        if self.view == "epoch" and "cagnet_1d" in self.systems:
+        if self.view == "epoch" and rival(self.systems) is not None:
             out.append(f"Paper, Fig. 10: {PAPER_OOM_V100}; CAGNET is the best of its 1D, 1.5D, 2D and 3D "
                        "algorithms (1D); the paper runs no more than 8 GPUs, this machine at most 4.")
         host = cells[cells["host"]] if not cells.empty else cells
@@ -173,6 +203,9 @@ class ComparisonExperiment(MGGCNExperiment):
         (its sign: the library here is not always the paper's DGL); a CPU run's get no verdict, nor a
         --quick run's (the kit's rule)."""
         claims, parts = [], []
+        ours, versus_name = paper_method(), rival(self.systems)
+        ours_label = trainer_label(ours)
+        versus_label = trainer_label(versus_name, "short") if versus_name else ""
         for kind in sorted(set(cells["machine"])) if not cells.empty else []:
             mine, sp = cells[cells["machine"] == kind], speedups[speedups["machine"] == kind]
             judged = bool(mine["judged"].all())
@@ -186,32 +219,33 @@ class ComparisonExperiment(MGGCNExperiment):
                 return Claim(f"{kind} {what}", effect, Band.beyond(1.0), paper, runs=runs, withheld=withheld)
 
             for ds in PANEL_ORDER:
-                one = sp[(sp["p_dataset"] == ds) & (sp["impl"] == "mggcn") & (sp["p_gpus"] == 1)]
+                one = sp[(sp["p_dataset"] == ds) & (sp["impl"] == ours) & (sp["p_gpus"] == 1)]
                 if not one.empty and (ds, 1) in self.paper_speedups:
                     value = float(one["value"].iloc[0])
                     paper = f"{self.paper_speedups[(ds, 1)]}x vs DGL"
-                    claims.append(claim(f"{dataset_label(ds)}: {one['baseline'].iloc[0]} / MG-GCN on 1 GPU",
+                    claims.append(claim(f"{dataset_label(ds)}: {one['baseline'].iloc[0]} / {ours_label} on 1 GPU",
                                         library_baseline(mine[mine["p_dataset"] == ds]),
-                                        cell_row(mine, ds, "mggcn", 1), paper))
+                                        cell_row(mine, ds, ours, 1), paper))
                     text.append(f"{dataset_label(ds)} 1 GPU {value:.2f}x over {one['baseline'].iloc[0]} "
                                 f"(paper vs DGL: {self.paper_speedups[(ds, 1)]}x)")
-                if self.paper_vs_cagnet and any(d == ds for d, _ in self.paper_vs_cagnet):
-                    versus = vs_cagnet(mine, ds)
+                if versus_name and self.paper_vs_cagnet and any(d == ds for d, _ in self.paper_vs_cagnet):
+                    versus = vs_rival(mine, ds, ours, versus_name)
                     if versus is not None:
                         gpus, value = versus
                         paper = max(v for (d, _), v in self.paper_vs_cagnet.items() if d == ds)
-                        claims.append(claim(f"{dataset_label(ds)}: CAGNET 1D / MG-GCN on {gpus} GPUs",
-                                            cell_row(mine, ds, "cagnet_1d", gpus), cell_row(mine, ds, "mggcn", gpus),
+                        claims.append(claim(f"{dataset_label(ds)}: {versus_label} / {ours_label} on {gpus} GPUs",
+                                            cell_row(mine, ds, versus_name, gpus), cell_row(mine, ds, ours, gpus),
                                             f"{paper}x on 8 GPUs"))
-                        text.append(f"{dataset_label(ds)} {gpus} GPUs {value:.2f}x over CAGNET 1D (paper, 8 GPUs: "
+                        text.append(f"{dataset_label(ds)} {gpus} GPUs {value:.2f}x over {versus_label} (paper, 8 GPUs: "
                                     f"{paper}x)")
                 many = [g for d, g in self.paper_speedups if d == ds and g > 1]
                 if many:
-                    line = sp[(sp["p_dataset"] == ds) & (sp["impl"] == "mggcn")].sort_values("p_gpus")
+                    line = sp[(sp["p_dataset"] == ds) & (sp["impl"] == ours)].sort_values("p_gpus")
                     if len(line) > 1 and int(line["p_gpus"].iloc[0]) == 1:
                         last, gpus = float(line["value"].iloc[-1]), int(line["p_gpus"].iloc[-1])
-                        claims.append(claim(f"{dataset_label(ds)}: MG-GCN on 1 GPU / on {gpus} (the speedup grows)",
-                                            cell_row(mine, ds, "mggcn", 1), cell_row(mine, ds, "mggcn", gpus),
+                        claims.append(claim(f"{dataset_label(ds)}: {ours_label} on 1 GPU / on {gpus} "
+                                            "(the speedup grows)",
+                                            cell_row(mine, ds, ours, 1), cell_row(mine, ds, ours, gpus),
                                             f"{self.paper_speedups[(ds, many[0])]}x vs DGL on {many[0]} GPUs"))
                         text.append(f"{dataset_label(ds)} {gpus} GPUs {last:.2f}x "
                                     f"(paper, {many[0]} GPUs: {self.paper_speedups[(ds, many[0])]}x)")
@@ -266,7 +300,7 @@ def drawn_machines(cells) -> list[str]:
 
 def library_baseline(cells):
     """The one-GPU library row each speedup is over: DGL where it ran on a GPU, else PyG."""
-    for impl in LIBRARIES:
+    for impl in libraries():
         hit = cells[(cells["impl"] == impl) & (cells["p_gpus"] == 1) & ~cells["host"]]
         if not hit.empty:
             return hit.iloc[0]
@@ -280,12 +314,12 @@ def baselines_text(cells) -> str:
     for (_, _), grp in cells.groupby(["machine", "p_dataset"]):
         base = library_baseline(grp)
         if base is not None:
-            names.add(SYSTEMS[base["impl"]])
+            names.add(trainer_label(base["impl"]))
     host = bool(cells["host"].any())
     if not names:
         return "No library ran on a GPU, so there are no speedups."
     text = f"Speedups are over {' or '.join(sorted(names))} on one GPU"
-    if "PyG GCNConv" in names and host:
+    if names - {trainer_label(i) for i in trainers("paper_baseline")} and host:
         text += (" (PyG's, since DGL's build here is a CPU build: DGL's GraphConv ran on the host's cores, "
                  "its seconds and the speedup over them in their own columns)")
     return text + "."
@@ -299,14 +333,14 @@ def speedup_frame(cells):
     out = []
     for (kind, ds), grp in cells.groupby(["machine", "p_dataset"], sort=True):
         base = library_baseline(grp)
-        host = grp[(grp["impl"] == "dgl") & grp["host"]]
-        for _, r in grp[grp["impl"].isin(MULTI_GPU)].iterrows():
+        host = grp[grp["impl"].isin(host_fallbacks()) & grp["host"]]
+        for _, r in grp[grp["impl"].isin(multi_gpu())].iterrows():
             if base is None:
                 continue
             out.append({"machine": kind, "run_id": r["run_id"], "p_dataset": ds, "p_scale": r["p_scale"],
                         "p_model": r["p_model"],
                         "impl": r["impl"], "p_gpus": int(r["p_gpus"]), "seconds": float(r["value"]),
-                        "value": float(base["value"]) / float(r["value"]), "baseline": SYSTEMS[base["impl"]],
+                        "value": float(base["value"]) / float(r["value"]), "baseline": trainer_label(base["impl"]),
                         "baseline_s": float(base["value"]),
                         "over_host_dgl": float(host["value"].iloc[0]) / float(r["value"]) if not host.empty else None})
     columns = ["machine", "run_id", "p_dataset", "p_scale", "p_model", "impl", "p_gpus", "seconds", "value", "baseline",
@@ -314,21 +348,22 @@ def speedup_frame(cells):
     return pd.DataFrame.from_records(out, columns=columns)
 
 
-def vs_cagnet(mine, ds):
-    """(GPU count, CAGNET 1D's seconds over MG-GCN's) at the largest count above one both ran, or None."""
+def vs_rival(mine, ds, ours: str, versus: str):
+    """(GPU count, ``versus``'s seconds over ``ours``) at the largest count above one both ran (CAGNET 1D
+    over MG-GCN), or None."""
     both = {}
-    for impl in MULTI_GPU:
+    for impl in (ours, versus):
         hit = mine[(mine["p_dataset"] == ds) & (mine["impl"] == impl) & (mine["p_gpus"] > 1)]
         both[impl] = dict(zip(hit["p_gpus"].astype(int), hit["value"].astype(float)))
-    common = sorted(set(both["mggcn"]) & set(both["cagnet_1d"]))
+    common = sorted(set(both[ours]) & set(both[versus]))
     if not common:
         return None
-    return common[-1], both["cagnet_1d"][common[-1]] / both["mggcn"][common[-1]]
+    return common[-1], both[versus][common[-1]] / both[ours][common[-1]]
 
 
 def seconds_label(cells, impl: str) -> str:
-    host = impl == "dgl" and not cells.empty and bool(cells[cells["impl"] == "dgl"]["host"].any())
-    return f"{SYSTEMS[impl]}{', ' + HOST if host else ''} (s)"
+    host = has_trait(impl, "host_fallback") and not cells.empty and bool(cells[cells["impl"] == impl]["host"].any())
+    return f"{trainer_label(impl)}{', ' + HOST if host else ''} (s)"
 
 
 def epoch_records(cells, exp) -> list[dict]:
@@ -336,6 +371,7 @@ def epoch_records(cells, exp) -> list[dict]:
     ratio to CAGNET 1D and to the library on one GPU, and the paper's ratios where it prints them."""
     records = []
     machines = drawn_machines(cells)
+    ours, versus = paper_method(), rival(exp.systems)
     for ds in PANEL_ORDER:
         if ds not in exp.default_datasets:
             continue
@@ -351,9 +387,9 @@ def epoch_records(cells, exp) -> list[dict]:
                 for impl in exp.systems:
                     hit = at[at["impl"] == impl]["value"]
                     rec[seconds_label(cells, impl)] = float(hit.iloc[0]) if not hit.empty else None
-                mg = at[at["impl"] == "mggcn"]["value"]
-                if "cagnet_1d" in exp.systems:
-                    ca = at[at["impl"] == "cagnet_1d"]["value"]
+                mg = at[at["impl"] == ours]["value"]
+                if versus is not None:
+                    ca = at[at["impl"] == versus]["value"]
                     rec["MG-GCN over CAGNET"] = float(ca.iloc[0]) / float(mg.iloc[0]) if len(ca) and len(mg) else None
                 rec["MG-GCN over library (1 GPU)"] = (float(base["value"]) / float(mg.iloc[0])
                                               if base is not None and len(mg) else None)
@@ -368,6 +404,7 @@ def speedup_records(speedups, exp) -> list[dict]:
     """Fig. 11 / 13 as a table: per machine, dataset and GPU count each system's speedup over the
     library on one GPU, the paper's MG-GCN speedup over DGL where it prints one."""
     records = []
+    ours = paper_method()
     for ds in PANEL_ORDER:
         if ds not in exp.default_datasets:
             continue
@@ -381,11 +418,11 @@ def speedup_records(speedups, exp) -> list[dict]:
                                                                        if not mine.empty else ""), "#G": gpus,
                        "over": (f"{mine['baseline'].iloc[0]}, 1 GPU ({mine['baseline_s'].iloc[0]:.3g} s)"
                                 if not mine.empty else None)}
-                for impl in (i for i in MULTI_GPU if i in exp.systems):
+                for impl in multi_gpu(exp.systems):
                     hit = at[at["impl"] == impl]["value"]
-                    rec[f"{SYSTEMS[impl]} (x)"] = float(hit.iloc[0]) if not hit.empty else None
+                    rec[f"{trainer_label(impl)} (x)"] = float(hit.iloc[0]) if not hit.empty else None
                 rec[f"paper MG-GCN ({exp.paper_gpus}) over DGL (x)"] = exp.paper_speedups.get((ds, gpus))
-                host = at[at["impl"] == "mggcn"]["over_host_dgl"]
+                host = at[at["impl"] == ours]["over_host_dgl"]
                 rec[f"MG-GCN over DGL on the {HOST} (x)"] = float(host.iloc[0]) if len(host) and finite(
                     host.iloc[0]) else None
                 records.append(rec)
@@ -403,7 +440,7 @@ def history(rep, exp):
         records.append({"run": run_number(r["run_id"]), "machine": rep.label(r["run_id"]),
                         "figure": r["experiment"].split(".")[-1], "dataset": dataset_label(r["p_dataset"]),
                         "model": r["p_model"],
-                        "system": SYSTEMS.get(r["impl"], r["impl"]) + (f", {HOST}" if host else ""),
+                        "system": trainer_label(r["impl"]) + (f", {HOST}" if host else ""),
                         "#G": int(r["p_gpus"]), "scale": float(r["p_scale"]),
                         "epoch (s)": r["value"] if r["status"] == "ok" else None,
                         "status": r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('reason')}"})
@@ -496,8 +533,8 @@ def speedup_figure(speedups, machines, exp):
         at = mine[mine["p_dataset"] == ds]
         paper = {g: v for (d, g), v in exp.paper_speedups.items() if d == ds}
         index = sorted(set(at["p_gpus"]) | set(paper)) or [1]
-        columns = {f"{SYSTEMS[impl]}, ours": at[at["impl"] == impl].set_index("p_gpus")["value"]
-                   for impl in MULTI_GPU if impl in exp.systems}
+        columns = {f"{trainer_label(impl)}, ours": at[at["impl"] == impl].set_index("p_gpus")["value"]
+                   for impl in multi_gpu(exp.systems)}
         columns[paper_label] = pd.Series(paper, dtype=float)
         frame = pd.DataFrame(columns, index=index)
         frame.index.name = "GPUs"

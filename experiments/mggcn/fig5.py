@@ -60,8 +60,8 @@ class Fig5(MGGCNExperiment):
         for ds in self.param(cfg, "datasets"):
             scale = self.scale(cfg, ds)
             for world in worlds:
-                yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
-                                      "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
+                yield Point(self.impls[0], {"dataset": ds, "model": self.param(cfg, "model"),
+                                            "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         import torch.distributed as dist

@@ -65,8 +65,8 @@ class Fig6(MGGCNExperiment):
         scale = self.scale(cfg, ds)
         for world in self.world_sizes(cfg):
             for order in ORDERS:
-                yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
-                                      "gpus": world, "order": order, **PAPER_SCHEDULE}, world)
+                yield Point(self.impls[0], {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
+                                            "gpus": world, "order": order, **PAPER_SCHEDULE}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)

@@ -55,9 +55,9 @@ class Fig7(MGGCNExperiment):
             scale = self.scale(cfg, ds)
             for world in self.world_sizes(cfg):
                 for permute in (False, True):
-                    yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"),
-                                          "scale": scale, "gpus": world, "permute": permute,
-                                          **mggcn_params(self, cfg)}, world)
+                    yield Point(self.impls[0], {"dataset": ds, "model": self.param(cfg, "model"),
+                                                "scale": scale, "gpus": world, "permute": permute,
+                                                **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         from impls.fullbatch.problem import nnz_imbalance

@@ -58,8 +58,8 @@ class Fig8(MGGCNExperiment):
         scale = self.scale(cfg, ds)
         for world in worlds:
             for overlap in (False, True):
-                yield Point("mggcn", {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
-                                      "gpus": world, "overlap": overlap, **mggcn_params(self, cfg)}, world)
+                yield Point(self.impls[0], {"dataset": ds, "model": self.param(cfg, "model"), "scale": scale,
+                                            "gpus": world, "overlap": overlap, **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)

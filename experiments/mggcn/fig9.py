@@ -65,8 +65,8 @@ class Fig9(MGGCNExperiment):
             choice = sweep_choice(k)
             scale = self.scale(cfg, choice.key)
             for world in self.world_sizes(cfg):
-                yield Point("mggcn", {"dataset": choice.key, "factor": k, "model": self.param(cfg, "model"),
-                                      "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
+                yield Point(self.impls[0], {"dataset": choice.key, "factor": k, "model": self.param(cfg, "model"),
+                                            "scale": scale, "gpus": world, **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)

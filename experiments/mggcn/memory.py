@@ -29,17 +29,22 @@ from harness.reportkit import Report, colour, figure
 
 from . import PALETTE, PAPER_HARDWARE
 from .common import (DATASETS, GiB, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
-                     dataset_list, epoch_counts, graph_params, limit_threads, load_graph, machine_kinds, mggcn_params,
-                     model_list, newest, release, run_number, scale_note)
+                     dataset_list, epoch_counts, graph_params, has_trait, limit_threads, load_graph, machine_kinds,
+                     mggcn_params, model_list, newest, release, run_number, scale_note, trainers)
 
 BOUND_ROUNDING = 0.002
-VARIANTS = (("mggcn", "reuse"), ("mggcn", "fresh"), ("single_gpu", "autograd"))
+
+
+def memory_variants() -> list[tuple[str, str]]:
+    """(trainer, buffers) of every point: the staged engine (MG-GCN) with its shared buffers and with
+    fresh allocations, then plain autograd on one device (the ``reference``)."""
+    return ([(impl, buffers) for impl in trainers("staged") for buffers in ("reuse", "fresh")]
+            + [(impl, "autograd") for impl in trainers("reference")])
 
 
 @register_experiment
 class Memory(MGGCNExperiment):
     title = "Peak memory per GPU: L+3 shared buffers vs a naive implementation (MG-GCN Sec. 4.2)"
-    impls = ("mggcn", "single_gpu")
     metric, unit, better = "peak_memory", "GiB", "lower"
     differs_from_paper = ("MG-GCN as the harness re-implements it in PyTorch, on H200 GPUs; the paper states the "
                           "structure (L + 3 shared buffers against 4x-6x per layer elsewhere), not sizes, so this "
@@ -53,17 +58,22 @@ class Memory(MGGCNExperiment):
         **common_parameters(),
     }
 
+    @property
+    def impls(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(impl for impl, _ in memory_variants()))
+
     def points(self, cfg):
         measures = ("device_peak",) if cfg.device == "cuda" else ("device_peak", "engine")
         for ds, model, scale in self.datasets_and_models(cfg):
             for world in self.world_sizes(cfg):
-                for impl, buffers in VARIANTS:
-                    if impl != "mggcn" and world != 1:
+                for impl, buffers in memory_variants():
+                    if not has_trait(impl, "distributed") and world != 1:
                         continue
+                    staged = has_trait(impl, "staged")
                     for measure in measures:
-                        if impl != "mggcn" and measure == "engine":
+                        if not staged and measure == "engine":      # the engine counts its own buffers
                             continue
-                        extra = mggcn_params(self, cfg) if impl == "mggcn" else {}
+                        extra = mggcn_params(self, cfg) if staged else {}
                         yield Point(impl, {"dataset": ds, "model": model, "scale": scale, "gpus": world,
                                            "buffers": buffers, "measure": measure, **extra}, world)
 
@@ -86,13 +96,13 @@ class Memory(MGGCNExperiment):
         # the paper's broadcasts: peer copies keep the buffers in symmetric memory, which torch's
         # allocator statistics (the measured peak) do not see
         options = ({"reuse_buffers": point.params["buffers"] == "reuse", "transport": "broadcast"}
-                   if point.impl == "mggcn" else {})
+                   if has_trait(point.impl, "staged") else {})
         trainer = build_trainer(self, point, graph, ctx, **options)
         warmup, _ = epoch_counts(ctx.cfg)
         try:
             for _ in range(max(2, warmup)):
                 trainer.train_epoch()
-            report = trainer.memory_report() if point.impl == "mggcn" else None
+            report = trainer.memory_report() if has_trait(point.impl, "staged") else None
             if on_gpu:
                 torch.cuda.synchronize()
                 peak = torch.cuda.max_memory_allocated() - before

@@ -24,7 +24,7 @@ from harness.reportkit import PAPER_STYLE, Band, Claim, Estimate, Report, bars, 
 from . import PALETTE, PAPER_HARDWARE_A100
 from .common import (DATASETS, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label, dataset_list,
                      limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params, newest, plain_log_y,
-                     run_number, scale_suffix)
+                     paper_method, run_number, scale_suffix)
 from .table3 import PAPER_ORDER, TABLE3, table3_cells
 
 # Table 2: {dataset: {sockets: seconds}}, the one-socket and the best socket count
@@ -77,7 +77,7 @@ class Table2(MGGCNExperiment):
         for ds in self.param(cfg, "datasets"):
             base = {"dataset": ds, "model": DATASETS[ds].paper_model, "scale": self.scale(cfg, ds)}
             for world in self.world_sizes(cfg):
-                yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
+                yield Point(paper_method(), {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
         limit_threads(ctx.rank)
@@ -120,7 +120,7 @@ class Table2(MGGCNExperiment):
              "table": r["experiment"].split(".")[-1],
              "dataset": dataset_label(r["p_dataset"]), "model": r["p_model"], "#G": int(r["p_gpus"]),
              "scale": float(r["p_scale"]), "epoch (s)": r["value"]}
-            for _, r in ok.iterrows() if r["impl"] == "mggcn") if not ok.empty else pd.DataFrame()
+            for _, r in ok.iterrows() if r["impl"] == paper_method()) if not ok.empty else pd.DataFrame()
         return rep.artifact("MG-GCN Table 2: DistGNN (CPU sockets) beside MG-GCN (GPUs), epoch seconds", caption,
                             table, distgnn_figure(shown), headline=" | ".join(parts),
                             claims=claims, skips=mggcn_rows_of(rep, shown), history=history)
@@ -130,7 +130,7 @@ def mggcn_rows_of(rep, shown):
     """The MG-GCN rows of the shown runs (their skipped points are the notes), or False: none shown."""
     if shown.empty:
         return False
-    return rep.rows[rep.rows["run_id"].isin(set(shown["run_id"])) & (rep.rows["impl"] == "mggcn")]
+    return rep.rows[rep.rows["run_id"].isin(set(shown["run_id"])) & (rep.rows["impl"] == paper_method())]
 
 
 def distgnn_records(shown) -> tuple[list[dict], list[Claim], list[str]]:

@@ -18,7 +18,8 @@ from . import PAPER_HARDWARE_A100
 from .comparison import SPEEDUP_VS_DGL_A100, SPEEDUP_VS_DGL_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, load_graph, machine_kinds, measure_epoch_time, mggcn_params,
-                     model_list, newest, plain_log_y, run_number, scale_suffix, variant_label)
+                     model_list, newest, paper_method, plain_log_y, run_number, scale_suffix, trainers,
+                     variant_label)
 
 # Table 3 (DGX-A100), epoch seconds; "-" = out of memory (Papers below 8 GPUs)
 TABLE3 = {
@@ -27,7 +28,11 @@ TABLE3 = {
     "products": {1: 0.355, 2: 0.202, 4: 0.110, 8: 0.067},
     "proteins": {1: 4.221, 2: 2.272, 4: 1.191, 8: 0.641},
 }
-BASELINES = ("single_gpu", "pyg", "dgl")
+
+
+def baselines() -> tuple[str, ...]:
+    """The one-device trainers MG-GCN's epochs are compared with: plain autograd and the libraries' GCNs."""
+    return trainers("single_device")
 
 
 def _paper_values():
@@ -47,7 +52,6 @@ def _paper_values():
 @register_experiment
 class Table3(MGGCNExperiment):
     title = "Epoch time vs GPUs (MG-GCN Table 3)"
-    impls = ("mggcn",) + BASELINES
     paper_hardware = PAPER_HARDWARE_A100
     differs_from_paper = ("MG-GCN as the harness re-implements it in PyTorch, on H200 GPUs, not the authors' C++ code "
                           "on a DGX-A100's 8 A100s: across GPUs each vertex lands in the part the paper's random "
@@ -68,13 +72,17 @@ class Table3(MGGCNExperiment):
         **common_parameters(),
     }
 
+    @property
+    def impls(self) -> tuple[str, ...]:
+        return (paper_method(),) + baselines()
+
     def points(self, cfg):
         worlds = self.world_sizes(cfg)
         for ds, model, scale in self.datasets_and_models(cfg):
             base = {"dataset": ds, "model": model, "scale": scale}
             for world in worlds:
-                yield Point("mggcn", {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
-            for impl in BASELINES:
+                yield Point(paper_method(), {**base, "gpus": world, **mggcn_params(self, cfg)}, world)
+            for impl in baselines():
                 yield Point(impl, {**base, "gpus": 1}, 1)
 
     def run_point(self, point: Point, ctx) -> list[Measurement]:
@@ -109,7 +117,7 @@ class Table3(MGGCNExperiment):
 
     def _claims(self, measured) -> list[str]:
         """MG-GCN's speedup over each one-GPU baseline with the DGL-comparison model, per machine."""
-        notes = []
+        notes, ours = [], paper_method()
         for kind, mine in measured.groupby("machine", sort=True):
             def seconds(ds, impl, gpus):
                 hit = mine[(mine["p_dataset"] == ds) & (mine["p_model"] == DGL_MODEL)
@@ -117,16 +125,16 @@ class Table3(MGGCNExperiment):
                 return float(hit.iloc[0]) if not hit.empty else None
 
             for ds in sorted(set(mine["p_dataset"])):
-                gpu_counts = sorted(set(mine[(mine["p_dataset"] == ds) & (mine["impl"] == "mggcn")
+                gpu_counts = sorted(set(mine[(mine["p_dataset"] == ds) & (mine["impl"] == ours)
                                              & (mine["p_model"] == DGL_MODEL)]["p_gpus"].astype(int)))
-                for base in BASELINES:
+                for base in baselines():
                     ref = seconds(ds, base, 1)
                     if ref is None or not gpu_counts:
                         continue
                     parts = []
                     for gpus in gpu_counts:
                         paper = SPEEDUP_VS_DGL_A100.get((ds, gpus))
-                        parts.append(f"{gpus} GPU {ref / seconds(ds, 'mggcn', gpus):.2f}x"
+                        parts.append(f"{gpus} GPU {ref / seconds(ds, ours, gpus):.2f}x"
                                      + (f" (paper vs DGL: {paper}x)" if paper else ""))
                     notes.append(f"{kind}: MG-GCN over {base} on {ds} {DGL_MODEL}: " + ", ".join(parts))
         return notes
@@ -137,20 +145,21 @@ class Table3(MGGCNExperiment):
         import pandas as pd
 
         rows = rep.rows[(rep.rows["metric"] == "epoch_time") | (rep.rows["status"] != "ok")]
+        ours = paper_method()
         one = {(r["run_id"], r["p_dataset"], r["p_model"], r["p_scale"]): r["value"] for _, r in rows.iterrows()
-               if r["impl"] == "mggcn" and r["status"] == "ok" and int(r["p_gpus"]) == 1 and not variant_label(r)}
+               if r["impl"] == ours and r["status"] == "ok" and int(r["p_gpus"]) == 1 and not variant_label(r)}
         records = []
         for _, r in rows.iterrows():
             gpus = int(r["p_gpus"])
             seconds = r["value"] if r["status"] == "ok" else None
             base = one.get((r["run_id"], r["p_dataset"], r["p_model"], r["p_scale"]))
             paper = TABLE3.get(r["p_dataset"], {}).get(gpus) \
-                if r["impl"] == "mggcn" and r["p_model"] == _paper_model(r["p_dataset"]) else None
+                if r["impl"] == ours and r["p_model"] == _paper_model(r["p_dataset"]) else None
             records.append({"run": run_number(r["run_id"]), "machine": rep.label(r["run_id"]),
                             "dataset": dataset_label(r["p_dataset"]), "model": r["p_model"], "impl": r["impl"],
-                            "variant": variant_label(r) if r["impl"] == "mggcn" else "", "#G": gpus,
+                            "variant": variant_label(r) if r["impl"] == ours else "", "#G": gpus,
                             "scale": float(r["p_scale"]), "epoch (s)": seconds,
-                            "speedup": base / seconds if (r["impl"] == "mggcn" and base and seconds) else None,
+                            "speedup": base / seconds if (r["impl"] == ours and base and seconds) else None,
                             "paper A100 (s)": paper,
                             "status": r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('reason')}"})
         return pd.DataFrame.from_records(records)
@@ -174,7 +183,7 @@ def _paper_cell(dataset: str, gpus: int):
 
 def table3_cells(measured):
     """MG-GCN with each dataset's Table 3 model, at the largest scale each machine ran the dataset at."""
-    mine = measured[(measured["impl"] == "mggcn") & (measured["p_model"] == measured["p_dataset"].map(_paper_model))]
+    mine = measured[(measured["impl"] == paper_method()) & (measured["p_model"] == measured["p_dataset"].map(_paper_model))]
     if mine.empty:
         return mine
     largest = mine.groupby(["machine", "p_dataset"])["p_scale"].transform("max")
