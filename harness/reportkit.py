@@ -12,10 +12,13 @@ kit holds what they all do alike, so that a change of layout happens here once:
   failed points and returns the :class:`ReportArtifact`);
 - implementations: :func:`series_rows` (the rows of one registry series: an implementation in one
   of its variants), :func:`variant_names` (the variant of every row);
-- figures: :func:`figure`, :func:`bars` and :func:`lines` draw the plots of the reports, one
-  palette (:data:`PALETTE`, :func:`colour`: one colour per system, harness/palette.py) and one
-  style for the paper's values (:data:`PAPER_STYLE`, a line's ``{"paper": True}``); an artifact's
-  ``history`` (every run, where its headline table shows fewer) is written apart from its table;
+- figures (harness/figures.py, re-exported here): a figure declared as data (:class:`FigureSpec`
+  of :class:`Panel` s of :class:`Series` over :class:`Axis` es, with :class:`Rule` s, the paper's
+  values and the verdict) drawn by :func:`draw`; the primitives :func:`figure`, :func:`bars`,
+  :func:`lines`, :func:`grouped_bars`, :func:`finish`; one palette per paper (:class:`Palette`)
+  over the systems' (:data:`PALETTE`, :func:`colour`, harness/palette.py) and one style for the
+  paper's values (:data:`PAPER_STYLE`, :data:`PAPER_BAR`); an artifact's ``history`` (every run,
+  where its headline table shows fewer) is written apart from its table;
 - paper tables: :func:`group` (records by cell), :func:`pivot` (rows -> one column per
   implementation), :func:`ratio`, :func:`span` ("lo-hi");
 - verdicts: every artifact's status comes from the one rule of harness/verdicts.py: the report
@@ -32,13 +35,14 @@ kit holds what they all do alike, so that a change of layout happens here once:
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from .artifact import ReportArtifact
-from .palette import PALETTE, colour  # noqa: F401  (the report kit's palette: reports import it from here)
+from .figures import (PAPER_BAR, PAPER_STYLE, Axis, FigureSpec, Legend, Panel, Rule, Series, bars, draw,  # noqa: F401
+                      draw_panel, figure, finish, finite, grouped_bars, legend_by_system, legend_handles, lines,
+                      log_axis)
+from .palette import PALETTE, Palette, colour  # noqa: F401  (the report kit's palettes: reports import them from here)
 from .verdicts import (INCONCLUSIVE, NO_VERDICT, NOT_MEASURED, NOT_REPRODUCED, PARTLY, REDUCED, REPRODUCED, SMOKE,
                        TOLERANCE, Band, Claim, Estimate, Verdict, verdict_of)
 
@@ -175,12 +179,6 @@ def caption_hardware(runs: list["RunInfo"]) -> str:
 
 # ----------------------------------------------------------------------------- numbers
 
-def finite(x) -> bool:
-    """True for a real number that is neither NaN nor infinite (not None, a bool or a table's
-    "OOM" / "x" text)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def ratio(a, b):
     """a / b where both are finite and b > 0, else None."""
     return a / b if finite(a) and finite(b) and b > 0 else None
@@ -223,80 +221,6 @@ def numeric(table: "pd.DataFrame", index, columns: Iterable[str]) -> "pd.DataFra
     if not columns or any(c not in table for c in index_columns):
         return pd.DataFrame()
     return table.set_index(index)[columns].apply(pd.to_numeric, errors="coerce")
-
-
-# ----------------------------------------------------------------------------- figures
-
-# One colour per system in every figure that colours by system (``colour``, ``by_system=True``);
-# the paper's values are their own series, drawn in PAPER_STYLE.
-PAPER_STYLE = {"linestyle": "--", "alpha": 0.7}
-
-
-def figure(figsize=(8, 4), ncols: int = 1, nrows: int = 1, **kwargs):
-    """A new figure (and its axes): every report's plot starts here."""
-    import matplotlib.pyplot as plt
-
-    if ncols > 1 or nrows > 1:
-        return plt.subplots(nrows, ncols, figsize=figsize, **kwargs)
-    return plt.subplots(figsize=figsize, **kwargs)
-
-
-def bars(ax, frame: "pd.DataFrame", *, ylabel: str = "", logy: bool = False, stacked: bool = False,
-         horizontal: bool = False, xlabel: str = "", by_system: bool = False, **style) -> None:
-    """``frame``'s columns as grouped (or stacked) bars over its index (``style``: matplotlib's;
-    ``by_system``: each column in its system's palette colour); cells that are not numbers ("OOM",
-    "x") have no bar, and a frame without numbers draws nothing."""
-    import pandas as pd
-
-    frame = pd.to_numeric(frame, errors="coerce") if isinstance(frame, pd.Series) else \
-        frame.apply(pd.to_numeric, errors="coerce")
-    if frame.dropna(how="all").empty:
-        return
-    if by_system and isinstance(frame, pd.DataFrame):
-        style["color"] = [colour(c) or f"C{i}" for i, c in enumerate(frame.columns)]
-    if "color" in style and isinstance(style["color"], list):
-        style["color"] = style["color"][: len(frame.columns)]
-    if horizontal:
-        frame.plot.barh(ax=ax, stacked=stacked, **style)
-    else:
-        frame.plot.bar(ax=ax, logy=logy, stacked=stacked, **style)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-
-
-def lines(ax, series: Iterable[tuple], *, xlabel: str = "", ylabel: str = "", legend_size: float | None = 7,
-          grid: bool = True, by_system: bool = False, **style) -> None:
-    """One line per ``(label, xs, ys)`` or ``(label, xs, ys, own_style)`` (a legend when there is
-    any): ``own_style`` adds to ``style`` for that line, and ``{"paper": True}`` draws it as the
-    paper's values (PAPER_STYLE); ``by_system``: each line in its system's palette colour."""
-    drawn = 0
-    for label, xs, ys, *own in series:
-        mine = {**style, **(own[0] if own else {})}
-        if mine.pop("paper", False):
-            mine = {**PAPER_STYLE, **mine}
-        if by_system and "color" not in mine and colour(label):
-            mine["color"] = colour(label)
-        ax.plot(xs, ys, label=label, **mine)
-        drawn += 1
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if grid:
-        ax.grid(True, alpha=0.3)
-    if drawn and legend_size:
-        ax.legend(fontsize=legend_size)
-
-
-def finish(fig, ax=None, title: str | None = None, tight: bool = True):
-    """Title and layout of a report's figure; returns it."""
-    if title is not None and ax is not None:
-        ax.set_title(title)
-    if tight:
-        fig.tight_layout()
-    return fig
 
 
 # ----------------------------------------------------------------------------- the report

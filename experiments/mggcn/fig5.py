@@ -18,7 +18,7 @@ from harness.reportkit import Band, Claim, Estimate, Report, figure, span
 from harness.timing import Stats
 from harness.worlds import Worlds
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_label, dataset_list, epoch_counts, graph_params, limit_threads,
                      machine_kinds, mggcn_params, newest, release, run_number, scale_suffix)
@@ -130,8 +130,6 @@ class Fig5(MGGCNExperiment):
 LARGE = ("REDDIT", "PRODUCTS", "PROTEIN")
 PAPER_RANGES = {"SpMM": (60, 94), "GeMM": (5, 20)}
 DATASET_ORDER = [c.label for c in DATASETS.values()]
-OP_COLOURS = {"spmm": "#1f77b4", "gemm": "#ff7f0e", "activation": "#2ca02c", "loss": "#d62728",
-              "allreduce": "#9467bd", "adam": "#8c564b"}
 
 
 def breakdown(grp) -> dict:
@@ -209,12 +207,12 @@ def breakdown_figure(records):
         bottom = np.zeros(len(mine))
         for op, label in OP_LABELS.items():
             heights = np.array([r.get(f"{label} %") or 0.0 for r in mine])
-            ax.bar(x, heights, 0.6, bottom=bottom, label=label, color=OP_COLOURS[op])
+            ax.bar(x, heights, 0.6, bottom=bottom, label=label, color=PALETTE[op])
             bottom += heights
         lo, hi = PAPER_RANGES["SpMM"]
         large = [i for i, r in enumerate(mine) if r["dataset"].split()[0] in LARGE]
         for n, i in enumerate(large):
-            ax.bar(i + 0.4, hi - lo, 0.14, bottom=lo, fill=False, hatch="//", edgecolor=OP_COLOURS["spmm"],
+            ax.bar(i + 0.4, hi - lo, 0.14, bottom=lo, fill=False, hatch="//", edgecolor=PALETTE["spmm"],
                    linestyle="--", label=f"paper: SpMM {lo}-{hi}% (large graphs)" if n == 0 else None)
         ax.set_xticks(x, [r["dataset"] for r in mine])
         ax.set_xlim(-0.6, len(mine) - 0.3)

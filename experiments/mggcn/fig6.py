@@ -21,7 +21,7 @@ from harness.registry import register_experiment
 from harness.reportkit import TOLERANCE, Band, Claim, Estimate, Report, figure
 from harness.worlds import Worlds
 
-from . import PAPER_HARDWARE_V100
+from . import PALETTE, PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      dataset_list, limit_threads, machine_kinds, newest, run_number, scale_suffix)
 from .timeline import describe_spmm, draw_lanes, lane_legend, measure_timeline, stage_rows
@@ -237,8 +237,8 @@ def order_figure(group, records):
     x = np.arange(len(labels))
     ours = [next((r["SpMM (ms)"] for r in mine if r["order"] == lab), 0.0) for lab in labels]
     paper = [PAPER_SPMM_MS.get(o, 0.0) for o in ORDERS]
-    side.bar(x - 0.2, ours, 0.38, color="tab:blue", label=kind)
-    side.bar(x + 0.2, paper, 0.38, color="none", edgecolor="tab:blue", hatch="//", linestyle="--", label=PAPER_LABEL)
+    side.bar(x - 0.2, ours, 0.38, color=PALETTE["ours"], label=kind)
+    side.bar(x + 0.2, paper, 0.38, color="none", edgecolor=PALETTE["ours"], hatch="//", linestyle="--", label=PAPER_LABEL)
     side.set_xticks(x, [lab.replace(" (", "\n(").replace(" parts", "\nparts") for lab in labels], fontsize=9)
     side.set_ylim(0, 1.35 * max(ours + paper))
     side.set_ylabel("SpMM time (ms)")

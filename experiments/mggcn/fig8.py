@@ -15,7 +15,7 @@ from harness.registry import register_experiment
 from harness.reportkit import TOLERANCE, Band, Claim, Estimate, Report, figure, span
 from harness.worlds import Worlds
 
-from . import PAPER_HARDWARE_V100
+from . import PALETTE, PAPER_HARDWARE_V100
 from .common import (DATASETS, DGL_MODEL, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label,
                      limit_threads, machine_kinds, mggcn_params, newest, run_number, scale_suffix)
 from .timeline import describe_spmm, draw_lanes, lane_legend, measure_timeline, stage_rows
@@ -238,7 +238,8 @@ def timeline_figure(shown, records):
         if r["Machine"] != PAPER_LABEL and r["SpMM"] == top["SpMM"]:
             bars.append((r["Machine"], r["no overlap (ms)"], r["overlap (ms)"], False))
     x = np.arange(len(bars))
-    for offset, index, label, colour in ((-0.2, 1, "no overlap", "0.55"), (0.2, 2, "overlap", "tab:blue")):
+    for offset, index, label in ((-0.2, 1, "no overlap"), (0.2, 2, "overlap")):
+        colour = PALETTE[label]
         for xi, bar in zip(x, bars):
             paper = bar[3]
             side.bar(xi + offset, bar[index], 0.38, color="none" if paper else colour, edgecolor=colour,

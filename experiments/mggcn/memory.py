@@ -28,7 +28,7 @@ from harness.ranks import all_gather
 from harness.registry import register_experiment
 from harness.reportkit import Report, colour, figure
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .common import (DATASETS, GiB, MGGCNExperiment, at_paper_settings, build_trainer, common_parameters,
                      dataset_list, epoch_counts, graph_params, has_trait, limit_threads, machine_kinds,
                      mggcn_params, model_list, newest, release, run_number, scale_note, trainers)
@@ -171,7 +171,7 @@ class Memory(MGGCNExperiment):
 HEADLINE_PEAK = ("run", "dataset", "model", "#G", "buffers", "MG-GCN peak (GiB)", "bound (GiB)", "within bound",
                  "naive peak (GiB)", "autograd peak (GiB)", "naive / MG-GCN")
 # MG-GCN's own colour lightened for its naive variant; autograd in a colour no system has
-FRESH, AUTOGRAD = "#9edae5", "#393b79"
+FRESH, AUTOGRAD = PALETTE["MG-GCN light"], PALETTE["autograd"]
 HEADLINE_ENGINE = ("run", "dataset", "model", "#G", "buffers", "buffers reuse (GiB)", "buffers fresh (GiB)",
                    "buffer ratio")
 

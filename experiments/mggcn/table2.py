@@ -20,9 +20,9 @@ from harness import graphs
 from harness.artifact import ReportArtifact
 from harness.experiment import Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import PALETTE, PAPER_STYLE, Band, Claim, Estimate, Report, bars, figure, finish
+from harness.reportkit import PAPER_STYLE, Band, Claim, Estimate, Report, bars, figure, finish
 
-from . import PAPER_HARDWARE_A100
+from . import PALETTE, PAPER_HARDWARE_A100
 from .common import (DATASETS, MGGCNExperiment, at_paper_settings, common_parameters, dataset_label, dataset_list,
                      limit_threads, machine_kinds, measure_epoch_time, mggcn_params, newest, plain_log_y,
                      paper_method, run_number, scale_suffix)
@@ -219,7 +219,8 @@ def distgnn_figure(shown):
     frame = pd.DataFrame({name: pd.Series(values, dtype=float) for name, values in columns.items()}, index=labels)
     if kind is None:
         frame = frame.iloc[:, :3]
-    colours = ["0.75", "0.45", PALETTE["MG-GCN"], "#9edae5", PALETTE["MG-GCN"]][: len(frame.columns)]
+    colours = [PALETTE[name] for name in ("DistGNN, 1 socket", "DistGNN, best sockets", "MG-GCN", "MG-GCN light",
+                                           "MG-GCN")][: len(frame.columns)]
     bars(ax, frame, color=colours, rot=0, width=0.85)
     for container, name in zip(ax.containers, frame.columns):
         if "(paper)" in name:

@@ -14,9 +14,10 @@ from harness.experiment import Measurement
 from harness.ranks import all_gather
 from harness.timing import Stats
 
+from . import PALETTE
 from .common import build_trainer, engine_extra, epoch_counts, graph_params, release, time_epochs
 
-LANE_COLOURS = {"compute": "tab:blue", "comm": "gold"}     # the paper's: computation blue, communication yellow
+LANES = ("compute", "comm")     # their colours are the paper's (MG-GCN's palette)
 LANE_LABELS = {"compute": "multiply\n(compute)", "comm": "transfer\n(comm)"}
 
 
@@ -92,7 +93,7 @@ def draw_lanes(ax, stages, lanes: list[tuple], ranks: list[int], gap: float = 0.
                 durations = sel[metric[sel.index] == "stage_duration"].set_index("p_stage")["value"]
                 for stage in starts.index:
                     left, width = starts[stage] - origin, durations.get(stage, 0.0)
-                    ax.barh(y, width, left=left, height=0.8, color=LANE_COLOURS[lane_kind], edgecolor="k", lw=0.4)
+                    ax.barh(y, width, left=left, height=0.8, color=PALETTE[lane_kind], edgecolor="k", lw=0.4)
                     ax.text(left + width / 2, y, str(int(stage)), ha="center", va="center", fontsize=8)
             yticks.append(y)
             ylabels.append(f"GPU {r}: {label}")
@@ -103,7 +104,7 @@ def draw_lanes(ax, stages, lanes: list[tuple], ranks: list[int], gap: float = 0.
 def lane_legend(ax, loc: str = "center right") -> None:
     import matplotlib.pyplot as plt
 
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c, ec="k", lw=0.4) for c in LANE_COLOURS.values()],
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=PALETTE[lane], ec="k", lw=0.4) for lane in LANES],
               labels=list(LANE_LABELS.values()), fontsize=9, loc=loc)
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from harness.artifact import ReportArtifact
 from harness.reportkit import PAPER_STYLE, Report, figure
 
-from . import PAPER_HARDWARE
-from .paper import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_COLOURS, POLICY_ORDER, policy_label
+from . import PALETTE, PAPER_HARDWARE
+from .paper import PAPER_BATCH, PAPER_LAYER_NODES, POLICY_ORDER, policy_colour, policy_label
 from .shown import SMOKE_NOTE, shown_rows
 
 CELL = ["impl", "p_topology", "p_buffer", "p_las", "p_mode"]
@@ -734,7 +734,7 @@ def _panel(exp, ax, frame, measured, timeouts, kind, topology, handles) -> list[
     for b, buffer in enumerate(buffers):
         for p, policy in enumerate(policies):
             x = b - 0.42 + width * (p + 0.5)
-            colour = POLICY_COLOURS.get(policy, "#999999")
+            colour = policy_colour(policy, PALETTE["another policy"])
             row = labelled.get((buffer, policy))
             if row is not None:
                 ax.bar(x, row["loading_time"], width, color=colour, edgecolor="white", linewidth=0.5)
@@ -779,7 +779,7 @@ def _measured_mark(ax, x, width, hit, handles) -> list[float]:
     handles.setdefault(name, Line2D([], [], **style, label=name))
     floor = _number(hit.get("p_launch_floor_ms"))
     if floor:
-        dash = {"color": "#d62728", "linewidth": 1.5}
+        dash = {"color": PALETTE["launch floor"], "linewidth": 1.5}
         ax.plot([x - width / 2, x + width / 2], [floor, floor], **dash)
         handles.setdefault("launch floor", Line2D([], [], **dash, label="measured launch floor"))
         drawn.append(floor)

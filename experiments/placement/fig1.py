@@ -35,7 +35,7 @@ from harness.reportkit import PAPER_STYLE, Report, figure
 
 from . import PAPER_HARDWARE
 from .common import BreakdownExperiment
-from .paper import NUM_LAYERS, POLICY_COLOURS, policy_label
+from .paper import NUM_LAYERS, policy_colour, policy_label
 from .shown import SMOKE_NOTE, shown_rows
 
 _S = "Sec. 1 (Fig. 1)"
@@ -289,7 +289,7 @@ def _figure(exp, records):
                 hit = next((r for r in mine if r["GPUs"] == count and r["System"] == system), None)
                 if hit is None:
                     continue
-                colour = POLICY_COLOURS.get(policy_label("pagraph" if system.startswith("PG") else "metis", False))
+                colour = policy_colour(policy_label("pagraph" if system.startswith("PG") else "metis", False))
                 x = g - 0.4 + width * (s + 0.5)
                 hatch = "//" if hit["Overhead-bound"] else None
                 ax.bar(x, 100 * hit["Loading share"], width, color=colour, edgecolor="white", hatch=hatch)

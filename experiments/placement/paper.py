@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from harness.reportkit import PALETTE
-
 # --- ICS'22 Sec. 5.1 settings ------------------------------------------------------------
 NUM_LAYERS = 3                     # "All the GNNs have three convolutional layers"
 PAPER_LAYER_NODES = 8192           # "The number of sampled nodes in each layer is set to 8192"
@@ -28,10 +26,17 @@ def policy_label(impl: str, las: bool = False) -> str:
     return (spec.title if spec is not None else impl) + ("+LAS" if las else "")
 
 
-# the order bars stand in and one colour per policy in every placement figure: systems in their
-# palette colour (Our is ICS'22's Algorithm 1, XGNN Fig. 13's CliqueOpt; Clique is Quiver's;
-# the Solver is XGNN's), the partitioning baselines in colours no system has
+def policy_colour(name: str, default: str | None = None) -> str | None:
+    """A policy's colour in every placement figure, by its name there: its registry entry's (its own
+    or its system's palette colour), ICS'22's palette's for a name no entry has (Our+LAS), else
+    ``default``."""
+    from harness import registry
+
+    from . import PALETTE
+
+    spec = next((s for s in registry.impl_specs("placement") if s.title == name), None)
+    return (spec.plot_colour() if spec is not None else None) or PALETTE.get(name, default)
+
+
+# the order bars stand in, in every placement figure
 POLICY_ORDER = ("NAIVE", "RAND", "METIS", "PG (re-impl.)", "Our", "Our+LAS", "Clique", "Solver")
-POLICY_COLOURS = {"NAIVE": "#bdbdbd", "RAND": "#525252", "METIS": "#e7ba52", "PG (re-impl.)": PALETTE["PaGraph"],
-                  "Our": PALETTE["ours"], "Our+LAS": "#08306b", "Clique": PALETTE["Quiver"],
-                  "Solver": PALETTE["XGNN"]}

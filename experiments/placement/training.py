@@ -43,10 +43,10 @@ from harness.timing import now
 from harness.worlds import Worlds
 
 from ..kit import training as kit
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .common import cost_model, policy_options, scaled, time_cap, workbench
-from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_COLOURS, POLICY_ORDER,
-                    paper_alpha, policy_label)
+from .paper import (LAS_LT, LAS_MAXS, LAS_UT, NUM_LAYERS, PAPER_LAYER_NODES, PAPER_Q_SIZE, POLICY_ORDER, paper_alpha,
+                    policy_colour, policy_label)
 from .shown import SMOKE_NOTE, shown_rows
 
 
@@ -403,7 +403,7 @@ class LossExperiment(Experiment):
         fig, axes = figure((min(10.5, 1.5 + 4.2 * len(tops)), min(6.0, 1.8 + 2.6 * len(kinds))), ncols=len(tops),
                            nrows=len(kinds), squeeze=False)
         handles = {}
-        chance_style = {"color": "#636363", "linestyle": ":", "linewidth": 1.5}
+        chance_style = {"color": PALETTE["chance"], "linestyle": ":", "linewidth": 1.5}
         for i, kind in enumerate(kinds):
             for j, topology in enumerate(tops):
                 ax = axes[i][j]
@@ -413,7 +413,7 @@ class LossExperiment(Experiment):
                     name = policy_label(r["impl"], bool(r["p_las"]))
                     losses = r.get("p_loss_per_epoch")
                     losses = list(losses) if isinstance(losses, (list, tuple)) else []
-                    style = {"color": POLICY_COLOURS[name], "linestyle": LOSS_STYLES[name], "marker": "o",
+                    style = {"color": policy_colour(name), "linestyle": LOSS_STYLES[name], "marker": "o",
                              "markersize": 4}
                     ax.plot(range(1, len(losses) + 1), losses, **style)
                     handles.setdefault(name, Line2D([], [], **style, label=name))

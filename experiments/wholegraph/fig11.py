@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import TOLERANCE, Band, Report, group, ratio, span
+from harness.reportkit import (TOLERANCE, Axis, Band, FigureSpec, Panel, Report, Series, draw, group, legend_handles,
+                               ratio, span)
 
-from .fig9 import STAGE_COLOURS, STAGES
+from . import PALETTE
+from .fig9 import STAGE_NAMES, STAGES
 from .training import (MODEL_NAMES, SHORT, TrainingExperiment, collect, common_parameters, ours, pipeline_name,
                        records_caption, shared_store)
 from .training_report import (PAPER_ROW, Intervals, cell_order, dataset_title, header, history, kind_of, machine_order,
@@ -135,41 +137,29 @@ LAYER_NOTE = (
 def layers_figure(cells: dict, speedups: dict):
     """The paper's layout on the machine with the most GPUs that compared both layer sets (else the
     most GPUs): a panel per dataset and model, a bar per layer set stacked by stage (seconds)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-
     kinds = sorted({k for k, _, _ in (speedups or cells)}, key=machine_order)
     machine = kinds[0]
-    panels = sorted(((ds, m) for k, ds, m in cells if k == machine), key=lambda c: cell_order(*c))
-    cols = min(3, len(panels))
-    nrows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(min(10.5, 3.3 * cols + 0.6), min(6.0, 1.3 + 2.4 * nrows)), squeeze=False)
-    for ax, (ds, model) in zip(axes.flat, panels):
-        backends = [b for b in ("pyg", "native") if b in cells[(machine, ds, model)]]
-        for x, backend in enumerate(backends):
-            rec = cells[(machine, ds, model)][backend]
-            bottom = 0.0
-            for metric, col in STAGES:
-                value = rec["metrics"].get(metric) or 0.0
-                ax.bar(x, value, 0.6, bottom=bottom, color=STAGE_COLOURS[col])
-                bottom += value
-            ax.text(x, bottom, f"{bottom:.3g} s", ha="center", va="bottom", fontsize=9)
-        ax.set_xticks(range(len(backends)), [{"pyg": "PyG layers", "native": "native (ours)"}[b] for b in backends])
-        ax.set_xlim(-0.6, 1.6)
-        ax.margins(y=0.15)
-        first = next(iter(cells[(machine, ds, model)].values()))
-        synced = [sum(cells[(machine, ds, model)][b]["metrics"].get(m) or 0.0 for m, _ in STAGES) for b in backends]
+    shown = sorted(((ds, m) for k, ds, m in cells if k == machine), key=lambda c: cell_order(*c))
+    cols = min(3, len(shown))
+    panels = []
+    for i, (ds, model) in enumerate(shown):
+        recs = {b: rec for b in ("pyg", "native") if (rec := cells[(machine, ds, model)].get(b))}
+        synced = [sum(rec["metrics"].get(m) or 0.0 for m, _ in STAGES) for rec in recs.values()]
         s = synced[0] / synced[1] if len(synced) == 2 and synced[1] > 0 else None
-        ax.set_title(f"{dataset_title(first)}, {MODEL_NAMES[model]}" + (f"\nsynced epoch: native {s:.2f}x faster"
-                                                                          if s else ""), fontsize=9.5)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("seconds per synced epoch")
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    handles = [Patch(color=STAGE_COLOURS[col], label=label) for (_, col), label in
-               zip(STAGES, ("sampling", "gathering", "training"))]
+        panels.append(Panel(
+            [Series(STAGE_NAMES[col], [rec["metrics"].get(metric) or 0.0 for rec in recs.values()])
+             for metric, col in STAGES],
+            kind="stacked", groups=[{"pyg": "PyG layers", "native": "native (ours)"}[b] for b in recs], width=0.6,
+            totals="{:.3g} s", x=Axis(limits=(-0.6, 1.6)),
+            y=Axis("seconds per synced epoch" if i % cols == 0 else "", margin=0.15), grid=False, legend=False,
+            title=f"{dataset_title(next(iter(cells[(machine, ds, model)].values())))}, {MODEL_NAMES[model]}"
+                  + (f"\nsynced epoch: native {s:.2f}x faster" if s else ""), title_size=9.5))
+    nrows = -(-len(shown) // cols)
+    spec = FigureSpec(panels, PALETTE, ncols=cols, size=(min(10.5, 3.3 * cols + 0.6), min(6.0, 1.3 + 2.4 * nrows)),
+                      layout=False)
+    fig = draw(spec)
     header(fig, f"WholeGraph Fig. 11: our storage and sampling with PyG vs native layers, {machine} (newest runs)\n"
                 f"{PAPER_ROW}: native up to 2.43x faster than PyG layers",
-           lambda y: fig.legend(handles=handles, loc="upper center", ncol=3, fontsize=9, frameon=False,
+           lambda y: fig.legend(handles=legend_handles(spec), loc="upper center", ncol=3, fontsize=9, frameon=False,
                                 bbox_to_anchor=(0.5, y)))
     return fig

@@ -42,6 +42,7 @@ from harness.reportkit import PAPER_STYLE, Band, Claim, Report, finite, newest_p
 from harness.worlds import run_nodes
 
 from ..kit import training as kit
+from . import PALETTE
 from .training import MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, common_parameters, records_caption
 from .training_report import Intervals, cell_order, header, history, paper_setting, speedup_claim
 
@@ -50,7 +51,8 @@ LINEAR_SHARE = 0.8           # "close to linear": every multi-node cell keeps at
 # Sec. IV-D: "80 epochs of a 3-layer GraphSAGE model ... on the ogbn-papers100M dataset in 66 seconds ...
 # with 8 DGX-A100 servers", against Table V's 6.0 s an epoch on one
 PAPER_8_NODES = TABLE5["ogbn-papers100M"]["sage"][2] / (66.0 / 80)
-MODEL_STYLE = {"gcn": ("o", "#1f77b4"), "sage": ("s", "#2ca02c"), "gat": ("^", "#d62728")}
+MODEL_STYLE = {model: (marker, PALETTE[MODEL_NAMES[model]])
+               for model, marker in (("gcn", "o"), ("sage", "s"), ("gat", "^"))}
 
 
 @register_experiment

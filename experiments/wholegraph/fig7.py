@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Report, group, span
+from harness.reportkit import Band, Claim, Report, group
 
 from .table3 import batches_trained, fewer_batches
 from .training import (MODEL_NAMES, SHORT, TrainingExperiment, collect, common_parameters, is_host, pipeline_name,

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Report, span
+from harness.reportkit import Axis, Band, Claim, FigureSpec, Panel, Report, Series, draw, legend_handles, span
 
+from . import PALETTE
 from .training import (MODEL_NAMES, MODELS, SHORT, TrainingExperiment, collect, common_parameters, has, is_host, ours,
                        pipeline_name, pipelines, records_caption, short_name)
 from .training_report import (STATES, Intervals, cell_order, dataset_title, default_backend, epoch_state, header,
                               history, in_order, kind_of, machine_order, shown_caption, shown_records)
 
 STAGES = (("sample_time", "sample s"), ("gather_time", "gather s"), ("train_time", "train s"))
-# the stages are not systems: their own colours, none of the palette's
-STAGE_COLOURS = {"sample s": "#f2a93b", "gather s": "#8fbcd4", "train s": "#4d4d4d"}
+# the stages are not systems: their own colours in WholeGraph's palette, by name
+STAGE_NAMES = {"sample s": "sampling", "gather s": "gathering", "train s": "training"}
 PANEL_IMPLS = ("pyg_host", "dgl_host", "wholegraph", "wholegraph_lib")      # the paper's panels, in its order
 DATASETS = ("ogbn-products", "ogbn-papers100M")
 
@@ -136,48 +137,38 @@ def breakdown_figure(shown: list[dict], labels: dict):
     """The paper's layout: a panel per dataset (rows) and pipeline (columns) on its own seconds axis,
     the models' bars in it, each stacked by the stages of its synchronized epoch (its seconds above it);
     capped epochs hatched."""
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     machines = panel_machines(shown, labels)
     datasets = sorted({d for d, _ in machines}, key=lambda d: cell_order(d, "")[:2])
     impls = sorted({impl for _, impl in machines}, key=in_order(PANEL_IMPLS))
-    fig, axes = plt.subplots(len(datasets), len(impls), figsize=(min(10.5, 2.7 * len(impls) + 0.8),
-                                                                   1.2 + 2.3 * len(datasets)),
-                             squeeze=False)
-    capped_states = set()
-    for r, ds in enumerate(datasets):
+    panels, capped_states = [], set()
+    for ds in datasets:
         for c, impl in enumerate(impls):
-            ax = axes[r][c]
             machine = machines.get((ds, impl))
-            recs = [x for x in shown if x["key"]["dataset"] == ds and x["key"]["impl"] == impl
-                    and kind_of(x, labels) == machine and x["key"]["model"] in MODELS]
+            recs = {x["key"]["model"]: x for x in shown if x["key"]["dataset"] == ds and x["key"]["impl"] == impl
+                    and kind_of(x, labels) == machine and x["key"]["model"] in MODELS}
             if not recs:
-                ax.set_axis_off()
-                ax.set_title(f"{short_name(impl)}, {SHORT.get(ds, ds)}: no run", fontsize=9)
+                panels.append(Panel([], frame=False, title=f"{short_name(impl)}, {SHORT.get(ds, ds)}: no run",
+                                    title_size=9))
                 continue
-            for rec in recs:
-                x = MODELS.index(rec["key"]["model"])
-                row = breakdown_row(rec, machine)
-                state = epoch_state(rec)
-                hatch = STATES[state][1].get("hatch") if state != "measured" else None
-                if hatch:
-                    capped_states.add(state)
-                bottom = 0.0
-                for _, col in STAGES:
-                    ax.bar(x, row[col], 0.7, bottom=bottom, color=STAGE_COLOURS[col], hatch=hatch,
-                           edgecolor="white" if hatch else STAGE_COLOURS[col], linewidth=0.5)
-                    bottom += row[col]
-                ax.text(x, bottom, f"{bottom:.3g} s", ha="center", va="bottom", fontsize=9)
-            ax.margins(y=0.15)
-            ax.set_xticks(range(len(MODELS)), [MODEL_NAMES[m].replace("GraphSAGE", "SAGE") for m in MODELS])
-            ax.set_xlim(-0.5, len(MODELS) - 0.5)
-            ax.set_title(f"{short_name(impl)}, {dataset_title(recs[0])}\n{machine}", fontsize=9)
-        axes[r][0].set_ylabel("seconds per epoch")
-    handles = [Patch(color=STAGE_COLOURS[col], label=col.removesuffix(" s").replace("sample", "sampling")
-                     .replace("gather", "gathering").replace("train", "training")) for _, col in STAGES]
-    handles += [Patch(facecolor="0.85", edgecolor="0.3", hatch=STATES[s][1]["hatch"], label=STATES[s][0])
-                for s in ("capped", "bound") if s in capped_states]
+            rows = [breakdown_row(recs[m], machine) if m in recs else None for m in MODELS]
+            states = [epoch_state(recs[m]) if m in recs else "measured" for m in MODELS]
+            hatches = [STATES[state][1].get("hatch") if state != "measured" else None for state in states]
+            capped_states |= {state for state, hatch in zip(states, hatches) if hatch}
+            panels.append(Panel(
+                [Series(STAGE_NAMES[col], [row[col] if row else None for row in rows], style={"linewidth": 0.5},
+                        each=[{"hatch": h, "edgecolor": "white"} if h else {"edgecolor": PALETTE[STAGE_NAMES[col]]}
+                              for h in hatches]) for _, col in STAGES],
+                kind="stacked", groups=[MODEL_NAMES[m].replace("GraphSAGE", "SAGE") for m in MODELS], width=0.7,
+                totals="{:.3g} s", x=Axis(limits=(-0.5, len(MODELS) - 0.5)),
+                y=Axis("seconds per epoch" if c == 0 else "", margin=0.15), grid=False, legend=False,
+                title=f"{short_name(impl)}, {dataset_title(next(iter(recs.values())))}\n{machine}", title_size=9))
+    spec = FigureSpec(panels, PALETTE, ncols=len(impls), size=(min(10.5, 2.7 * len(impls) + 0.8),
+                                                               1.2 + 2.3 * len(datasets)), layout=False)
+    fig = draw(spec)
+    handles = legend_handles(spec) + [Patch(facecolor="0.85", edgecolor="0.3", hatch=STATES[s][1]["hatch"],
+                                            label=STATES[s][0]) for s in ("capped", "bound") if s in capped_states]
     header(fig, "WholeGraph Fig. 9: epoch time breakdown (newest runs; the synchronized epoch)",
            lambda y: fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=9, frameon=False,
                                 bbox_to_anchor=(0.5, y)))

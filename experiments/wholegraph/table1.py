@@ -19,7 +19,7 @@ from harness.reportkit import (TOLERANCE, Band, Claim, Estimate, Report, figure,
                                newest_rows, ratio, several_runs_per_kind)
 from harness.worlds import Worlds
 
-from . import PAPER_GPUS, PAPER_HARDWARE
+from . import PALETTE, PAPER_GPUS, PAPER_HARDWARE
 
 GB = 1 << 30
 PAPER_SIZES_GB = (8, 16, 32, 64, 128)
@@ -270,10 +270,11 @@ def _fraction(x: float) -> str:
     return f"1/{1 / x:g}" if 0 < x < 1 and (1 / x).is_integer() else f"{x:g}"
 
 
-# colour per access path, solid for a measured machine, dashed for the paper; remote-only placements
-# dash-dotted in their path's colour
-PATHS = {"UM": ("C3", "o", "-"), "P2P": ("C0", "s", "-"), "UM remote": ("C3", "^", "-."),
-         "P2P remote": ("C0", "v", "-."), "local": ("C7", "x", "-"), "host": ("C4", "d", "-")}
+# colour per access path (WholeGraph's palette), solid for a measured machine, dashed for the paper;
+# remote-only placements dash-dotted in their path's colour
+PATHS = {"UM": (PALETTE["UM"], "o", "-"), "P2P": (PALETTE["P2P"], "s", "-"), "UM remote": (PALETTE["UM"], "^", "-."),
+         "P2P remote": (PALETTE["P2P"], "v", "-."), "local": (PALETTE["local"], "x", "-"),
+         "host": (PALETTE["host"], "d", "-")}
 
 
 def latency_figure(table, gpus: dict, scales: dict):

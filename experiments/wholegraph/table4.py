@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import Report, finite, group
+from harness.reportkit import Axis, FigureSpec, Panel, Report, Series, draw, group, legend_handles
 
+from . import PALETTE
 from .training import (GIB, MODEL_NAMES, MODELS, SHORT, TABLE4, TrainingExperiment, collect, common_parameters, ours,
                        pipeline_name, records_caption, shared_store, short_name, table4_paper_values)
-from .training_report import PAPER_ROW, header, history, kind_of, machine_order, shown_caption, shown_records
+from .training_report import header, history, kind_of, machine_order, shown_caption, shown_records
 
 STORES = (("graph_structure", "Graph Structure"), ("node_features", "Node Feature"))
 # the categories are not systems: their own colours, none of the palette's
-CATEGORY_COLOURS = {"graph_structure": "#8da0cb", "node_features": "#66c2a5", "training": "#4d4d4d"}
 PAPER_GPUS = 8
 
 
@@ -100,29 +100,18 @@ def memory_figure(shown: list[dict], labels: dict):
     """Memory per GPU by category, a row per machine and pipeline, with what the device reports used
     (the nvidia-smi view the paper read: CUDA context, NCCL and allocator caches too) marked beside.
     The stores' share per GPU is not drawn: it is the total over the GPUs by construction."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    names = [f"{kind_of(r, labels)} {short_name(r['key']['impl'])}" for r in shown]
-    fig, ax = plt.subplots(figsize=(9, min(6.0, 1.9 + 0.45 * len(shown))))
-    ys = list(range(len(shown)))
-    lefts = [0.0] * len(shown)
-    for cat in ("graph_structure", "node_features", "training"):
-        values = [r["metrics"].get(f"memory_{cat}") or 0.0 for r in shown]
-        ax.barh(ys, values, 0.6, left=lefts, color=CATEGORY_COLOURS[cat])
-        lefts = [a + b for a, b in zip(lefts, values)]
-    used = [(y, u) for y, r in zip(ys, shown)
-            if finite(u := r["extra"].get("memory_total", {}).get("device_used_gib"))]
-    if used:
-        ax.plot([u for _, u in used], [y for y, _ in used], "D", color="black", markersize=6, linestyle="none")
-    ax.set_yticks(ys, names)
-    ax.invert_yaxis()
-    ax.set_xlabel("GiB per GPU")
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("paper (8x A100, real graph, nvidia-smi): 3.1 + 6.7 + 20.4 GB per GPU", fontsize=9)
-    handles = [Patch(color=CATEGORY_COLOURS[c], label=n) for c, n in (*STORES, ("training", "Training"))]
-    handles.append(Line2D([], [], marker="D", color="black", linestyle="none", label="device used (nvidia-smi view)"))
+    categories = (*STORES, ("training", "Training"))
+    spec = FigureSpec([Panel(
+        [Series(name, [r["metrics"].get(f"memory_{cat}") or 0.0 for r in shown], colour=PALETTE[cat.replace("_", " ")])
+         for cat, name in categories],
+        kind="stacked", horizontal=True, groups=[f"{kind_of(r, labels)} {short_name(r['key']['impl'])}" for r in shown],
+        width=0.6, x=Axis("GiB per GPU"), legend=False, title_size=9,
+        title="paper (8x A100, real graph, nvidia-smi): 3.1 + 6.7 + 20.4 GB per GPU",
+        points=[Series("device used (nvidia-smi view)",
+                       [r["extra"].get("memory_total", {}).get("device_used_gib") for r in shown], colour="black",
+                       style={"marker": "D", "markersize": 6})])],
+        size=(9, min(6.0, 1.9 + 0.45 * len(shown))), layout=False)
+    fig, handles = draw(spec), legend_handles(spec)
     header(fig, f"WholeGraph Table IV: memory per GPU, {shown[0]['key']['dataset'].replace('ogbn-', '')} "
                 "(newest runs per machine)",
            lambda y: fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=9, frameon=False,

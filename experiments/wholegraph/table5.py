@@ -15,7 +15,7 @@ import re
 
 from harness.artifact import ReportArtifact
 from harness.registry import register_experiment
-from harness.reportkit import Report, finish, group, span
+from harness.reportkit import Report, group, span
 
 from .training import (MODEL_NAMES, SHORT, TABLE5, TrainingExperiment, collect, has, ours, pipelines, records_caption,
                        short_name, table5_paper_values)

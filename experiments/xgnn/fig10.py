@@ -26,9 +26,10 @@ from harness.argtypes import names_of
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import TOLERANCE, Band, Claim, Estimate, figure, finite, group, ratio
+from harness.reportkit import (TOLERANCE, Axis, Band, Claim, Estimate, FigureSpec, Panel, Series, draw, finite, group,
+                               ratio)
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 from .training import (FIG10_STEPS, MODEL_NAMES, SHORT, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list,
                        common_parameters, extrapolated, fmt, percent, run_number)
 
@@ -274,30 +275,20 @@ def noise_note(noise: dict) -> str:
 def steps_figure(shown: dict, keys: list):
     """A panel per model+dataset (the paper's four), the steps along x, Sampler and Trainer seconds
     per epoch side by side; "OOM" where a step ran out of memory."""
-    from .plots import Bars, grouped_bars
-
-    panels = list(dict.fromkeys(k[:3] for k in keys))
-    ncols = 2 if len(panels) > 1 else 1
-    nrows = -(-len(panels) // ncols) or 1
-    fig, axes = figure((10, min(6.0, 2.8 * nrows + 0.3)), ncols=ncols, nrows=nrows, squeeze=False)
-    for ax, (kind, model, ds) in zip(axes.flat, panels):
+    panels = []
+    for kind, model, ds in dict.fromkeys(k[:3] for k in keys):
         steps = [s for s in FIG10_STEPS if (kind, model, ds, s) in shown]
         recs = [shown[(kind, model, ds, s)] for s in steps]
         values = [times(rec) for rec in recs]
-        series = [Bars(name, [v[i] if v[i] is not None else cell(rec, "epoch_time") for v, rec in zip(values, recs)],
-                       colour=STAGE_COLOURS[name], extrapolated=[extrapolated(rec) for rec in recs])
-                  for i, name in enumerate(("Sampler", "Trainer"))]
         mixed = len({rec["run_id"] for rec in recs}) > 1          # then each step names its run
-        grouped_bars(ax, [SYSTEMS[s].label + (f"\n{run_number(rec)}" if mixed else "") for s, rec in zip(steps, recs)],
-                     series, value_label="seconds per epoch", legend=ax is axes.flat[0], loc="upper right")
-        ax.set_title(f"{MODEL_NAMES[model]} on {SHORT.get(ds, ds)} ({kind})")
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    fig.tight_layout()
-    return fig
-
-
-STAGE_COLOURS = {"Sampler": "#6baed6", "Trainer": "#08519c"}
+        panels.append(Panel(
+            [Series(name, [v[i] if v[i] is not None else cell(rec, "epoch_time") for v, rec in zip(values, recs)],
+                    extrapolated=[extrapolated(rec) for rec in recs]) for i, name in enumerate(("Sampler", "Trainer"))],
+            groups=[SYSTEMS[s].label + (f"\n{run_number(rec)}" if mixed else "") for s, rec in zip(steps, recs)],
+            y=Axis("seconds per epoch"), legend=False if panels else {"loc": "upper right"},
+            title=f"{MODEL_NAMES[model]} on {SHORT.get(ds, ds)} ({kind})"))
+    nrows = -(-len(panels) // 2) or 1
+    return draw(FigureSpec(panels, PALETTE, ncols=2, size=(10, min(6.0, 2.8 * nrows + 0.3))))
 
 
 def step_rows(rep, machine: str, point: tuple, steps: dict, noise: dict) -> list[tuple]:

@@ -15,7 +15,7 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, figure, finish, finite, group, lines, ratio, span
+from harness.reportkit import Axis, Band, Claim, FigureSpec, Panel, Series, draw, finite, group, ratio, span
 
 from . import PAPER_HARDWARE
 from .training import (MODEL_NAMES, SHORT, SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list,
@@ -129,9 +129,9 @@ def scaling_figure(shown: list[dict], kind):
     """A panel per combination (the paper's (a) GCN on PA, (b) GraphSAGE on UK): epoch time against
     GPUs, a line per system (and machine kind), hollow markers where an epoch was extrapolated."""
     combos = list(dict.fromkeys((r["params"]["model"], r["params"]["dataset"]) for r in shown))
-    fig, axes = figure((10, 3.8), ncols=max(1, len(combos)), squeeze=False)
     kinds = sorted({kind(r) for r in shown})
-    for i, (ax, (model, ds)) in enumerate(zip(axes[0], combos)):
+    panels = []
+    for i, (model, ds) in enumerate(combos):
         series = []
         for k, style in zip(kinds, ("-", "--", ":", "-.")):
             mine = [r for r in shown if kind(r) == k and (r["params"]["model"], r["params"]["dataset"]) == (model, ds)]
@@ -139,18 +139,16 @@ def scaling_figure(shown: list[dict], kind):
             for s in SYSTEMS11:
                 if times := epoch_times(systems.get(s, {})):
                     capped = any(extrapolated(systems[s][w]) for w, _ in times)
-                    series.append((f"{SYSTEMS[s].label}, {k}" + (" (hollow: extrapolated)" if capped else ""),
-                                   *zip(*times), {"linestyle": style, "marker": "o",
-                                                  **({"markerfacecolor": "white"} if capped else {})}))
-        lines(ax, series, xlabel="GPUs", ylabel="seconds per epoch", legend_size=9, by_system=True)
-        worlds = sorted({w for _, xs, *_ in series for w in xs})
-        if worlds:
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(worlds, [str(w) for w in worlds])
-            ax.minorticks_off()
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"({'abcdefgh'[i]}) {MODEL_NAMES[model]} on {SHORT.get(ds, ds)}")
-    return finish(fig)
+                    worlds, seconds = zip(*times)
+                    series.append(Series(f"{SYSTEMS[s].label}, {k}" + (" (hollow: extrapolated)" if capped else ""),
+                                         seconds, xs=worlds, style={"linestyle": style, "marker": "o",
+                                                                    **({"markerfacecolor": "white"} if capped else {})}))
+        worlds = sorted({w for one in series for w in one.xs})
+        panels.append(Panel(series, kind="lines", legend={"fontsize": 9},
+                            x=Axis("GPUs", log=bool(worlds), base=2, ticks=worlds or None),
+                            y=Axis("seconds per epoch", limits=(0, None)),
+                            title=f"({'abcdefgh'[i]}) {MODEL_NAMES[model]} on {SHORT.get(ds, ds)}"))
+    return draw(FigureSpec(panels, ncols=len(panels), size=(10, 3.8)))
 
 
 def epoch_times(per_world: dict) -> list[tuple[int, float]]:

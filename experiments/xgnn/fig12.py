@@ -17,8 +17,10 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, figure, finish, finite, group, ratio
+from harness.reportkit import (Axis, Band, Claim, Estimate, FigureSpec, Panel, Series, draw, figure, finite, group,
+                               ratio)
 
+from . import PALETTE
 from .fig11 import ScalingExperiment
 from .training import (MODEL_NAMES, SHORT, SHOWN, SYSTEMS, TrainingReport, cell, combo, combo_list, common_parameters,
                        fmt, percent, system_list)
@@ -139,33 +141,21 @@ def memory_row(rec, machine) -> dict:
 def memory_figure(shown: list[dict], kind):
     """(a) the stores' GPU memory (topology under features, stacked) and (b) the Sampler and Trainer
     time of a mini-batch, against the GPU count, on the machine kind with the most GPUs."""
-    from .plots import Bars, grouped_bars
-
-    fig, axes = figure((10, 3.8), ncols=2)
     if not shown:
-        return fig
+        return figure((10, 3.8), ncols=2)[0]
     top = max(shown, key=lambda r: r["world"])
     mine = [memory_row(r, kind) for r in shown if kind(r) == kind(top)
             and (r["params"]["model"], r["params"]["dataset"]) == (top["params"]["model"], top["params"]["dataset"])]
     gpus = [str(r["GPUs"]) for r in mine]
-    topo = [r["topology GiB (all GPUs)"] or 0 for r in mine]
-    feat = [r["features GiB (all GPUs)"] or 0 for r in mine]
-    axes[0].bar(gpus, topo, 0.6, color=STORE_COLOURS["topology"], label="topology")
-    axes[0].bar(gpus, feat, 0.6, bottom=topo, color=STORE_COLOURS["features"], label="features")
-    axes[0].legend(fontsize=9)
-    axes[0].set(xlabel="GPUs", ylabel="GiB over all GPUs")
-    axes[0].grid(True, axis="y", alpha=0.3)
-    grouped_bars(axes[1], gpus, [Bars(name, [r[f"{name} ms/batch"] for r in mine], colour=colour_)
-                                 for name, colour_ in (("Sampler", "#6baed6"), ("Trainer", "#08519c"))],
-                 value_label="ms per mini-batch", loc="upper left")
-    axes[1].set_xlabel("GPUs")
     where = f"{MODEL_NAMES[top['params']['model']]} on {SHORT.get(top['params']['dataset'])}, {kind(top)}"
-    axes[0].set_title(f"(a) GPU memory of the stores ({where})", fontsize=10)
-    axes[1].set_title("(b) Sampler and Trainer per mini-batch", fontsize=10)
-    return finish(fig)
-
-
-STORE_COLOURS = {"topology": "#8c6d31", "features": "#e7ba52"}
+    stores = [Series(store, [r[f"{store} GiB (all GPUs)"] or 0 for r in mine]) for store in ("topology", "features")]
+    stages = [Series(stage, [r[f"{stage} ms/batch"] for r in mine]) for stage in ("Sampler", "Trainer")]
+    return draw(FigureSpec(
+        [Panel(stores, kind="stacked", groups=gpus, width=0.6, x=Axis("GPUs"), y=Axis("GiB over all GPUs"),
+               title=f"(a) GPU memory of the stores ({where})", title_size=10),
+         Panel(stages, groups=gpus, x=Axis("GPUs"), y=Axis("ms per mini-batch"), legend={"loc": "upper left"},
+               title="(b) Sampler and Trainer per mini-batch", title_size=10)],
+        PALETTE, ncols=2, size=(10, 3.8)))
 
 
 NOTES = [

@@ -29,7 +29,7 @@ from harness.reportkit import Report, figure, finish, group, newest_per_kind
 from harness.timing import Stats
 from harness.worlds import Worlds, world_sizes
 
-from . import PAPER_HARDWARE
+from . import PALETTE, PAPER_HARDWARE
 
 VARIANTS = ("original", "batched")
 # default stand-in scales: (cuda, cuda --quick, cpu)
@@ -267,10 +267,10 @@ def khop_figure(records: list[dict]):
     for i, variant in enumerate(VARIANTS):
         xs = [g + (i - 0.5) * width for g in range(len(groups))]
         get = lambda col: [(cells.get((*k, variant)) or {}).get(col) or 0 for k in groups]  # noqa: E731
-        axes[0].bar(xs, get("remote KB / kernel"), width, color=KHOP_COLOURS[variant][0], label=variant)
-        axes[1].bar(xs, get("sampling ms / epoch"), width, color=KHOP_COLOURS[variant][0],
+        axes[0].bar(xs, get("remote KB / kernel"), width, color=PALETTE[f"{variant} KHop"], label=variant)
+        axes[1].bar(xs, get("sampling ms / epoch"), width, color=PALETTE[f"{variant} KHop"],
                     label=f"{variant}: whole sampling")
-        axes[1].bar(xs, get("kernel ms / epoch"), width * 0.6, color=KHOP_COLOURS[variant][1],
+        axes[1].bar(xs, get("kernel ms / epoch"), width * 0.6, color=PALETTE[f"{variant} KHop kernel"],
                     label=f"{variant}: sampling kernel (dark)")
     half = [0.5 * ((cells.get((*k, "original")) or {}).get("remote KB / kernel") or 0) for k in groups]
     for g, h in enumerate(half):
@@ -319,7 +319,6 @@ ROW_WALK_NOTE = (
 
 ROW_METRICS = ("row_positions_per_epoch", "sampled_positions_per_epoch", "longest_row_per_kernel",
                "kernels_per_epoch")
-KHOP_COLOURS = {"original": ("#bdbdbd", "#525252"), "batched": ("#fdae6b", "#e6550d")}     # (whole, kernel)
 
 
 COLUMNS = {"remote_bytes_per_kernel": ("remote KB / kernel", 1e3), "remote_bytes_per_epoch": ("remote MB / epoch", 1e6),

@@ -27,7 +27,8 @@ from harness.argtypes import names_of, positive_int
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import TOLERANCE, Band, Claim, Estimate, colour, figure, finish, finite, group, lines, ratio
+from harness.reportkit import (TOLERANCE, Axis, Band, Claim, Estimate, FigureSpec, Panel, Series, colour, draw, finite,
+                               group, ratio)
 
 from . import PAPER_SOURCE
 from .training import (SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters, fmt,
@@ -133,33 +134,29 @@ SHOWN_COLUMNS = ("Part", "Machine", "Model+DS", "System", "E2E s", "E s", "graph
 def fig15_figure(rows_a: list[dict], curves: dict, targets: dict):
     """(a) each system's epoch time on one GPU (horizontal bars, the system's colour); (b) validation
     accuracy against training time per system, the common target and the paper's 56% dashed."""
-    from .plots import Bars, grouped_bars
-
-    fig, axes = figure((10, 4), ncols=2)
     if rows_a:
         kinds = list(dict.fromkeys(r["Machine"] for r in rows_a))
         labels = list(dict.fromkeys(r["System"] for r in rows_a))
-        series = [Bars(k, [next((r["E2E s"] for r in rows_a if r["Machine"] == k and r["System"] == s), None)
-                           for s in labels], colour=[colour(s) for s in labels]) for k in kinds]
-        grouped_bars(axes[0], labels, series, horizontal=True, value_label="seconds per epoch", legend=False)
         where = next(r["Model+DS"] for r in rows_a)
-        axes[0].set_title(f"(a) one GPU, {where} ({', '.join(kinds)})", fontsize=10)
+        times = Panel([Series(k, [next((r["E2E s"] for r in rows_a if r["Machine"] == k and r["System"] == s), None)
+                                  for s in labels], colour=[colour(s) for s in labels]) for k in kinds],
+                      groups=labels, horizontal=True, x=Axis("seconds per epoch"), legend=False,
+                      title=f"(a) one GPU, {where} ({', '.join(kinds)})", title_size=10)
     else:
-        axes[0].set_title("(a) one GPU (not run)", fontsize=10)
-    series = [(name if len({m for m, _, _ in curves}) == 1 else f"{name} ({machine})", cum, acc, {"linewidth": 1.5})
-              for (machine, _, name), (_, acc, cum) in curves.items()]
+        times = Panel([], title="(a) one GPU (not run)", title_size=10)
+    series = [Series(name if len({m for m, _, _ in curves}) == 1 else f"{name} ({machine})", acc, xs=cum,
+                     style={"linewidth": 1.5}) for (machine, _, name), (_, acc, cum) in curves.items()]
     ends = [cum[-1] for _, (_, _, cum) in curves.items() if cum]
-    for (machine, world), target in targets.items():
-        series.append((f"common target {100 * target:.1f}%", [0, max(ends)], [target] * 2,
-                       {"color": "0.4", "linestyle": ":"}))
+    series += [Series(f"common target {100 * target:.1f}%", [target] * 2, xs=[0, max(ends)], colour="0.4",
+                      style={"linestyle": ":"}) for target in targets.values()]
     if ends:
-        series.append((f"{PAPER_SOURCE}: all three reach 56%", [0, max(ends)], [PAPER_ACCURACY] * 2,
-                       {"color": "0.2", "paper": True}))
-    lines(axes[1], series, xlabel="training time (s)", ylabel="validation accuracy", legend_size=9, by_system=True)
-    axes[1].set_ylim(0, 1)
-    axes[1].set_title("(b) convergence " + ", ".join(f"on {w} GPU{'s' if w > 1 else ''} ({m})" for m, w in targets)
-                      if targets else "(b) convergence (no common target)", fontsize=10)
-    return finish(fig)
+        series.append(Series(f"{PAPER_SOURCE}: all three reach 56%", [PAPER_ACCURACY] * 2, xs=[0, max(ends)],
+                             colour="0.2", paper=True))
+    convergence = Panel(series, kind="lines", x=Axis("training time (s)"), y=Axis("validation accuracy", limits=(0, 1)),
+                        legend={"fontsize": 9}, title_size=10,
+                        title="(b) convergence " + ", ".join(f"on {w} GPU{'s' if w > 1 else ''} ({m})" for m, w in targets)
+                        if targets else "(b) convergence (no common target)")
+    return draw(FigureSpec([times, convergence], ncols=2, size=(10, 4)))
 
 
 PAPER_ACCURACY = 0.56           # section 6.9: the accuracy the three systems reach after 120 epochs

@@ -245,7 +245,7 @@ def platform_figure(cells: list[dict]):
     (c), (d): XGNN's speedup over DGL+C and Quiver per dataset, the paper's ranges dashed."""
     from matplotlib.patches import Patch
 
-    from .plots import Bars, grouped_bars
+    from harness.reportkit import Series, grouped_bars
 
     fig, axes = figure((10.5, 6), ncols=2, nrows=2)
     kinds = sorted({c["machine"] for c in cells})
@@ -265,12 +265,12 @@ def platform_figure(cells: list[dict]):
                 ax.set_xticks([])
                 ax.set_yticks([])
             continue
-        times = [Bars(SYSTEMS[s].label, [cell(c["systems"].get(s), "epoch_time") for c in mine],
+        times = [Series(SYSTEMS[s].label, [cell(c["systems"].get(s), "epoch_time") for c in mine],
                       extrapolated=[extrapolated(c["systems"].get(s)) for c in mine]) for s in SYSTEMS16]
         values = [v for b in times for v in b.values if finite(v) and v > 0]
         grouped_bars(top, groups, times, value_label="seconds per epoch",
                      log=bool(values) and max(values) / min(values) > 100, loc="best")
-        rates = [Bars(f"ours: over {SYSTEMS[b].label}", [speedups(c)[b] for c in mine]) for b in BASELINES]
+        rates = [Series(f"ours: over {SYSTEMS[b].label}", [speedups(c)[b] for c in mine]) for b in BASELINES]
         shown = [v for r in rates for v in r.values if finite(v) and v > 0] + [1.0] + \
             [v for pair in PAPER_SPEEDUP.values() for v in pair]
         log = max(shown) / min(shown) > 100

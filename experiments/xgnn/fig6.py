@@ -16,11 +16,10 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Report, figure, lines, machine_kind, newest_per_kind, pivot, span
+from harness.reportkit import Report, figure, lines, log_axis, machine_kind, newest_per_kind, pivot, span
 
 from ..wholegraph.table1 import PROBE_WORLDS, cold_reads_caption, selected_gpus
-from . import PAPER_HARDWARE, PAPER_SOURCE
-from .plots import log_axis
+from . import PALETTE, PAPER_HARDWARE, PAPER_SOURCE
 
 GB = 1 << 30
 BW_IMPLS = ("local", "p2p_remote", "um", "um_remote", "host_zero_copy")
@@ -182,7 +181,7 @@ def probe_figure(shown, kinds: list[str]):
         for (kind, impl), g in (part.groupby(["kind", "impl"]) if not part.empty else []):
             g = g.sort_values("size_gb")
             series.append((LABELS.get(impl, impl) + (f" ({kind})" if named else ""), g["size_gb"], g["value"],
-                           dict(IMPL_STYLE.get(impl, {}))))
+                           path_style(impl)))
         if probe == "random_read" and series:
             sizes = sorted(set(part["size_gb"]))
             series += [(f"{PAPER_SOURCE}: remote <= 4 GB/s", [sizes[0], sizes[-1]], [4.0, 4.0],
@@ -209,10 +208,16 @@ def probe_figure(shown, kinds: list[str]):
     return fig
 
 
-IMPL_STYLE = {"local": {"color": "#2ca02c", "marker": "o"}, "p2p_remote": {"color": "#1f77b4", "marker": "s"},
-              "um": {"color": "#9467bd", "marker": "^", "linestyle": "--"},
-              "um_remote": {"color": "#8c564b", "marker": "v", "linestyle": "--"},
-              "host_zero_copy": {"color": "#7f7f7f", "marker": "D"}}
+IMPL_STYLE = {"local": {"marker": "o"}, "p2p_remote": {"marker": "s"}, "um": {"marker": "^", "linestyle": "--"},
+              "um_remote": {"marker": "v", "linestyle": "--"}, "host_zero_copy": {"marker": "D"}}
+
+
+def path_style(impl: str) -> dict:
+    """An access path's line: its marker and its colour in XGNN's palette (matplotlib's next for
+    a path the figure does not know)."""
+    if impl not in IMPL_STYLE:
+        return {}
+    return {"color": PALETTE[impl], **IMPL_STYLE[impl]}
 
 
 NOTES = [

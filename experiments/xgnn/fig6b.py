@@ -27,12 +27,12 @@ from harness.artifact import ReportArtifact
 from harness.errors import SkipPoint
 from harness.experiment import Experiment, Measurement, PaperValue, Param, Point
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, Report, figure, finite, lines, machine_kind, newest_rows
+from harness.reportkit import (Band, Claim, Estimate, Report, figure, finite, lines, log_axis, machine_kind,
+                               newest_rows)
 from harness.worlds import Worlds
 
 from ..wholegraph.table1 import cold_reads_caption
-from . import PAPER_HARDWARE
-from .plots import log_axis
+from . import PALETTE, PAPER_HARDWARE
 
 MiB = 1 << 20
 SIZES_MIB = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -40,8 +40,9 @@ IMPLS = ("local", "vmm_local", "p2p_remote", "vmm_remote")
 SIDES = {"local": ("local", "vmm_local"), "remote": ("p2p_remote", "vmm_remote")}
 LABELS = {"local": "cudaMalloc, local", "vmm_local": "VMM shared handle, local",
           "p2p_remote": "cudaMalloc, remote (P2P)", "vmm_remote": "VMM shared handle, remote"}
-STYLE = {"local": {"color": "#2ca02c", "marker": "o"}, "vmm_local": {"color": "#d62728", "marker": "s"},
-         "p2p_remote": {"color": "#1f77b4", "marker": "o"}, "vmm_remote": {"color": "#ff7f0e", "marker": "s"}}
+# each path in XGNN's palette colour; the VMM side of each pair (SIDES) marked apart
+STYLE = {impl: {"color": PALETTE[impl], "marker": "s" if k else "o"} for pair in SIDES.values()
+         for k, impl in enumerate(pair)}
 VERIFY_STEPS = 2_000
 # Section 4.1's TLB findings: the L2 TLB's reach (MB) and page size over each kind of memory
 PAPER_REACH_MIB = {"VMM": 256, "cudaMalloc": 8192}
@@ -337,7 +338,7 @@ def chase_figure(series: dict):
         if drawn:
             for name, reach in PAPER_REACH_MIB.items():
                 drawn.append((f"{PAPER_LABEL}: {name} L2 TLB reach {reach:g} MiB", [reach, reach], [bottom, top],
-                              {"color": "#555555" if name == "VMM" else "#999999", "paper": True}))
+                              {"color": PALETTE["paper: VMM reach" if name == "VMM" else "paper: reach"], "paper": True}))
         lines(ax, drawn, xlabel="region size (MiB)", ylabel="latency per dependent read (us)", legend_size=8)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

@@ -21,7 +21,7 @@ from harness.argtypes import int_list
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import colour, figure, group, ratio, span
+from harness.reportkit import Axis, FigureSpec, Legend, Panel, Series, colour, draw, group, ratio, span
 
 from . import PAPER_SOURCE
 from .training import (SHORT, SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, common_parameters, extrapolated, fmt,
@@ -148,31 +148,28 @@ def platform_figure(shown: list[dict], kind):
     """A panel per platform of the paper's Table 1 (1 GPU, 4 GPUs, 8 GPUs), the systems down the
     side: the newest epoch time per machine kind (solid) beside the paper's (hatched), text where a
     system failed ("x", OOM) or is not implemented here."""
-    from .plots import Bars, grouped_bars, legend_by_system
-
     systems = [s for s in ALL1 if any(rec["params"]["system"] == s for rec in shown)] or list(SYSTEMS1)
     kinds = sorted({kind(rec) for rec in shown})
-    fig, axes = figure((10, 4.2), ncols=3, sharex=True)
     labels = [SYSTEMS[s].label for s in systems]
     colours = [colour(label) for label in labels]
-    for ax, gpus, name in zip(axes, (1, 4, 8), PLATFORM_NAMES):
+    panels = []
+    for gpus, name in zip((1, 4, 8), PLATFORM_NAMES):
         series = []
         for k in kinds:
             mine = {rec["params"]["system"]: rec for rec in shown if kind(rec) == k and rec["world"] == gpus}
             if mine:
-                series.append(Bars(k, [short(cell(mine.get(s), "epoch_time"), SYSTEMS[s]) for s in systems],
-                                   colour=colours, extrapolated=[extrapolated(mine.get(s)) for s in systems]))
+                series.append(Series(k, [short(cell(mine.get(s), "epoch_time"), SYSTEMS[s]) for s in systems],
+                                     colour=colours, extrapolated=[extrapolated(mine.get(s)) for s in systems]))
         paper = [paper_row(s)[PLATFORMS[gpus]] if paper_row(s) else "" for s in systems]
-        series.append(Bars(PAPER_SOURCE, [v if v is not None else "x (fails)" for v in paper], colour=colours,
-                           paper=True))
-        grouped_bars(ax, labels if ax is axes[0] else [""] * len(labels), series, horizontal=True, log=True,
-                     value_label="seconds per epoch", legend=False)
-        ax.set_title(name + ("" if any(s.label != PAPER_SOURCE for s in series) else " (paper only)"))
+        series.append(Series(PAPER_SOURCE, [v if v is not None else "x (fails)" for v in paper], colour=colours,
+                             paper=True))
+        panels.append(Panel(series, groups=labels if not panels else [""] * len(labels), horizontal=True,
+                            x=Axis("seconds per epoch", log=True), legend=False,
+                            title=name + ("" if any(s.label != PAPER_SOURCE for s in series) else " (paper only)")))
     solid = f"solid: {', '.join(kinds)}"
-    legend_by_system(fig, [solid], colours={solid: "0.5"}, paper=PAPER_SOURCE.replace("8x ", ""),
-                     loc="lower center", ncol=2, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    return fig
+    return draw(FigureSpec(panels, ncols=3, size=(10, 4.2), sharex=True, legend=Legend(
+        [solid], paper=PAPER_SOURCE.replace("8x ", ""), colours={solid: "0.5"}, room=(0, 0.07, 1, 1),
+        where={"loc": "lower center", "frameon": False})))
 
 
 def short(value, system) -> object:

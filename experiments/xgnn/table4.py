@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, figure, finite, group, ratio, span
+from harness.reportkit import (Axis, Band, Claim, Estimate, FigureSpec, Legend, Panel, Rule, Series, draw, figure,
+                               finite, group, ratio, span)
 
 from . import PAPER_HARDWARE, PAPER_SOURCE
 from .training import (DATASETS, MODEL_NAMES, MODEL_SHORT, MODELS, SHOWN, SHORT, SYSTEMS, TrainingReport, XGNNTraining,
@@ -226,18 +227,18 @@ def speedup_figure(shown: dict, kind: str | None):
     """XGNN's E2E speedup over each system on the machine kind with the most GPUs, ours beside the
     paper's, a panel per model, the datasets along x; OOM and "x" cells written where their bar
     would be."""
-    from .plots import Bars, grouped_bars, legend_by_system
-
     cells = {(m, d): systems for (k, m, d), systems in shown.items() if k == kind}
     models = [m for m in MODELS if any(mm == m for mm, _ in cells)]
-    fig, axes = figure((10, 4.4), ncols=max(1, len(models)), sharey=True, squeeze=False)
-    drawn, hollow = {}, False
-    for ax, model in zip(axes[0], models):
+    if not models:
+        return figure((10, 4.4), squeeze=False)[0]
+    dgl_black = any("dgl_gpu" in c for c in cells.values())       # DGL on the CPU beside DGL on the GPU
+    drawn, panels = {}, []
+    for model in models:
         datasets = [d for d in DATASETS if (model, d) in cells]
         series = []
         for system in (s for s in ALL_SYSTEMS if s != "xgnn" and any(s in cells[(model, d)] for d in datasets)):
             label = SYSTEMS[system].label
-            drawn[label] = "black" if system == "dgl" and any("dgl_gpu" in c for c in cells.values()) else None
+            drawn[label] = "black" if system == "dgl" and dgl_black else None
             values, capped = [], []
             for d in datasets:
                 rec, xg = cells[(model, d)].get(system), cells[(model, d)].get("xgnn")
@@ -245,19 +246,16 @@ def speedup_figure(shown: dict, kind: str | None):
                 values.append(ratio(e2e, xg_e2e) or (e2e if isinstance(e2e, str) else
                                                      f"XGNN {xg_e2e}" if isinstance(xg_e2e, str) else ""))
                 capped.append(extrapolated(rec) or extrapolated(xg))
-            series.append(Bars(label, values, colour=drawn[label], extrapolated=capped))
+            series.append(Series(label, values, colour=drawn[label], extrapolated=capped))
             if SYSTEMS[system].paper != "":
-                series.append(Bars(label, [paper_speedup(model, d, system) or paper_cell(model, d, system) or ""
-                                           for d in datasets], colour=series[-1].colour, paper=True))
-        hollow |= grouped_bars(ax, [SHORT.get(d, d) for d in datasets], series, log=True, legend=False)
-        ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle=":")
-        ax.set_title(f"{MODEL_NAMES[model]} ({kind})")
-    if models:
-        axes[0][0].set_ylabel("XGNN E2E speedup over the system (x)")
-        legend_by_system(fig, list(drawn), paper=PAPER_SOURCE, hollow=hollow, colours=drawn, loc="lower center",
-                         ncol=len(drawn) + 1 + hollow, frameon=False)
-        fig.tight_layout(rect=(0, 0.09, 1, 1))
-    return fig
+                series.append(Series(label, [paper_speedup(model, d, system) or paper_cell(model, d, system) or ""
+                                             for d in datasets], colour=drawn[label], paper=True))
+        panels.append(Panel(series, groups=[SHORT.get(d, d) for d in datasets], legend=False,
+                            y=Axis("" if panels else "XGNN E2E speedup over the system (x)", log=True),
+                            rules=[Rule(1.0)], title=f"{MODEL_NAMES[model]} ({kind})"))
+    return draw(FigureSpec(panels, ncols=len(panels), size=(10, 4.4), sharey=True, legend=Legend(
+        list(drawn), paper=PAPER_SOURCE, colours=drawn, room=(0, 0.09, 1, 1),
+        where={"loc": "lower center", "frameon": False})))
 
 
 PAPER_BUDGET = "v100"

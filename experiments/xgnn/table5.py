@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from harness.artifact import ReportArtifact
 from harness.experiment import PaperValue, Param
 from harness.registry import register_experiment
-from harness.reportkit import Band, Claim, Estimate, figure, group, ratio, span
+from harness.reportkit import (Axis, Band, Claim, Estimate, FigureSpec, Legend, Panel, Series, draw, figure, group,
+                               ratio, span)
 
 from .training import (SHOWN, SYSTEMS, TrainingReport, XGNNTraining, cell, combo, combo_list, common_parameters,
                        extrapolated, fmt, speedup_claim, system_list)
@@ -154,27 +155,23 @@ def compare(machine: str, key: tuple, systems: dict):
 def table5_figure(shown: dict):
     """(a) E2E epoch time and (b) total GPU memory per combination: WholeGraph and XGNN on the
     machine kind with the most GPUs (solid) beside the paper's 8 A100s (hatched), log axes."""
-    from .plots import Bars, grouped_bars, legend_by_system
-
-    fig, axes = figure((10, 4), ncols=2)
     if not shown:
-        return fig
+        return figure((10, 4), ncols=2)[0]
     kind = max(shown, key=lambda k: max(r["world"] for r in shown[k].values()))[0]
     keys = sorted((k for k in shown if k[0] == kind), key=lambda k: combo_rank(k[1:]))
-    groups = [combo(m, d) for _, m, d in keys]
-    panels = ((axes[0], "epoch_time", 3, "(a) E2E time", "seconds per epoch"),
-              (axes[1], "memory_total_gpus", 4, "(b) total GPU memory", "all GPUs (ours GiB, paper GB)"))
-    for ax, metric, index, title, label in panels:
-        series = [Bars(SYSTEMS[system].label, [cell(shown[k].get(system), metric) for k in keys],
+    panels = []
+    for metric, index, title, label in (("epoch_time", 3, "(a) E2E time", "seconds per epoch"),
+                                        ("memory_total_gpus", 4, "(b) total GPU memory",
+                                         "all GPUs (ours GiB, paper GB)")):
+        ours = [Series(SYSTEMS[system].label, [cell(shown[k].get(system), metric) for k in keys],
                        extrapolated=[extrapolated(shown[k].get(system)) for k in keys]) for system in SYSTEMS5]
-        series += [Bars(SYSTEMS[system].label, [TABLE5.get(k[1:], {}).get(system, (None,) * 5)[index] for k in keys],
+        paper = [Series(SYSTEMS[system].label, [TABLE5.get(k[1:], {}).get(system, (None,) * 5)[index] for k in keys],
                         paper=True) for system in SYSTEMS5]
-        grouped_bars(ax, groups, series, log=True, value_label=label, legend=False)
-        ax.set_title(title)
-    legend_by_system(fig, [SYSTEMS[s].label for s in SYSTEMS5], paper=PAPER_SOURCE5, loc="lower center", ncol=3,
-                     frameon=False, title=f"solid: {kind}", title_fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    return fig
+        panels.append(Panel(ours + paper, groups=[combo(m, d) for _, m, d in keys], y=Axis(label, log=True),
+                            legend=False, title=title))
+    return draw(FigureSpec(panels, ncols=2, size=(10, 4), legend=Legend(
+        [SYSTEMS[s].label for s in SYSTEMS5], paper=PAPER_SOURCE5, room=(0, 0.12, 1, 1),
+        where={"loc": "lower center", "frameon": False, "title": f"solid: {kind}", "title_fontsize": 9})))
 
 
 @dataclass

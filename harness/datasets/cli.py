@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..argtypes import nonneg_int as _nonneg
 from ..argtypes import scale as _scale
 from ..errors import HarnessError
 from ..timing import now
