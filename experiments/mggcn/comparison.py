@@ -568,3 +568,11 @@ def finish_panels(fig, axes, title: str):
     fig.tight_layout(rect=(0, 0, 1, 0.91))
     return fig
 
+
+class A100Comparison(ComparisonExperiment):
+    """Figs. 12 and 13: the DGX-A100 figures, MG-GCN against the libraries alone (no CAGNET)."""
+
+    roles = ("paper_method", "library")
+    paper_gpus, paper_speedups, paper_vs_cagnet = "8x A100", SPEEDUP_VS_DGL_A100, {}
+    paper_values = A100_VALUES
+    derives_from = ("mggcn.fig10",)

@@ -7,18 +7,14 @@ from __future__ import annotations
 from harness.registry import register_experiment
 
 from . import PAPER_HARDWARE_A100
-from .comparison import A100_VALUES, SPEEDUP_VS_DGL_A100, ComparisonExperiment
+from .comparison import A100Comparison
 
 
 @register_experiment
-class Fig12(ComparisonExperiment):
+class Fig12(A100Comparison):
     title = "Epoch time: MG-GCN vs the libraries' GCN, 1-4 GPUs (MG-GCN Fig. 12)"
     figure_number, figure_title = "Fig. 12", "MG-GCN Fig. 12: epoch time (s) vs GPUs, MG-GCN, DGL, PyG"
     view, default_datasets = "epoch", ("cora", "arxiv", "products", "reddit")
-    roles = ("paper_method", "library")               # the A100 figures: no CAGNET
-    paper_gpus, paper_speedups, paper_vs_cagnet = "8x A100", SPEEDUP_VS_DGL_A100, {}
     paper_hardware = PAPER_HARDWARE_A100
-    paper_values = A100_VALUES
-    derives_from = ("mggcn.fig10",)
     differs_from_paper = ("1, 2 and 4 GPUs instead of 1-8 A100s; DGL 2.1's CPU build times its GCN on the host's "
                           "cores (PyG's GCNConv on the GPU is the library baseline); every graph a stand-in.")
