@@ -184,3 +184,15 @@ def one_rank_rows(exp, cfg, ctx) -> list[dict]:
             assert all(r["status"] == "ok" for r in got), got
             rows += got
     return rows
+
+
+def assert_refuses_out_of_range(call, ids, what: str) -> None:
+    """``call(ids)`` raises the harness's "out of range" error (the ids hold one outside the table)."""
+    from harness.errors import HarnessError
+
+    try:
+        call(ids)
+    except HarnessError as exc:
+        assert "out of range" in str(exc)
+    else:
+        raise AssertionError(f"an out-of-range id was {what}")
