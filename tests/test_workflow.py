@@ -124,8 +124,8 @@ def test_the_gpu_gate_covers_the_gpu_hot_paths():
     assert any("row_gather.gather_into" in b for b in calls.values())               # the one-kernel gather
     assert any("'sampling'" in b or '"sampling"' in b for b in calls.values())      # a sampler
     assert any("append_unique" in b for b in calls.values())
-    # a training step (tests/benchmarks/workloads.py's FullBatchEpoch trains one)
-    assert any("train_epoch" in b or "FullBatchEpoch" in b for b in calls.values())
+    # a training step (the full_batch_epoch fixture of tests/benchmarks/conftest.py trains one)
+    assert any("train_epoch" in b or "full_batch_epoch" in b for b in calls.values())
 
 
 @pytest.mark.parametrize("name,argv", list(_commands()), ids=lambda x: x if isinstance(x, str) else None)

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from .workloads import FullBatchEpoch
-
 pytestmark = pytest.mark.gpu
 GROUP = "gpu-hot-paths"
 DEV = "cuda"
@@ -90,9 +88,9 @@ def test_append_unique_gpu(benchmark):
     assert ids.unique().numel() == ids.numel()
 
 
-def test_fullbatch_gcn_epoch_gpu(benchmark):
+def test_fullbatch_gcn_epoch_gpu(benchmark, full_batch_epoch):
     """A training step: one full-batch epoch (forward, backward, Adam) of a 2-layer GCN on 200K nodes."""
-    epoch = FullBatchEpoch(200_000, 128, 16, "2x128", device=DEV)
+    epoch = full_batch_epoch(200_000, 128, 16, "2x128", device=DEV)
     benchmark.group = GROUP
     loss = benchmark(_synced(epoch))
     assert epoch.learned(loss)

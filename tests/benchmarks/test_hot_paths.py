@@ -14,8 +14,6 @@ import torch
 
 from impls.core.layout import TableSpec, closed_form_rows
 
-from .workloads import FullBatchEpoch
-
 GROUP = "hot-paths"
 
 
@@ -131,8 +129,8 @@ def test_xgnn_placement_search_8g(benchmark):
     assert plan.extra_partitions == [1] * 8 and set(plan.source[4].tolist()) == {2, 4, 5, 6, 7}
 
 
-def test_fullbatch_gcn_epoch(benchmark):
-    epoch = FullBatchEpoch(20_000, 64, 8, "2x64")
+def test_fullbatch_gcn_epoch(benchmark, full_batch_epoch):
+    epoch = full_batch_epoch(20_000, 64, 8, "2x64")
     benchmark.group = GROUP
     loss = benchmark(epoch)
     assert epoch.learned(loss)
