@@ -181,6 +181,14 @@ def parse_collection(output: str) -> Collected:
     return found
 
 
+def copy_suite(suite: Path, to: Path) -> Path:
+    """The benchmark suite as both sides run it: a folder of its own (no package, its own pytest.ini),
+    so its modules import as top-level ones and see only its own conftest."""
+    shutil.copytree(suite, to, ignore=shutil.ignore_patterns("__pycache__", "__init__.py", "*.json"))
+    (to / "pytest.ini").write_text(SUITE_INI)
+    return to
+
+
 class Side:
     """One tree to measure: its code on PYTHONPATH, the shared suite."""
 
@@ -339,10 +347,7 @@ def check(repo: Path = REPO, base: str | None = None, *, base_tree: Path | None 
             f"ratio >= {threshold:g}x and one-sided Mann-Whitney p < {alpha:g}")
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
         tmp = Path(tmp)
-        suite_copy = tmp / "suite"
-        shutil.copytree(repo / suite, suite_copy, ignore=shutil.ignore_patterns("__pycache__", "__init__.py",
-                                                                                "*.json"))
-        (suite_copy / "pytest.ini").write_text(SUITE_INI)
+        suite_copy = copy_suite(repo / suite, tmp / "suite")
         run = dict(marker=marker, rounds=rounds, threshold=threshold, alpha=alpha, select=select,
                    max_time=max_time, packages=packages, suite_path=Path(suite), progress=progress)
         if base_tree is not None:

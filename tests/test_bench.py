@@ -390,3 +390,30 @@ def test_the_gpu_gate_without_a_gpu_is_an_error_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "error: bench check --device cuda needs a CUDA GPU (torch sees none)\n"
     with pytest.raises(HarnessError, match="not a copy of this repository"):
         bench.check(base_tree=REPO_ROOT / "docs")
+
+
+def test_the_benchmark_suite_runs_as_a_suite_of_its_own(tmp_path):
+    """bench check runs tests/benchmarks copied apart (bench.copy_suite): every module must import
+    there and every fixture resolve, which a relative import or a fixture of tests/conftest.py does
+    not; the CPU training step runs there once."""
+    suite = bench.copy_suite(REPO_ROOT / "tests" / "benchmarks", tmp_path / "suite")
+    side = bench.Side("this tree", REPO_ROOT, suite, tmp_path, marker=bench.GATES["cpu"][0],
+                      select="fullbatch_gcn_epoch", max_time=0.1)
+    found = side.collect()
+    assert found.errors == {} and "test_fullbatch_gcn_epoch" in found.names
+    proc = subprocess.run(side._pytest("--benchmark-disable"), cwd=tmp_path, env=side.env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_a_suite_that_leans_on_its_package_does_not_run_apart(tmp_path):
+    """The check above fails on a suite whose module imports relatively."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "test_x.py").write_text("from .helpers import thing\n\n\ndef test_fullbatch_gcn_epoch(benchmark):\n"
+                                   "    assert benchmark(thing) == 1\n")
+    (src / "helpers.py").write_text("def thing():\n    return 1\n")
+    suite = bench.copy_suite(src, tmp_path / "suite")
+    side = bench.Side("toy", REPO_ROOT, suite, tmp_path, marker=bench.GATES["cpu"][0], select=None, max_time=0.1)
+    assert "test_x.py" in side.collect().errors
+
