@@ -20,9 +20,9 @@ def data_root(monkeypatch, tmp_path):
     return tmp_path / "data"
 
 
-def run(exp_id, tmp_path, scale, **params):
+def run(exp_id, tmp_path, scale, impls=(), **params):
     cfg = RunConfig(device="cpu", quick=True, scale=scale, out_dir=tmp_path / "runs", label="t",
-                    params={k: str(v) for k, v in params.items()})
+                    impl_patterns=tuple(impls), params={k: str(v) for k, v in params.items()})
     outcome = runner.run([exp_id], cfg, ["harness", "run", exp_id])
     rows = load_run(outcome.store.path).rows
     written = report_runs([outcome.store.path], tmp_path / "reports")
@@ -35,8 +35,10 @@ def ok_rows(rows, metric):
 
 
 def test_breakdown_figure(data_root, tmp_path):
-    rows, outcome = run("placement.fig4", tmp_path, 0.005, topologies="2GPU,(2+2)GPU", buffers="0.1N",
-                        max_batches=2, measured="2GPU")
+    # PaGraph left out: its partitioning stops at a wall-clock cap (5 s under --quick), which a loaded
+    # machine reaches (tests/placement/test_pagraph.py covers it)
+    rows, outcome = run("placement.fig4", tmp_path, 0.005, impls=("naive", "random", "clique_opt", "metis"),
+                        topologies="2GPU,(2+2)GPU", buffers="0.1N", max_batches=2, measured="2GPU")
     assert outcome.errors == 0
     loading = [r for r in ok_rows(rows, "loading_time") if r["params"]["mode"] == "simulated"]
     expected = {"naive", "random", "clique_opt"} | ({"metis"} if importlib.util.find_spec("pymetis") else set())
