@@ -691,8 +691,9 @@ def _release_fork_server() -> None:
     from multiprocessing import forkserver
 
     server = forkserver._forkserver
-    if server._forkserver_alive_fd is not None:
-        os.close(server._forkserver_alive_fd)
+    alive = getattr(server, "_forkserver_alive_fd", None)      # CPython's name for it (3.8-3.14)
+    if alive is not None:
+        os.close(alive)
         server._forkserver_alive_fd = None
 
 
